@@ -1,0 +1,446 @@
+//! Workflow data expressions: `{{ JsonPath }}` selections, string interpolation and truthiness.
+//!
+//! Expressions are compiled once (when a definition is deployed) into [`Expr`] values and then
+//! evaluated many times. Evaluation is pure and never fails: a path that selects nothing yields
+//! `null` (see docs/semantics.md, "Expressions").
+
+use jsonpath_rust::{JsonPath, JsonPtr};
+use serde_json::Value;
+use std::str::FromStr;
+
+/// Why an expression did not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExprError {
+    #[error("unclosed `{{{{` in {0:?}: close it with `}}}}`")]
+    Unclosed(String),
+    #[error("empty expression `{{{{ }}}}`: write a JsonPath such as `{{{{ $.field }}}}`")]
+    Empty,
+    #[error("`{path}` is not a valid JsonPath ({reason}); paths start with `$`, e.g. `$.customer.name`")]
+    BadPath { path: String, reason: String },
+    #[error("{0:?} is not an expression: write it as `{{{{ $.path }}}}`")]
+    NotAnExpression(String),
+}
+
+/// One compiled JsonPath, with the glue for the Jayway behaviours the spec relies on.
+#[derive(Debug, Clone)]
+pub struct Path {
+    source: String,
+    compiled: JsonPath<Value>,
+    /// `true` unless the path can select more than one value (filter, wildcard, slice, descent).
+    definite: bool,
+    /// The path starts by filtering the root (`$[?(...)]`).
+    root_filter: bool,
+}
+
+impl Path {
+    /// Compiles a JsonPath such as `$.orders[?(@.completed == true)]`.
+    pub fn compile(source: &str) -> Result<Path, ExprError> {
+        let source = source.trim();
+        if !source.starts_with('$') {
+            return Err(ExprError::BadPath {
+                path: source.to_string(),
+                reason: "it does not start with `$`".into(),
+            });
+        }
+        let compiled = JsonPath::from_str(source).map_err(|e| ExprError::BadPath {
+            path: source.to_string(),
+            reason: e.to_string().lines().next().unwrap_or("syntax error").to_string(),
+        })?;
+        let definite = !(source.contains("[?")
+            || source.contains('*')
+            || source.contains("..")
+            || source.contains(':')
+            || source.contains(','));
+        let rest = source[1..].trim_start_matches('.').trim_start();
+        let root_filter = rest.starts_with("[?");
+        Ok(Path {
+            source: source.to_string(),
+            compiled,
+            definite,
+            root_filter,
+        })
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether the path selects at most one value (no filter, wildcard, slice or descent).
+    pub fn is_definite(&self) -> bool {
+        self.definite
+    }
+
+    /// Every value the path selects, in document order.
+    pub fn matches(&self, data: &Value) -> Vec<Value> {
+        let found = collect(&self.compiled, data);
+        if found.is_empty() && self.root_filter && data.is_object() {
+            // Jayway applies a filter on an object to the object itself.
+            let wrapped = Value::Array(vec![data.clone()]);
+            return collect(&self.compiled, &wrapped);
+        }
+        found
+    }
+
+    /// The selection as one value: one match is that value, several are an array, none is `null`.
+    pub fn select(&self, data: &Value) -> Value {
+        let mut found = self.matches(data);
+        match found.len() {
+            0 => Value::Null,
+            1 => found.pop().unwrap_or(Value::Null),
+            _ => Value::Array(found),
+        }
+    }
+
+    /// The last member name of a definite path: `$.data.greet` -> `greet`,
+    /// `$.exceptions[0]` -> `exceptions`. `None` for `$` alone.
+    pub fn last_member(&self) -> Option<String> {
+        simple_members(&self.source)?.pop()
+    }
+
+    /// The member names of a plain member path (`$.a.b`, `$['a'].b`), `None` for anything else.
+    pub fn member_chain(&self) -> Option<Vec<String>> {
+        let chain = simple_members(&self.source)?;
+        // Indexes are dropped by `simple_members`; a chain is plain only if none were present.
+        if self.source.contains('[') && !self.source.contains("['") && !self.source.contains("[\"") {
+            return None;
+        }
+        Some(chain)
+    }
+}
+
+fn collect(path: &JsonPath<Value>, data: &Value) -> Vec<Value> {
+    path.find_slice_ptr(data)
+        .into_iter()
+        .map(|p| match p {
+            JsonPtr::Slice(v) => v.clone(),
+            JsonPtr::NewValue(v) => v,
+        })
+        .collect()
+}
+
+/// Member names of a path made of `.name`, `['name']` and `[n]` steps; indexes are skipped.
+fn simple_members(source: &str) -> Option<Vec<String>> {
+    let mut rest = source.strip_prefix('$')?;
+    let mut out = Vec::new();
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix("['").or_else(|| rest.strip_prefix("[\"")) {
+            let end = r.find(['\'', '"'])?;
+            out.push(r[..end].to_string());
+            rest = r[end + 1..].strip_prefix(']')?;
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']')?;
+            if !r[..end].trim().chars().all(|c| c.is_ascii_digit() || c == '-') {
+                return None;
+            }
+            rest = &r[end + 1..];
+        } else if let Some(r) = rest.strip_prefix('.') {
+            if r.starts_with('[') {
+                rest = r;
+                continue;
+            }
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            let name = r[..end].trim();
+            if name.is_empty() || name == "*" || name.ends_with(')') {
+                return None;
+            }
+            out.push(name.to_string());
+            rest = &r[end..];
+        } else {
+            return None;
+        }
+    }
+    Some(out)
+}
+
+#[derive(Debug, Clone)]
+enum Segment {
+    Text(String),
+    Path(Path),
+}
+
+/// A compiled expression field: a whole `{{ path }}`, a bare `$path`, or text with embedded
+/// `{{ path }}` parts.
+#[derive(Debug, Clone)]
+pub struct Expr {
+    source: String,
+    segments: Vec<Segment>,
+}
+
+impl Expr {
+    /// Compiles a string where an expression is expected (conditions, filters, collections).
+    /// A bare `$…` path is accepted as if it were braced.
+    pub fn compile(source: &str) -> Result<Expr, ExprError> {
+        let trimmed = source.trim();
+        if trimmed.starts_with('$') && !trimmed.contains("{{") {
+            return Ok(Expr {
+                source: source.to_string(),
+                segments: vec![Segment::Path(Path::compile(trimmed)?)],
+            });
+        }
+        let expr = Self::template(source)?;
+        if expr.paths().next().is_none() {
+            return Err(ExprError::NotAnExpression(source.to_string()));
+        }
+        Ok(expr)
+    }
+
+    /// Compiles a string that may contain `{{ … }}` parts; a string without any is literal text.
+    pub fn template(source: &str) -> Result<Expr, ExprError> {
+        let mut segments = Vec::new();
+        let mut rest = source;
+        while let Some(open) = rest.find("{{") {
+            if open > 0 {
+                segments.push(Segment::Text(rest[..open].to_string()));
+            }
+            let after = &rest[open + 2..];
+            let close = after
+                .find("}}")
+                .ok_or_else(|| ExprError::Unclosed(source.to_string()))?;
+            let inner = after[..close].trim();
+            if inner.is_empty() {
+                return Err(ExprError::Empty);
+            }
+            segments.push(Segment::Path(Path::compile(inner)?));
+            rest = &after[close + 2..];
+        }
+        if !rest.is_empty() {
+            segments.push(Segment::Text(rest.to_string()));
+        }
+        Ok(Expr {
+            source: source.to_string(),
+            segments,
+        })
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The JsonPaths inside this expression.
+    pub fn paths(&self) -> impl Iterator<Item = &Path> {
+        self.segments.iter().filter_map(|s| match s {
+            Segment::Path(p) => Some(p),
+            Segment::Text(_) => None,
+        })
+    }
+
+    /// The single path when the expression is exactly one `{{ path }}` (surrounding whitespace
+    /// allowed) or a bare `$path`.
+    pub fn as_path(&self) -> Option<&Path> {
+        let mut path = None;
+        for s in &self.segments {
+            match s {
+                Segment::Path(p) if path.is_none() => path = Some(p),
+                Segment::Path(_) => return None,
+                Segment::Text(t) if t.trim().is_empty() => {}
+                Segment::Text(_) => return None,
+            }
+        }
+        path
+    }
+
+    /// Text outside the single `{{ }}` of an expression field, if any (worth a warning).
+    pub fn stray_text(&self) -> Option<String> {
+        if self.as_path().is_some() || self.paths().count() != 1 {
+            return None;
+        }
+        let text: String = self
+            .segments
+            .iter()
+            .filter_map(|s| match s {
+                Segment::Text(t) => Some(t.trim()),
+                Segment::Path(_) => None,
+            })
+            .collect();
+        Some(text)
+    }
+
+    /// Evaluates to a JSON value: a whole expression yields the selection, a template yields a
+    /// string (strings verbatim, other values as compact JSON), plain text yields itself.
+    pub fn eval(&self, data: &Value) -> Value {
+        if let Some(p) = self.as_path() {
+            return p.select(data);
+        }
+        let mut out = String::new();
+        for s in &self.segments {
+            match s {
+                Segment::Text(t) => out.push_str(t),
+                Segment::Path(p) => match p.select(data) {
+                    Value::String(v) => out.push_str(&v),
+                    v => out.push_str(&v.to_string()),
+                },
+            }
+        }
+        Value::String(out)
+    }
+
+    /// The selection of the expression's (single) path; the condition form of evaluation.
+    /// Stray text around one `{{ }}` is ignored (validation warns about it).
+    pub fn select(&self, data: &Value) -> Value {
+        match self.paths().next() {
+            Some(p) if self.paths().count() == 1 => p.select(data),
+            _ => self.eval(data),
+        }
+    }
+
+    /// Condition semantics: true when the result is non-empty (not `null`, `[]` or `false`).
+    pub fn is_true(&self, data: &Value) -> bool {
+        truthy(&self.select(data))
+    }
+}
+
+/// True unless the value is `null`, `false` or an empty array.
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null | Value::Bool(false) => false,
+        Value::Array(a) => !a.is_empty(),
+        _ => true,
+    }
+}
+
+/// Evaluates every string with `{{ … }}` inside a JSON value (parameters, event data, injected
+/// data), compiling through `compile` so callers can serve pre-compiled expressions.
+pub fn eval_value(
+    template: &Value,
+    data: &Value,
+    compile: &dyn Fn(&str) -> Result<Expr, ExprError>,
+) -> Result<Value, ExprError> {
+    Ok(match template {
+        Value::String(s) if s.contains("{{") => compile(s)?.eval(data),
+        Value::Array(items) => Value::Array(
+            items
+                .iter()
+                .map(|i| eval_value(i, data, compile))
+                .collect::<Result<_, _>>()?,
+        ),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| Ok((k.clone(), eval_value(v, data, compile)?)))
+                .collect::<Result<_, ExprError>>()?,
+        ),
+        other => other.clone(),
+    })
+}
+
+/// Every string with `{{ … }}` inside a JSON value, with its JSON path suffix.
+pub fn templates_in(value: &Value, at: String, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::String(s) if s.contains("{{") => out.push((at, s.clone())),
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                templates_in(v, format!("{at}[{i}]"), out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                templates_in(v, format!("{at}.{k}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn person() -> Value {
+        json!({
+          "firstName": "John", "lastName": "Doe", "age": 26,
+          "address": {"city": "Nara"},
+          "phoneNumbers": [{"type": "iPhone"}, {"type": "home"}]
+        })
+    }
+
+    #[test]
+    fn interpolates_strings_and_json() {
+        let e = Expr::template("Hello {{ $.firstName }} {{ $.lastName }}").unwrap();
+        assert_eq!(e.eval(&person()), json!("Hello John Doe"));
+        let e = Expr::template("city={{ $.address }}").unwrap();
+        assert_eq!(e.eval(&person()), json!("city={\"city\":\"Nara\"}"));
+    }
+
+    #[test]
+    fn whole_expression_yields_value() {
+        let e = Expr::compile(" {{ $.phoneNumbers }} ").unwrap();
+        assert_eq!(e.eval(&person()), json!([{"type": "iPhone"}, {"type": "home"}]));
+        let e = Expr::compile("{{ $.missing }}").unwrap();
+        assert_eq!(e.eval(&person()), Value::Null);
+        let e = Expr::compile("$.age").unwrap();
+        assert_eq!(e.eval(&person()), json!(26));
+    }
+
+    #[test]
+    fn several_matches_are_an_array_one_is_the_value() {
+        let e = Expr::compile("{{ $.phoneNumbers[*].type }}").unwrap();
+        assert_eq!(e.eval(&person()), json!(["iPhone", "home"]));
+        let e = Expr::compile("{{ $.phoneNumbers[?(@.type == 'home')] }}").unwrap();
+        assert_eq!(e.eval(&person()), json!({"type": "home"}));
+    }
+
+    #[test]
+    fn root_filter_applies_to_object_itself() {
+        assert!(Expr::compile("{{ $.[?(@.age  > 18)] }}").unwrap().is_true(&person()));
+        assert!(!Expr::compile("{{ $.[?(@.age  < 18)] }}").unwrap().is_true(&person()));
+        assert!(Expr::compile("{{ $[?(@.age > 18)] }}").unwrap().is_true(&person()));
+    }
+
+    #[test]
+    fn length_function() {
+        let e = Expr::compile("{{ $.phoneNumbers.length() }}").unwrap();
+        assert_eq!(e.eval(&person()), json!(2));
+    }
+
+    #[test]
+    fn dot_bracket_filter() {
+        let data = json!({"vegetables": [{"n": "potato", "veggieLike": true}, {"n": "b", "veggieLike": false}]});
+        let e = Expr::compile("{{ $.vegetables.[?(@.veggieLike == true)] }}").unwrap();
+        assert_eq!(e.eval(&data), json!({"n": "potato", "veggieLike": true}));
+        // As in Jayway, a bare `@.member` filter tests existence, not truthiness.
+        let e = Expr::compile("{{ $.vegetables.[?(@.veggieLike)] }}").unwrap();
+        assert_eq!(e.eval(&data).as_array().map(Vec::len), Some(2));
+    }
+
+    #[test]
+    fn truthiness() {
+        assert!(!truthy(&Value::Null));
+        assert!(!truthy(&json!([])));
+        assert!(!truthy(&json!(false)));
+        assert!(truthy(&json!(0)));
+        assert!(truthy(&json!({})));
+        let errs = json!({"errors": [{"name": "FunctionExecutionError"}]});
+        let yes = Expr::compile("{{ $.errors[?(@.name == 'FunctionExecutionError')] }}").unwrap();
+        let no = Expr::compile("{{ $.errors[?(@.name != 'FunctionExecutionError')] }}").unwrap();
+        assert!(yes.is_true(&errs));
+        assert!(!no.is_true(&errs));
+    }
+
+    #[test]
+    fn compile_errors_are_reported() {
+        assert!(matches!(Expr::compile("{{ $.a "), Err(ExprError::Unclosed(_))));
+        assert!(matches!(Expr::compile("{{ }}"), Err(ExprError::Empty)));
+        assert!(matches!(Expr::compile("{{ a.b }}"), Err(ExprError::BadPath { .. })));
+        assert!(matches!(Expr::compile("{{ $.a[?(@.x == }}"), Err(ExprError::BadPath { .. })));
+        assert!(matches!(Expr::compile("plain"), Err(ExprError::NotAnExpression(_))));
+    }
+
+    #[test]
+    fn stray_text_is_detected_and_ignored_in_conditions() {
+        let e = Expr::compile("{{ $.errors[?(@.name == 'X')] }}'").unwrap();
+        assert_eq!(e.stray_text().as_deref(), Some("'"));
+        assert!(!e.is_true(&json!({"errors": [{"name": "Y"}]})));
+    }
+
+    #[test]
+    fn last_member_and_chain() {
+        let p = |s| Path::compile(s).unwrap();
+        assert_eq!(p("$.greeting").last_member().as_deref(), Some("greeting"));
+        assert_eq!(p("$.data.greet").last_member().as_deref(), Some("greet"));
+        assert_eq!(p("$.exceptions[0]").last_member().as_deref(), Some("exceptions"));
+        assert_eq!(p("$").last_member(), None);
+        assert_eq!(p("$.a.b").member_chain(), Some(vec!["a".into(), "b".into()]));
+        assert_eq!(p("$.a[0]").member_chain(), None);
+        assert_eq!(p("$.a[?(@.x)]").member_chain(), None);
+    }
+}

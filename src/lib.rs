@@ -1,0 +1,5 @@
+pub mod diag;
+pub mod expr;
+pub mod load;
+pub mod model;
+pub mod time;

@@ -1,0 +1,151 @@
+use chrono::{DateTime, Months, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Why a duration did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{input:?} is not an ISO 8601 duration: {reason}; write e.g. \"PT15M\", \"P2DT3H4M\" or \"P1Y2M10DT2H30M\"")]
+pub struct DurationError {
+    pub input: String,
+    pub reason: String,
+}
+
+/// An ISO 8601 duration. Years and months are calendar units, applied with calendar arithmetic;
+/// the rest is exact.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Duration {
+    months: u32,
+    millis: u64,
+}
+
+impl Duration {
+    pub fn parse(input: &str) -> Result<Duration, DurationError> {
+        let err = |reason: String| DurationError {
+            input: input.to_string(),
+            reason,
+        };
+        let text = input.trim();
+        if !text.starts_with('P') {
+            return Err(err("it must start with `P`".into()));
+        }
+        if text.ends_with('T') || text == "P" {
+            return Err(err("it has no value after `P`/`T`".into()));
+        }
+        let d = iso8601_duration::Duration::parse(text)
+            .map_err(|e| err(format!("unexpected input at position {}", e.position)))?;
+        let negative = [d.year, d.month, d.day, d.hour, d.minute, d.second]
+            .iter()
+            .any(|v| *v < 0.0 || !v.is_finite());
+        if negative {
+            return Err(err("parts must be non-negative".into()));
+        }
+        if d.year.fract() != 0.0 || d.month.fract() != 0.0 {
+            return Err(err("years and months must be whole numbers".into()));
+        }
+        let months = (d.year as u32) * 12 + d.month as u32;
+        let secs = f64::from(d.day) * 86_400.0
+            + f64::from(d.hour) * 3_600.0
+            + f64::from(d.minute) * 60.0
+            + f64::from(d.second);
+        Ok(Duration {
+            months,
+            millis: (secs * 1000.0).round() as u64,
+        })
+    }
+
+    /// A duration of exact milliseconds.
+    pub fn from_millis(millis: u64) -> Duration {
+        Duration { months: 0, millis }
+    }
+
+    /// `self` added `times` times (calendar months and exact time add separately).
+    pub fn times(&self, times: u32) -> Duration {
+        Duration {
+            months: self.months.saturating_mul(times),
+            millis: self.millis.saturating_mul(u64::from(times)),
+        }
+    }
+
+    pub fn plus(&self, other: &Duration) -> Duration {
+        Duration {
+            months: self.months.saturating_add(other.months),
+            millis: self.millis.saturating_add(other.millis),
+        }
+    }
+
+    /// The instant this duration after `at`.
+    pub fn after(&self, at: DateTime<Utc>) -> DateTime<Utc> {
+        let base = at
+            .checked_add_months(Months::new(self.months))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC);
+        base.checked_add_signed(chrono::Duration::milliseconds(self.millis as i64))
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+    }
+
+    /// The instant this duration before `at`.
+    pub fn before(&self, at: DateTime<Utc>) -> DateTime<Utc> {
+        let base = at
+            .checked_sub_months(Months::new(self.months))
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        base.checked_sub_signed(chrono::Duration::milliseconds(self.millis as i64))
+            .unwrap_or(DateTime::<Utc>::MIN_UTC)
+    }
+
+    pub fn is_zero(&self) -> bool {
+        self.months == 0 && self.millis == 0
+    }
+}
+
+impl fmt::Display for Duration {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "P")?;
+        if self.months > 0 {
+            write!(f, "{}M", self.months)?;
+        }
+        if self.millis > 0 || self.months == 0 {
+            let secs = self.millis as f64 / 1000.0;
+            write!(f, "T{secs}S")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn t(s: &str) -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+    }
+
+    #[test]
+    fn parses_spec_examples() {
+        let at = t("2020-01-31T00:00:00Z");
+        assert_eq!(Duration::parse("PT15M").unwrap().after(at), t("2020-01-31T00:15:00Z"));
+        assert_eq!(
+            Duration::parse("P2DT3H4M").unwrap().after(at),
+            t("2020-02-02T03:04:00Z")
+        );
+        // Calendar arithmetic: one month after Jan 31 is the last day of February.
+        assert_eq!(
+            Duration::parse("P1Y2M10DT2H30M").unwrap().after(at),
+            Utc.with_ymd_and_hms(2021, 3, 31, 2, 30, 0).unwrap() + chrono::Duration::days(10)
+        );
+        assert_eq!(Duration::parse("PT0.5S").unwrap(), Duration::from_millis(500));
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        for bad in ["15M", "P", "PT", "PXM", "", "P-1D", "soon"] {
+            assert!(Duration::parse(bad).is_err(), "{bad} should not parse");
+        }
+    }
+
+    #[test]
+    fn arithmetic() {
+        let one = Duration::parse("PT1M").unwrap();
+        let two = Duration::parse("PT2M").unwrap();
+        assert_eq!(one.plus(&two.times(3)), Duration::parse("PT7M").unwrap());
+    }
+}

@@ -1,0 +1,18 @@
+//! Time values of the language: ISO 8601 durations, repeating intervals (`R5/PT1M`), time
+//! intervals (start/end, start/duration, duration/end, duration), cron expressions and IANA
+//! time zones. Thin glue over `iso8601-duration`, `croner`, `chrono` and `chrono-tz`.
+
+mod cron;
+mod duration;
+mod interval;
+
+pub use cron::{CronError, CronSchedule};
+pub use duration::{Duration, DurationError};
+pub use interval::{IntervalError, RepeatingInterval, TimeInterval};
+
+/// Parses an IANA time zone name such as `Europe/Berlin`.
+pub fn parse_timezone(name: &str) -> Result<chrono_tz::Tz, String> {
+    name.parse::<chrono_tz::Tz>().map_err(|_| {
+        format!("{name:?} is not an IANA time zone name; use a name such as \"Europe/Berlin\" or \"UTC\"")
+    })
+}
