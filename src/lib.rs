@@ -1,5 +1,9 @@
+pub mod cli;
+pub mod definition;
 pub mod diag;
 pub mod expr;
+pub mod graph;
 pub mod load;
 pub mod model;
 pub mod time;
+pub mod validate;

@@ -71,8 +71,9 @@ fn unknown_field(file: &str, prefix: &str, field: &str) -> Diagnostic {
     )
 }
 
-/// Deserializes one element, collecting unknown-field warnings and the error, if any.
-fn element<T: serde::de::DeserializeOwned>(
+/// Deserializes one part of a definition (an event, a function, a filter...), collecting
+/// unknown-field warnings and the error, if any, located under `at`.
+pub fn element<T: serde::de::DeserializeOwned>(
     file: &str,
     at: &str,
     value: Value,
