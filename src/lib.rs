@@ -7,3 +7,4 @@ pub mod load;
 pub mod model;
 pub mod time;
 pub mod validate;
+pub mod engine;

@@ -1,0 +1,154 @@
+//! Data flow rules: deep merge, merging results under a filter, state and event filters.
+
+use crate::expr::Path;
+use serde_json::{Map, Value};
+
+/// Objects merge key by key, recursively; anything else is replaced.
+pub fn deep_merge(into: &mut Value, from: Value) {
+    match (into, from) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                match a.get_mut(&k) {
+                    Some(existing) => deep_merge(existing, v),
+                    None => {
+                        a.insert(k, v);
+                    }
+                }
+            }
+        }
+        (slot, v) => *slot = v,
+    }
+}
+
+/// Stores `value` under `key` of `data`, making `data` an object if it is not one.
+pub fn put(data: &mut Value, key: &str, value: Value) {
+    if !data.is_object() {
+        *data = Value::Object(Map::new());
+    }
+    if let Value::Object(m) = data {
+        m.insert(key.to_string(), value);
+    }
+}
+
+/// Merges a result into state data (docs/semantics.md, "Data flow"):
+/// - no filter: an object deep-merges, anything else goes under `result`;
+/// - a filter: the selection goes under the path's last member name; `$` deep-merges it all.
+///
+/// `selection` is what the filter selected (`None` when it selected nothing: data unchanged).
+pub fn merge_result(data: &mut Value, result: Value, filter: Option<&Path>) {
+    match filter {
+        None => match result {
+            Value::Object(_) => deep_merge(data, result),
+            other => put(data, "result", other),
+        },
+        Some(path) => {
+            let found = path.matches(&result);
+            if found.is_empty() {
+                return;
+            }
+            let selected = path.select(&result);
+            match path.last_member() {
+                Some(name) => put(data, &name, selected),
+                None => deep_merge(data, selected),
+            }
+        }
+    }
+}
+
+/// Like [`merge_result`], but the filter is tried on the whole event first and on its `data`
+/// when it selects nothing there.
+pub fn merge_event(data: &mut Value, event: Value, payload: Value, filter: Option<&Path>) {
+    match filter {
+        None => merge_result(data, payload, None),
+        Some(path) if !path.matches(&event).is_empty() => merge_result(data, event, Some(path)),
+        Some(path) => merge_result(data, payload, Some(path)),
+    }
+}
+
+/// `dataInputPath` / `dataOutputPath`: the selection replaces the data; a path that selects
+/// nothing leaves it unfiltered.
+pub fn filter(data: Value, path: Option<&Path>) -> Value {
+    match path {
+        Some(p) if !p.matches(&data).is_empty() => p.select(&data),
+        _ => data,
+    }
+}
+
+/// Sets the value at a plain member chain (`$.a.b`), creating objects on the way.
+pub fn set_path(data: &mut Value, chain: &[String], value: Value) {
+    let Some((last, parents)) = chain.split_last() else {
+        *data = value;
+        return;
+    };
+    let mut cur = data;
+    for p in parents {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        cur = cur
+            .as_object_mut()
+            .map(|m| m.entry(p.clone()).or_insert(Value::Null))
+            .expect("made an object above");
+    }
+    put(cur, last, value);
+}
+
+/// The value at a plain member chain.
+pub fn get_path<'a>(data: &'a Value, chain: &[String]) -> Option<&'a Value> {
+    chain.iter().try_fold(data, |cur, k| cur.get(k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn p(s: &str) -> Path {
+        Path::compile(s).unwrap()
+    }
+
+    #[test]
+    fn merge_rules() {
+        let mut d = json!({"a": {"x": 1}, "k": 1});
+        merge_result(&mut d, json!({"a": {"y": 2}, "k": [1]}), None);
+        assert_eq!(d, json!({"a": {"x": 1, "y": 2}, "k": [1]}));
+        merge_result(&mut d, json!("plain"), None);
+        assert_eq!(d["result"], json!("plain"));
+        let mut d = json!({});
+        merge_result(&mut d, json!({"greeting": "hi", "x": 1}), Some(&p("$.greeting")));
+        assert_eq!(d, json!({"greeting": "hi"}));
+        merge_result(&mut d, json!({"data": {"greet": 5}}), Some(&p("$.data.greet")));
+        assert_eq!(d["greet"], json!(5));
+        merge_result(&mut d, json!({"exceptions": [7, 8]}), Some(&p("$.exceptions[0]")));
+        assert_eq!(d["exceptions"], json!(7));
+        merge_result(&mut d, json!({"z": 1}), Some(&p("$")));
+        assert_eq!(d["z"], json!(1));
+        merge_result(&mut d, json!({"other": 1}), Some(&p("$.missing")));
+        assert!(d.get("missing").is_none());
+    }
+
+    #[test]
+    fn filters_replace_or_pass() {
+        let d = json!({"hello": {"en": "Hello"}});
+        assert_eq!(filter(d.clone(), Some(&p("$.hello"))), json!({"en": "Hello"}));
+        assert_eq!(filter(d.clone(), Some(&p("$.nothing"))), d);
+    }
+
+    #[test]
+    fn event_filter_falls_back_to_data() {
+        let mut d = json!({});
+        let ev = json!({"id": "1", "source": "s", "data": {"customer": {"n": 1}}});
+        merge_event(&mut d, ev.clone(), ev["data"].clone(), Some(&p("$.customer")));
+        assert_eq!(d, json!({"customer": {"n": 1}}));
+        let mut d = json!({});
+        merge_event(&mut d, ev.clone(), ev["data"].clone(), Some(&p("$.source")));
+        assert_eq!(d, json!({"source": "s"}));
+    }
+
+    #[test]
+    fn set_and_get_paths() {
+        let mut d = json!({"a": 1});
+        set_path(&mut d, &["r".into(), "x".into()], json!([1]));
+        assert_eq!(get_path(&d, &["r".into(), "x".into()]), Some(&json!([1])));
+    }
+}

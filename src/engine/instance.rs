@@ -1,0 +1,221 @@
+//! The instance: everything the engine needs to decide the next step, as plain serde data so it
+//! can be stored and replayed.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Where an instance is in its life.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Status {
+    /// Actions or child workflows are in flight.
+    Running,
+    /// Only events or timers can move it on.
+    Waiting,
+    Completed,
+    Failed,
+    Terminated,
+    Cancelled,
+}
+
+impl Status {
+    pub fn is_final(self) -> bool {
+        matches!(
+            self,
+            Status::Completed | Status::Failed | Status::Terminated | Status::Cancelled
+        )
+    }
+}
+
+/// A workflow error as the language exposes it: `{name, message, trace}`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ErrorInfo {
+    pub name: String,
+    pub message: String,
+    #[serde(default)]
+    pub trace: String,
+}
+
+impl ErrorInfo {
+    pub fn new(name: impl Into<String>, message: impl Into<String>) -> ErrorInfo {
+        ErrorInfo {
+            name: name.into(),
+            message: message.into(),
+            trace: String::new(),
+        }
+    }
+}
+
+/// A CloudEvent as the engine sees it (consumed or produced).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Event {
+    pub id: String,
+    pub source: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub datacontenttype: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+    /// Extension attributes (lowercase names).
+    #[serde(default, flatten)]
+    pub extensions: Map<String, Value>,
+}
+
+impl Event {
+    /// A context attribute by name, case-insensitively (extensions and `subject`).
+    pub fn attribute(&self, name: &str) -> Option<String> {
+        let lower = name.to_ascii_lowercase();
+        if lower == "subject" {
+            return self.subject.clone();
+        }
+        self.extensions
+            .iter()
+            .find(|(k, _)| k.to_ascii_lowercase() == lower)
+            .map(|(_, v)| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+    }
+
+    /// The whole event as structured JSON, as event data filters see it.
+    pub fn to_json(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// One action's progress.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "status", rename_all = "camelCase")]
+pub enum Slot {
+    Pending,
+    /// A function call is out; `attempt` 0 is the first try.
+    Invoked { attempt: u32 },
+    /// The trigger event was produced; waiting for the result event.
+    AwaitingEvent { attempt: u32, event: String },
+    /// Waiting for the retry timer before attempt `attempt`.
+    RetryWait { attempt: u32 },
+    Done,
+}
+
+/// A list of actions running against a copy of data.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Run {
+    /// Key prefix of this run's actions (`""`, `e0.`, `b1.`, `i3.`).
+    pub prefix: String,
+    pub source: Source,
+    pub parallel: bool,
+    /// The data the actions see and their results merge into.
+    pub data: Value,
+    /// Results merged on their own (a foreach iteration's result).
+    pub results: Value,
+    pub slots: Vec<Slot>,
+}
+
+/// Where a run's action list lives in the current state's definition.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub enum Source {
+    Operation,
+    EventGroup(usize),
+    Callback,
+    Branch(usize),
+    ForEach,
+}
+
+/// A unit of concurrent work of a parallel or foreach state.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Lane {
+    NotStarted,
+    Actions { run: Run },
+    Child { id: String },
+    Done { output: Value },
+}
+
+/// What the current state is doing.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Activity {
+    #[default]
+    Idle,
+    /// An event state waiting; `received` lists consumed event names (`exclusive: false`).
+    AwaitEvents { received: Vec<String> },
+    /// An event state running groups of actions (`groups` still to run after `run`).
+    EventActions { run: Run, groups: Vec<usize> },
+    Operation { run: Run },
+    SwitchWait,
+    Delay,
+    Parallel { lanes: Vec<Lane>, finished: Vec<usize> },
+    Subflow { child: String },
+    ForEach { items: Vec<Value>, lanes: Vec<Lane> },
+    CallbackAction { run: Run },
+    CallbackWait,
+}
+
+/// One workflow instance.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Instance {
+    pub id: String,
+    pub workflow_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    pub status: Status,
+    /// The current state's name (the last one once finished).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    /// How many states have been entered; part of every key, so a revisited state gets new keys.
+    pub visit: u64,
+    /// How many events have been produced; the source of deterministic event ids.
+    pub seq: u64,
+    /// The current state's data.
+    pub data: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorInfo>,
+    /// Correlation values pinned by consumed events (lowercase attribute name -> value).
+    #[serde(default)]
+    pub correlation: BTreeMap<String, String>,
+    pub activity: Activity,
+    /// Armed timers, by id.
+    #[serde(default)]
+    pub timers: BTreeSet<String>,
+    /// Child instances it waits for.
+    #[serde(default)]
+    pub children: BTreeSet<String>,
+}
+
+impl Instance {
+    /// A fresh instance of workflow `workflow_id`, not yet started.
+    pub fn new(id: impl Into<String>, workflow_id: impl Into<String>) -> Instance {
+        Instance {
+            id: id.into(),
+            workflow_id: workflow_id.into(),
+            version: None,
+            status: Status::Running,
+            state: None,
+            visit: 0,
+            seq: 0,
+            data: Value::Object(Map::new()),
+            output: None,
+            error: None,
+            correlation: BTreeMap::new(),
+            activity: Activity::Idle,
+            timers: BTreeSet::new(),
+            children: BTreeSet::new(),
+        }
+    }
+
+    /// Key prefix of everything the current state visit starts.
+    pub fn visit_key(&self) -> String {
+        format!("{}/{}", self.id, self.visit)
+    }
+}

@@ -1,0 +1,257 @@
+//! The pure, deterministic engine: `apply(definition, instance, input, now)` returns the next
+//! instance and the actions to carry out. No I/O, no clock, no randomness: time and ids come in
+//! with the input, so an instance can be replayed from its recorded inputs.
+//!
+//! Layout: `instance` (the stored state), `data` (merge and filter rules), `flow` (entering,
+//! completing and leaving states), `run` (action lists, retries), `lanes` (parallel branches
+//! and foreach iterations), `events` (what an instance waits for and consuming events),
+//! `errors` (onError and failing), `produce` (produced events with deterministic ids).
+
+pub mod data;
+mod errors;
+mod events;
+mod flow;
+pub mod instance;
+mod lanes;
+mod produce;
+mod run;
+
+pub use events::{correlates, waits_for};
+pub use instance::{Activity, ErrorInfo, Event, Instance, Lane, Run, Slot, Source, Status};
+
+use crate::definition::Definition;
+use crate::model::State;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Something that happened to an instance.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Input {
+    /// Create the instance with `input`; `events` are the start events that created it (all of
+    /// them for an `exclusive: false` start), consumed by the start state at once.
+    Start {
+        input: Value,
+        #[serde(default)]
+        events: Vec<Event>,
+    },
+    /// A consumed CloudEvent routed to this instance.
+    Event { event: Event },
+    /// A function call (by idempotency key) returned.
+    ActionResult { key: String, result: Value },
+    /// A function call failed.
+    ActionFailed { key: String, error: ErrorInfo },
+    /// A timer armed by `ArmTimer` is due.
+    TimerFired { id: String },
+    /// A child instance finished.
+    ChildCompleted {
+        id: String,
+        output: Value,
+        #[serde(default)]
+        terminated: bool,
+    },
+    /// A child instance failed.
+    ChildFailed { id: String, error: ErrorInfo },
+    /// Stop the instance.
+    Cancel,
+}
+
+/// A side effect the caller carries out after committing the new instance.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Action {
+    /// Send a CloudEvent.
+    Produce { event: Event },
+    /// Call a function; `key` is the idempotency key (stable across retries and restarts) and
+    /// comes back with the result.
+    Invoke {
+        key: String,
+        function: String,
+        resource: String,
+        parameters: Value,
+        attempt: u32,
+    },
+    ArmTimer { id: String, due: DateTime<Utc> },
+    CancelTimer { id: String },
+    /// Start a child instance `id` of `workflow_id`; `wait` means the parent expects
+    /// `ChildCompleted`/`ChildFailed` back.
+    StartChild {
+        id: String,
+        workflow_id: String,
+        input: Value,
+        wait: bool,
+    },
+    CancelChild { id: String },
+    Complete { output: Value },
+    Terminate { output: Value },
+    Fail { error: ErrorInfo },
+    Cancelled,
+}
+
+/// The outcome of one `apply`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub instance: Instance,
+    pub actions: Vec<Action>,
+}
+
+/// Inputs the engine refuses; the instance is unchanged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    #[error("instance {id} has already finished ({status:?})")]
+    Finished { id: String, status: Status },
+    #[error("instance {0} has not started: send Start first")]
+    NotStarted(String),
+    #[error("instance {0} has already started")]
+    AlreadyStarted(String),
+    #[error("workflow input must be a JSON object, found {0}")]
+    InputNotObject(&'static str),
+    #[error("instance {id} is not waiting for an event of type {event_type:?} from {event_source:?}")]
+    NotWaiting {
+        id: String,
+        event_type: String,
+        event_source: String,
+    },
+    #[error("workflow {0} has no start state")]
+    NoStartState(String),
+    #[error("instance is in state {0:?}, which the definition does not have (was it redeployed?)")]
+    UnknownState(String),
+}
+
+/// Applies one input to an instance.
+pub fn apply(
+    def: &Definition,
+    instance: &Instance,
+    input: Input,
+    now: DateTime<Utc>,
+) -> Result<Step, EngineError> {
+    if instance.status.is_final() {
+        return Err(EngineError::Finished {
+            id: instance.id.clone(),
+            status: instance.status,
+        });
+    }
+    let started = instance.visit > 0;
+    match (&input, started) {
+        (Input::Start { .. }, true) => return Err(EngineError::AlreadyStarted(instance.id.clone())),
+        (Input::Start { .. }, false) => {}
+        (_, false) => return Err(EngineError::NotStarted(instance.id.clone())),
+        _ => {}
+    }
+    if let Some(name) = &instance.state {
+        if def.workflow.state(name).is_none() {
+            return Err(EngineError::UnknownState(name.clone()));
+        }
+    }
+    let mut cx = Cx {
+        def,
+        inst: instance.clone(),
+        now,
+        out: Vec::new(),
+    };
+    match input {
+        Input::Start { input, events } => flow::start(&mut cx, input, events)?,
+        Input::Event { event } => events::consume(&mut cx, event)?,
+        Input::ActionResult { key, result } => run::on_result(&mut cx, &key, result),
+        Input::ActionFailed { key, error } => run::on_failed(&mut cx, &key, error),
+        Input::TimerFired { id } => flow::on_timer(&mut cx, &id),
+        Input::ChildCompleted {
+            id,
+            output,
+            terminated,
+        } => lanes::on_child_done(&mut cx, &id, output, terminated),
+        Input::ChildFailed { id, error } => lanes::on_child_failed(&mut cx, &id, error),
+        Input::Cancel => flow::cancel(&mut cx),
+    }
+    if !cx.inst.status.is_final() {
+        cx.inst.status = status_of(&cx.inst);
+    }
+    Ok(Step {
+        instance: cx.inst,
+        actions: cx.out,
+    })
+}
+
+/// RUNNING while actions or children are in flight, WAITING when only events or timers can
+/// move the instance on.
+fn status_of(inst: &Instance) -> Status {
+    let busy_run = |r: &Run| {
+        r.slots
+            .iter()
+            .any(|s| matches!(s, Slot::Invoked { .. } | Slot::Pending))
+    };
+    let busy_lane = |l: &Lane| match l {
+        Lane::Actions { run } => busy_run(run),
+        Lane::Child { .. } => true,
+        Lane::NotStarted | Lane::Done { .. } => false,
+    };
+    let busy = match &inst.activity {
+        Activity::Operation { run }
+        | Activity::EventActions { run, .. }
+        | Activity::CallbackAction { run } => busy_run(run),
+        Activity::Parallel { lanes, .. } | Activity::ForEach { lanes, .. } => {
+            lanes.iter().any(busy_lane)
+        }
+        Activity::Subflow { .. } | Activity::Idle => true,
+        Activity::AwaitEvents { .. }
+        | Activity::SwitchWait
+        | Activity::Delay
+        | Activity::CallbackWait => false,
+    };
+    if busy {
+        Status::Running
+    } else {
+        Status::Waiting
+    }
+}
+
+/// Working context of one `apply`.
+pub(crate) struct Cx<'a> {
+    pub def: &'a Definition,
+    pub inst: Instance,
+    pub now: DateTime<Utc>,
+    pub out: Vec<Action>,
+}
+
+impl<'a> Cx<'a> {
+    /// The definition of the current state.
+    pub fn state(&self) -> &'a State {
+        let name = self.inst.state.as_deref().unwrap_or_default();
+        self.def
+            .workflow
+            .state(name)
+            .expect("apply checks the current state exists")
+    }
+
+    pub fn arm(&mut self, id: String, due: DateTime<Utc>) {
+        self.inst.timers.insert(id.clone());
+        self.out.push(Action::ArmTimer { id, due });
+    }
+
+    pub fn disarm(&mut self, id: &str) {
+        if self.inst.timers.remove(id) {
+            self.out.push(Action::CancelTimer { id: id.to_string() });
+        }
+    }
+
+    /// A compiled path for an expression field validated at deploy time.
+    pub fn path(&self, source: &str) -> Option<crate::expr::Path> {
+        self.def
+            .expr(source)
+            .ok()
+            .and_then(|e| e.paths().next().cloned())
+    }
+
+    /// Evaluates a condition; a broken expression counts as false.
+    pub fn is_true(&self, source: &str, data: &Value) -> bool {
+        self.def.expr(source).is_ok_and(|e| e.is_true(data))
+    }
+
+    /// Evaluates a value whose strings may embed expressions.
+    pub fn eval_value(&self, template: &Value, data: &Value) -> Value {
+        crate::expr::eval_value(template, data, &|s| self.def.template(s))
+            .unwrap_or_else(|_| template.clone())
+    }
+}
+

@@ -1,0 +1,61 @@
+//! Produced events: type from the definition, deterministic id from instance and sequence,
+//! data and extension attributes evaluated against the state data.
+
+use super::instance::Event;
+use super::{Action, Cx};
+use serde_json::{Map, Value};
+
+/// Namespace of produced event ids (UUID v5 of `{instance}/{sequence}`).
+const ID_NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6f1c_2b1e_55a4_4c1a_9d0e_f10b_60e4_7a11);
+
+/// The deterministic id of the `seq`-th event produced by `instance`.
+pub fn event_id(instance: &str, seq: u64) -> String {
+    uuid::Uuid::new_v5(&ID_NAMESPACE, format!("{instance}/{seq}").as_bytes()).to_string()
+}
+
+/// Produces event definition `name` with `data` (an expression string or an object with
+/// embedded expressions; absent: the whole state data) and `attrs`.
+pub fn produce(cx: &mut Cx, name: &str, data: Option<&Value>, attrs: Option<&Value>, state_data: &Value) {
+    let Some(def) = cx.def.workflow.event(name) else {
+        return;
+    };
+    let payload = match data {
+        None => state_data.clone(),
+        Some(Value::String(s)) if s.contains("{{") || s.trim_start().starts_with('$') => cx
+            .def
+            .expr(s)
+            .map(|e| e.eval(state_data))
+            .unwrap_or(Value::Null),
+        Some(other) => cx.eval_value(other, state_data),
+    };
+    let mut extensions = Map::new();
+    let objects: Vec<&Map<String, Value>> = match attrs {
+        Some(Value::Object(m)) => vec![m],
+        Some(Value::Array(items)) => items.iter().filter_map(Value::as_object).collect(),
+        _ => vec![],
+    };
+    for m in objects {
+        for (k, v) in m {
+            let value = match cx.eval_value(v, state_data) {
+                Value::String(s) => Value::String(s),
+                other => Value::String(other.to_string()),
+            };
+            extensions.insert(k.to_ascii_lowercase(), value);
+        }
+    }
+    extensions.insert("workflowid".into(), Value::String(cx.inst.workflow_id.clone()));
+    extensions.insert("workflowinstanceid".into(), Value::String(cx.inst.id.clone()));
+    let id = event_id(&cx.inst.id, cx.inst.seq);
+    cx.inst.seq += 1;
+    let event = Event {
+        id,
+        source: format!("/flowbroker/{}", cx.inst.workflow_id),
+        event_type: def.ce_type().to_string(),
+        time: Some(cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        datacontenttype: Some("application/json".into()),
+        subject: None,
+        data: Some(payload),
+        extensions,
+    };
+    cx.out.push(Action::Produce { event });
+}
