@@ -33,10 +33,10 @@ impl RepeatingInterval {
                     input: input.to_string(),
                 })?)
             };
-            return Ok(RepeatingInterval {
-                repetitions,
-                every: Duration::parse(dur)?,
-            });
+            let every = Duration::parse(dur).map_err(|_| IntervalError::Repeating {
+                input: input.to_string(),
+            })?;
+            return Ok(RepeatingInterval { repetitions, every });
         }
         Ok(RepeatingInterval {
             repetitions: None,
