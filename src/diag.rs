@@ -74,7 +74,12 @@ impl fmt::Display for Diagnostic {
 pub fn did_you_mean<'a>(wrong: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
     let best = candidates
         .into_iter()
-        .map(|c| (strsim::damerau_levenshtein(&wrong.to_lowercase(), &c.to_lowercase()), c))
+        .map(|c| {
+            (
+                strsim::damerau_levenshtein(&wrong.to_lowercase(), &c.to_lowercase()),
+                c,
+            )
+        })
         .filter(|(d, c)| *d <= (c.len().max(wrong.len()) / 3).max(1) + 1)
         .min_by_key(|(d, _)| *d);
     match best {
@@ -112,13 +117,19 @@ mod tests {
 
     #[test]
     fn suggestions() {
-        assert_eq!(did_you_mean("Shipp", ["Ship", "Order"]), " (did you mean \"Ship\"?)");
+        assert_eq!(
+            did_you_mean("Shipp", ["Ship", "Order"]),
+            " (did you mean \"Ship\"?)"
+        );
         assert_eq!(did_you_mean("zzzz", ["Ship", "Order"]), "");
     }
 
     #[test]
     fn paths() {
-        assert_eq!(join("$.states[2]", "transition.nextState"), "$.states[2].transition.nextState");
+        assert_eq!(
+            join("$.states[2]", "transition.nextState"),
+            "$.states[2].transition.nextState"
+        );
         assert_eq!(join("$", "states.2.name"), "$.states[2].name");
         assert_eq!(join("$", "states[2].name"), "$.states[2].name");
     }

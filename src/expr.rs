@@ -15,7 +15,9 @@ pub enum ExprError {
     Unclosed(String),
     #[error("empty expression `{{{{ }}}}`: write a JsonPath such as `{{{{ $.field }}}}`")]
     Empty,
-    #[error("`{path}` is not a valid JsonPath ({reason}); paths start with `$`, e.g. `$.customer.name`")]
+    #[error(
+        "`{path}` is not a valid JsonPath ({reason}); paths start with `$`, e.g. `$.customer.name`"
+    )]
     BadPath { path: String, reason: String },
     #[error("{0:?} is not an expression: write it as `{{{{ $.path }}}}`")]
     NotAnExpression(String),
@@ -44,7 +46,12 @@ impl Path {
         }
         let compiled = JsonPath::from_str(source).map_err(|e| ExprError::BadPath {
             path: source.to_string(),
-            reason: e.to_string().lines().next().unwrap_or("syntax error").to_string(),
+            reason: e
+                .to_string()
+                .lines()
+                .next()
+                .unwrap_or("syntax error")
+                .to_string(),
         })?;
         let definite = !(source.contains("[?")
             || source.contains('*')
@@ -101,7 +108,8 @@ impl Path {
     pub fn member_chain(&self) -> Option<Vec<String>> {
         let chain = simple_members(&self.source)?;
         // Indexes are dropped by `simple_members`; a chain is plain only if none were present.
-        if self.source.contains('[') && !self.source.contains("['") && !self.source.contains("[\"") {
+        if self.source.contains('[') && !self.source.contains("['") && !self.source.contains("[\"")
+        {
             return None;
         }
         Some(chain)
@@ -129,7 +137,11 @@ fn simple_members(source: &str) -> Option<Vec<String>> {
             rest = r[end + 1..].strip_prefix(']')?;
         } else if let Some(r) = rest.strip_prefix('[') {
             let end = r.find(']')?;
-            if !r[..end].trim().chars().all(|c| c.is_ascii_digit() || c == '-') {
+            if !r[..end]
+                .trim()
+                .chars()
+                .all(|c| c.is_ascii_digit() || c == '-')
+            {
                 return None;
             }
             rest = &r[end + 1..];
@@ -364,7 +376,10 @@ mod tests {
     #[test]
     fn whole_expression_yields_value() {
         let e = Expr::compile(" {{ $.phoneNumbers }} ").unwrap();
-        assert_eq!(e.eval(&person()), json!([{"type": "iPhone"}, {"type": "home"}]));
+        assert_eq!(
+            e.eval(&person()),
+            json!([{"type": "iPhone"}, {"type": "home"}])
+        );
         let e = Expr::compile("{{ $.missing }}").unwrap();
         assert_eq!(e.eval(&person()), Value::Null);
         let e = Expr::compile("$.age").unwrap();
@@ -381,9 +396,15 @@ mod tests {
 
     #[test]
     fn root_filter_applies_to_object_itself() {
-        assert!(Expr::compile("{{ $.[?(@.age  > 18)] }}").unwrap().is_true(&person()));
-        assert!(!Expr::compile("{{ $.[?(@.age  < 18)] }}").unwrap().is_true(&person()));
-        assert!(Expr::compile("{{ $[?(@.age > 18)] }}").unwrap().is_true(&person()));
+        assert!(Expr::compile("{{ $.[?(@.age  > 18)] }}")
+            .unwrap()
+            .is_true(&person()));
+        assert!(!Expr::compile("{{ $.[?(@.age  < 18)] }}")
+            .unwrap()
+            .is_true(&person()));
+        assert!(Expr::compile("{{ $[?(@.age > 18)] }}")
+            .unwrap()
+            .is_true(&person()));
     }
 
     #[test]
@@ -418,11 +439,23 @@ mod tests {
 
     #[test]
     fn compile_errors_are_reported() {
-        assert!(matches!(Expr::compile("{{ $.a "), Err(ExprError::Unclosed(_))));
+        assert!(matches!(
+            Expr::compile("{{ $.a "),
+            Err(ExprError::Unclosed(_))
+        ));
         assert!(matches!(Expr::compile("{{ }}"), Err(ExprError::Empty)));
-        assert!(matches!(Expr::compile("{{ a.b }}"), Err(ExprError::BadPath { .. })));
-        assert!(matches!(Expr::compile("{{ $.a[?(@.x == }}"), Err(ExprError::BadPath { .. })));
-        assert!(matches!(Expr::compile("plain"), Err(ExprError::NotAnExpression(_))));
+        assert!(matches!(
+            Expr::compile("{{ a.b }}"),
+            Err(ExprError::BadPath { .. })
+        ));
+        assert!(matches!(
+            Expr::compile("{{ $.a[?(@.x == }}"),
+            Err(ExprError::BadPath { .. })
+        ));
+        assert!(matches!(
+            Expr::compile("plain"),
+            Err(ExprError::NotAnExpression(_))
+        ));
     }
 
     #[test]
@@ -437,9 +470,15 @@ mod tests {
         let p = |s| Path::compile(s).unwrap();
         assert_eq!(p("$.greeting").last_member().as_deref(), Some("greeting"));
         assert_eq!(p("$.data.greet").last_member().as_deref(), Some("greet"));
-        assert_eq!(p("$.exceptions[0]").last_member().as_deref(), Some("exceptions"));
+        assert_eq!(
+            p("$.exceptions[0]").last_member().as_deref(),
+            Some("exceptions")
+        );
         assert_eq!(p("$").last_member(), None);
-        assert_eq!(p("$.a.b").member_chain(), Some(vec!["a".into(), "b".into()]));
+        assert_eq!(
+            p("$.a.b").member_chain(),
+            Some(vec!["a".into(), "b".into()])
+        );
         assert_eq!(p("$.a[0]").member_chain(), None);
         assert_eq!(p("$.a[?(@.x)]").member_chain(), None);
     }

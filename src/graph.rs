@@ -41,7 +41,11 @@ pub fn mermaid(wf: &Workflow) -> String {
                 let _ = edge(i, &d.transition.next_state, Some(d.condition.clone()));
             }
             for e in sw.event_conditions.iter().flatten() {
-                let _ = edge(i, &e.transition.next_state, Some(format!("event {}", e.event_ref)));
+                let _ = edge(
+                    i,
+                    &e.transition.next_state,
+                    Some(format!("event {}", e.event_ref)),
+                );
             }
             if let Some(d) = &sw.default {
                 let _ = edge(i, &d.next_state, Some("default".into()));
@@ -100,7 +104,9 @@ states:
   timeDelay: PT1S
   end: {kind: terminate}
 "#;
-        let wf = parse_workflow("g.yaml", text, Format::Yaml).workflow.unwrap();
+        let wf = parse_workflow("g.yaml", text, Format::Yaml)
+            .workflow
+            .unwrap();
         let g = mermaid(&wf);
         assert!(g.starts_with("flowchart TD\n"));
         assert!(g.contains("start --> s0"));

@@ -1,10 +1,10 @@
 pub mod cli;
 pub mod definition;
 pub mod diag;
+pub mod engine;
 pub mod expr;
 pub mod graph;
 pub mod load;
 pub mod model;
 pub mod time;
 pub mod validate;
-pub mod engine;

@@ -4,9 +4,7 @@
 //! own so that all of their problems are listed together. Unknown fields become warnings.
 
 use crate::diag::{did_you_mean, join, Diagnostic};
-use crate::model::{
-    deserialize, EventDef, FunctionDef, RawWorkflow, State, Workflow, STATE_TYPES,
-};
+use crate::model::{deserialize, EventDef, FunctionDef, RawWorkflow, State, Workflow, STATE_TYPES};
 use serde_json::Value;
 use std::path::Path;
 
@@ -39,8 +37,7 @@ pub struct Parsed {
 pub fn parse_value(file: &str, text: &str, format: Format) -> Result<Value, Diagnostic> {
     match format {
         Format::Json => serde_json::from_str(text).map_err(|e| {
-            Diagnostic::error(file, "$", format!("invalid JSON: {e}"))
-                .at(e.line(), e.column())
+            Diagnostic::error(file, "$", format!("invalid JSON: {e}")).at(e.line(), e.column())
         }),
         Format::Yaml => serde_yaml::from_str(text).map_err(|e| {
             let d = Diagnostic::error(file, "$", format!("invalid YAML: {e}"));
@@ -85,7 +82,11 @@ pub fn element<T: serde::de::DeserializeOwned>(
     match result {
         Ok(v) => Some(v),
         Err(e) => {
-            diags.push(Diagnostic::error(file, join(at, &e.path), field_message(&e.message)));
+            diags.push(Diagnostic::error(
+                file,
+                join(at, &e.path),
+                field_message(&e.message),
+            ));
             None
         }
     }
@@ -201,7 +202,10 @@ pub fn state_from_value(
             diags.push(Diagnostic::error(
                 file,
                 at.to_string(),
-                format!("required field `type` is missing: add one of {}", STATE_TYPES.join(", ")),
+                format!(
+                    "required field `type` is missing: add one of {}",
+                    STATE_TYPES.join(", ")
+                ),
             ));
             return None;
         }
@@ -224,7 +228,11 @@ pub fn state_from_value(
         }
         Some(Ok(s)) => Some(s),
         Some(Err(e)) => {
-            diags.push(Diagnostic::error(file, join(at, &e.path), field_message(&e.message)));
+            diags.push(Diagnostic::error(
+                file,
+                join(at, &e.path),
+                field_message(&e.message),
+            ));
             None
         }
     }

@@ -18,7 +18,10 @@ fn spec_customer_greeting_step_by_step() {
     }));
     assert!(acts.is_empty());
     assert_eq!(env.status(), Status::Waiting);
-    assert_eq!(env.inst.data, json!({"english": "Hello", "spanish": "Hola", "german": "Hallo", "russian": ""}));
+    assert_eq!(
+        env.inst.data,
+        json!({"english": "Hello", "spanish": "Hola", "german": "Hallo", "russian": ""})
+    );
 
     // (2) The CloudEvent arrives: its filter `$.customer` selects from the event's data.
     let customer = json!({"name": "John Michaels", "address": "111 Some Street, SomeCity, SomeCountry", "age": 40});
@@ -35,21 +38,35 @@ fn spec_customer_greeting_step_by_step() {
     let calls = invokes(&acts);
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].1, "greetingFunction");
-    assert_eq!(calls[0].2, json!({"greeting": null, "customerName": "John Michaels"}));
+    assert_eq!(
+        calls[0].2,
+        json!({"greeting": null, "customerName": "John Michaels"})
+    );
     assert_eq!(env.status(), Status::Running);
 
     // (4) The result is placed under `finalCustomerGreeting`; dataOutputPath selects it.
-    let acts = env.result(&calls[0].0, json!({"finalCustomerGreeting": "Hola John Michaels!"}));
+    let acts = env.result(
+        &calls[0].0,
+        json!({"finalCustomerGreeting": "Hola John Michaels!"}),
+    );
     assert_eq!(env.status(), Status::Completed);
     assert_eq!(env.output(), json!("Hola John Michaels!"));
-    assert!(matches!(acts.last(), Some(flowbroker::engine::Action::Complete { .. })));
+    assert!(matches!(
+        acts.last(),
+        Some(flowbroker::engine::Action::Complete { .. })
+    ));
 }
 
 #[test]
 fn input_must_be_an_object_and_defaults_to_empty() {
     let wf = "id: w\nname: w\nstates:\n- name: A\n  type: inject\n  start: {kind: default}\n  data: {x: 1}\n  end: {kind: default}\n";
     let mut env = Env::yaml(wf);
-    assert!(env.try_feed(flowbroker::engine::Input::Start { input: json!([1]), events: vec![] }).is_err());
+    assert!(env
+        .try_feed(flowbroker::engine::Input::Start {
+            input: json!([1]),
+            events: vec![]
+        })
+        .is_err());
     env.start(serde_json::Value::Null);
     assert_eq!(env.output(), json!({"x": 1}));
 }
@@ -75,7 +92,10 @@ states:
 "#,
     );
     env.start(json!({"keep": true}));
-    assert_eq!(env.output(), json!([{"fname": "Marry", "age": 25}, {"fname": "Kelly", "age": 30}]));
+    assert_eq!(
+        env.output(),
+        json!([{"fname": "Marry", "age": 25}, {"fname": "Kelly", "age": 30}])
+    );
 }
 
 #[test]
@@ -100,7 +120,10 @@ states:
     let acts = env.start(json!({"language": {"code": "es"}, "other": 1}));
     let calls = invokes(&acts);
     assert_eq!(calls[0].2, json!({"lang": "es", "note": "lang=es"}));
-    env.result(&calls[0].0, json!({"breads": ["baguette", "rye"], "pasta": ["penne"]}));
+    env.result(
+        &calls[0].0,
+        json!({"breads": ["baguette", "rye"], "pasta": ["penne"]}),
+    );
     assert_eq!(
         env.output(),
         json!({"language": {"code": "es"}, "other": 1, "breads": ["baguette", "rye"]})

@@ -47,10 +47,21 @@ fn happy_path() {
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0].0, "i1/1/a0");
     assert_eq!(calls[0].2, json!({"amount": 5}));
-    assert_eq!(timers(&acts), vec![("i1/1/a0/timeout".to_string(), env.now + Duration::seconds(30))]);
+    assert_eq!(
+        timers(&acts),
+        vec![(
+            "i1/1/a0/timeout".to_string(),
+            env.now + Duration::seconds(30)
+        )]
+    );
     let acts = env.result("i1/1/a0", json!({"receipt": "r1"}));
-    assert!(acts.contains(&Action::CancelTimer { id: "i1/1/a0/timeout".into() }));
-    assert_eq!(env.output(), json!({"amount": 5, "receipt": "r1", "charged": true}));
+    assert!(acts.contains(&Action::CancelTimer {
+        id: "i1/1/a0/timeout".into()
+    }));
+    assert_eq!(
+        env.output(),
+        json!({"amount": 5, "receipt": "r1", "charged": true})
+    );
 }
 
 /// The spec's retry example: R4/PT1M with multiplier PT2M waits 1, 3, 5, 7 minutes; after the
@@ -69,7 +80,10 @@ fn retried_then_caught_with_spec_waits() {
         env.now = armed[0].1;
         let acts = env.fire("i1/1/a0/retry");
         let calls = invokes(&acts);
-        assert_eq!(calls[0].0, "i1/1/a0", "the idempotency key does not change across retries");
+        assert_eq!(
+            calls[0].0, "i1/1/a0",
+            "the idempotency key does not change across retries"
+        );
         assert_eq!(calls[0].3, attempt + 1);
     }
     assert_eq!(waits, vec![1, 3, 5, 7]);
@@ -88,7 +102,9 @@ fn unhandled_error_fails_the_instance() {
     assert_eq!(env.status(), Status::Failed);
     assert_eq!(env.inst.error.as_ref().unwrap().name, "Fatal");
     assert!(acts.iter().any(|a| matches!(a, Action::Fail { .. })));
-    assert!(acts.contains(&Action::CancelTimer { id: "i1/1/a0/timeout".into() }));
+    assert!(acts.contains(&Action::CancelTimer {
+        id: "i1/1/a0/timeout".into()
+    }));
 }
 
 #[test]
@@ -100,7 +116,10 @@ fn action_timeout_is_an_error_caught_by_on_error() {
     assert_eq!(env.status(), Status::Completed);
     assert_eq!(env.output()["apologised"], json!(true));
     // A late answer to the timed-out call is refused: the instance has finished.
-    let late = flowbroker::engine::Input::ActionResult { key: "i1/1/a0".into(), result: json!({}) };
+    let late = flowbroker::engine::Input::ActionResult {
+        key: "i1/1/a0".into(),
+        result: json!({}),
+    };
     assert!(env.try_feed(late).is_err());
 }
 
@@ -148,7 +167,11 @@ fn restricted_transition_halts_with_a_named_error() {
     assert_eq!(env.status(), Status::Failed);
     let err = env.inst.error.clone().unwrap();
     assert_eq!(err.name, "TransitionConditionFailed");
-    assert!(err.message.contains("lowRiskState") && err.message.contains("MANAGER"), "{}", err.message);
+    assert!(
+        err.message.contains("lowRiskState") && err.message.contains("MANAGER"),
+        "{}",
+        err.message
+    );
 
     let mut ok = Env::yaml(RESTRICTED);
     let acts = ok.start(json!({"users": [{"title": "MANAGER"}]}));

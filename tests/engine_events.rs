@@ -32,12 +32,23 @@ states:
 fn exclusive_event_runs_its_actions_and_pins_correlation() {
     let mut env = Env::yaml(&VITALS.replace("EXCLUSIVE", "true"));
     let acts = env.start(json!({}));
-    assert!(timers(&acts).is_empty(), "the timeout is ignored on an exclusive start state");
+    assert!(
+        timers(&acts).is_empty(),
+        "the timeout is ignored on an exclusive start state"
+    );
     assert_eq!(waits_for(&env.def, &env.inst), vec!["Temp", "Pressure"]);
-    let acts = env.event(event("monitor", "temp", json!({"value": "39C"}), &[("patientid", "P1")]));
+    let acts = env.event(event(
+        "monitor",
+        "temp",
+        json!({"value": "39C"}),
+        &[("patientid", "P1")],
+    ));
     assert_eq!(env.inst.data["value"], json!("39C"));
     assert_eq!(env.inst.data["patientId"], json!("P1"));
-    assert_eq!(env.inst.correlation.get("patientid").map(String::as_str), Some("P1"));
+    assert_eq!(
+        env.inst.correlation.get("patientid").map(String::as_str),
+        Some("P1")
+    );
     let calls = invokes(&acts);
     assert_eq!(calls[0].2, json!({"patient": "P1"}));
     env.result(&calls[0].0, json!({}));
@@ -48,12 +59,30 @@ fn exclusive_event_runs_its_actions_and_pins_correlation() {
 fn wrong_correlation_or_unawaited_events_are_refused() {
     let mut env = Env::yaml(&VITALS.replace("EXCLUSIVE", "false"));
     env.start(json!({}));
-    env.event(event("monitor", "temp", json!({"value": 1}), &[("patientid", "P1")]));
+    env.event(event(
+        "monitor",
+        "temp",
+        json!({"value": 1}),
+        &[("patientid", "P1")],
+    ));
     // Another patient's reading does not belong here.
-    let other = event("monitor", "pressure", json!({}), &[("patientid", "P2"), ("department", "UrgentCare")]);
-    assert!(matches!(env.try_feed(Input::Event { event: other }), Err(EngineError::NotWaiting { .. })));
+    let other = event(
+        "monitor",
+        "pressure",
+        json!({}),
+        &[("patientid", "P2"), ("department", "UrgentCare")],
+    );
+    assert!(matches!(
+        env.try_feed(Input::Event { event: other }),
+        Err(EngineError::NotWaiting { .. })
+    ));
     // The fixed value must match.
-    let ward = event("monitor", "pressure", json!({}), &[("patientid", "P1"), ("department", "Ward")]);
+    let ward = event(
+        "monitor",
+        "pressure",
+        json!({}),
+        &[("patientid", "P1"), ("department", "Ward")],
+    );
     assert!(env.try_feed(Input::Event { event: ward }).is_err());
     // Temp already arrived: a second one is not awaited.
     let again = event("monitor", "temp", json!({}), &[("patientid", "P1")]);
@@ -65,10 +94,27 @@ fn wrong_correlation_or_unawaited_events_are_refused() {
 fn all_events_then_actions_of_every_group() {
     let mut env = Env::yaml(&VITALS.replace("EXCLUSIVE", "false"));
     let acts = env.start(json!({}));
-    assert_eq!(timers(&acts).len(), 1, "a directly started instance times out from state entry");
-    assert!(invokes(&env.event(event("monitor", "temp", json!({"value": 1}), &[("patientid", "P1")]))).is_empty());
-    let acts = env.event(event("monitor", "pressure", json!({"sys": 120}), &[("patientid", "P1"), ("department", "UrgentCare")]));
-    assert!(acts.contains(&Action::CancelTimer { id: "i1/1/timeout".into() }));
+    assert_eq!(
+        timers(&acts).len(),
+        1,
+        "a directly started instance times out from state entry"
+    );
+    assert!(invokes(&env.event(event(
+        "monitor",
+        "temp",
+        json!({"value": 1}),
+        &[("patientid", "P1")]
+    )))
+    .is_empty());
+    let acts = env.event(event(
+        "monitor",
+        "pressure",
+        json!({"sys": 120}),
+        &[("patientid", "P1"), ("department", "UrgentCare")],
+    ));
+    assert!(acts.contains(&Action::CancelTimer {
+        id: "i1/1/timeout".into()
+    }));
     assert_eq!(env.inst.data["sys"], json!(120));
     let calls = invokes(&acts);
     assert_eq!(calls.len(), 1);
@@ -83,8 +129,18 @@ fn start_events_are_consumed_at_once() {
     let acts = env.feed(Input::Start {
         input: json!({}),
         events: vec![
-            event("monitor", "temp", json!({"value": 1}), &[("patientid", "P7")]),
-            event("monitor", "pressure", json!({}), &[("patientid", "P7"), ("department", "UrgentCare")]),
+            event(
+                "monitor",
+                "temp",
+                json!({"value": 1}),
+                &[("patientid", "P7")],
+            ),
+            event(
+                "monitor",
+                "pressure",
+                json!({}),
+                &[("patientid", "P7"), ("department", "UrgentCare")],
+            ),
         ],
     });
     assert_eq!(invokes(&acts)[0].2, json!({"patient": "P7"}));
@@ -134,8 +190,16 @@ states:
 fn switch_event_conditions() {
     let mut env = Env::yaml(SWITCH);
     env.start(json!({}));
-    env.event(event("visa", "visa.rejected", json!({"reason": "expired passport"}), &[]));
-    assert_eq!(env.output(), json!({"reason": "expired passport", "visa": "rejected"}));
+    env.event(event(
+        "visa",
+        "visa.rejected",
+        json!({"reason": "expired passport"}),
+        &[],
+    ));
+    assert_eq!(
+        env.output(),
+        json!({"reason": "expired passport", "visa": "rejected"})
+    );
 
     let mut env = Env::yaml(SWITCH);
     let acts = env.start(json!({}));
@@ -173,15 +237,30 @@ states:
 fn callback_completes_on_its_event() {
     let mut env = Env::yaml(CALLBACK);
     let acts = env.start(json!({"customer": "c1"}));
-    assert!(timers(&acts).is_empty(), "the timeout runs from the action's completion");
+    assert!(
+        timers(&acts).is_empty(),
+        "the timeout runs from the action's completion"
+    );
     let acts = env.result(&invokes(&acts)[0].0, json!({"requested": true}));
     assert_eq!(timers(&acts)[0].1, env.now + Duration::minutes(15));
     assert_eq!(env.status(), Status::Waiting);
-    let mut ev = event("creditCheckSource", "creditCheckComplete", json!({"decision": "Approved"}), &[]);
-    assert!(env.try_feed(Input::Event { event: ev.clone() }).is_err(), "wrong type");
+    let mut ev = event(
+        "creditCheckSource",
+        "creditCheckComplete",
+        json!({"decision": "Approved"}),
+        &[],
+    );
+    assert!(
+        env.try_feed(Input::Event { event: ev.clone() }).is_err(),
+        "wrong type"
+    );
     ev.event_type = "creditCheckCompleteType".into();
-    ev.extensions.insert("workflowinstanceid".into(), json!("i1"));
-    assert!(env.try_feed(Input::Event { event: ev.clone() }).is_err(), "customerId is required");
+    ev.extensions
+        .insert("workflowinstanceid".into(), json!("i1"));
+    assert!(
+        env.try_feed(Input::Event { event: ev.clone() }).is_err(),
+        "customerId is required"
+    );
     ev.extensions.insert("customerid".into(), json!("c1"));
     let acts = env.event(ev);
     assert!(acts.iter().any(|a| matches!(a, Action::CancelTimer { .. })));
@@ -232,7 +311,12 @@ states:
     assert_eq!(out[0].extensions["pet"], json!("Rex"));
     assert_eq!(out[0].extensions["workflowinstanceid"], json!("i1"));
     assert_eq!(waits_for(&env.def, &env.inst), vec!["VetAppointmentInfo"]);
-    let reply = event("vetsource", "vet.info", json!({"appointment": "Tue 10:00"}), &[("workflowinstanceid", "i1")]);
+    let reply = event(
+        "vetsource",
+        "vet.info",
+        json!({"appointment": "Tue 10:00"}),
+        &[("workflowinstanceid", "i1")],
+    );
     env.event(reply);
     assert_eq!(env.output()["appointment"], json!("Tue 10:00"));
 }

@@ -13,7 +13,10 @@ fn delay_fires_once_and_survives_a_store_round_trip() {
         "id: d\nname: d\nstates:\n- {name: Wait, type: delay, start: {kind: default}, timeDelay: PT5S, transition: {nextState: Go}}\n- {name: Go, type: inject, data: {went: true}, end: {kind: default}}\n",
     );
     let acts = env.start(json!({}));
-    assert_eq!(timers(&acts), vec![("i1/1/timeout".to_string(), env.now + Duration::seconds(5))]);
+    assert_eq!(
+        timers(&acts),
+        vec![("i1/1/timeout".to_string(), env.now + Duration::seconds(5))]
+    );
     assert_eq!(env.status(), Status::Waiting);
     env.fire("i1/1/timeout");
     assert_eq!(env.output(), json!({"went": true}));
@@ -76,15 +79,25 @@ fn parallel_and_waits_for_every_branch_and_merges_in_order() {
     let mut env = Env::yaml(&parallel("completionType: and"));
     let acts = env.start(json!({"base": 1}));
     let calls = invokes(&acts);
-    assert_eq!(calls.iter().map(|c| c.0.as_str()).collect::<Vec<_>>(), vec!["i1/1/b0.a0", "i1/1/b1.a0"]);
+    assert_eq!(
+        calls.iter().map(|c| c.0.as_str()).collect::<Vec<_>>(),
+        vec!["i1/1/b0.a0", "i1/1/b1.a0"]
+    );
     assert!(acts.iter().any(|a| matches!(a, Action::StartChild { id, workflow_id, wait: true, .. } if id == "i1/1/b2" && workflow_id == "child")));
     env.result("i1/1/b1.a0", json!({"v": "b1-first"}));
     let acts = env.result("i1/1/b0.a0", json!({"v": "b0"}));
     assert!(invokes(&acts).is_empty());
-    env.feed(Input::ChildCompleted { id: "i1/1/b2".into(), output: json!({"child": true}), terminated: false });
+    env.feed(Input::ChildCompleted {
+        id: "i1/1/b2".into(),
+        output: json!({"child": true}),
+        terminated: false,
+    });
     assert_eq!(env.status(), Status::Running);
     env.result("i1/1/b1.a1", json!({"v": "b1-second"}));
-    assert_eq!(env.output(), json!({"base": 1, "v": "b1-second", "child": true}));
+    assert_eq!(
+        env.output(),
+        json!({"base": 1, "v": "b1-second", "child": true})
+    );
 }
 
 #[test]
@@ -92,7 +105,9 @@ fn parallel_xor_takes_the_first_and_cancels_the_rest() {
     let mut env = Env::yaml(&parallel("completionType: xor"));
     env.start(json!({}));
     let acts = env.result("i1/1/b0.a0", json!({"winner": 0}));
-    assert!(acts.contains(&Action::CancelChild { id: "i1/1/b2".into() }));
+    assert!(acts.contains(&Action::CancelChild {
+        id: "i1/1/b2".into()
+    }));
     assert_eq!(env.output(), json!({"winner": 0}));
 }
 
@@ -102,7 +117,11 @@ fn parallel_n_of_m() {
     env.start(json!({}));
     env.result("i1/1/b0.a0", json!({"a": 1}));
     assert_eq!(env.status(), Status::Running);
-    env.feed(Input::ChildCompleted { id: "i1/1/b2".into(), output: json!({"c": 1}), terminated: false });
+    env.feed(Input::ChildCompleted {
+        id: "i1/1/b2".into(),
+        output: json!({"c": 1}),
+        terminated: false,
+    });
     assert_eq!(env.output(), json!({"a": 1, "c": 1}));
 }
 
@@ -111,7 +130,9 @@ fn parallel_branch_error_goes_to_on_error() {
     let mut env = Env::yaml(&parallel("completionType: and"));
     env.start(json!({}));
     let acts = env.fail("i1/1/b1.a0", "Boom");
-    assert!(acts.contains(&Action::CancelChild { id: "i1/1/b2".into() }));
+    assert!(acts.contains(&Action::CancelChild {
+        id: "i1/1/b2".into()
+    }));
     assert_eq!(env.output()["caught"], json!(true));
     assert_eq!(env.output()["error"]["name"], json!("Boom"));
 }
@@ -139,9 +160,18 @@ fn subflow_waits_and_merges_child_output() {
     let acts = env.start(json!({"x": 1}));
     assert_eq!(
         acts,
-        vec![Action::StartChild { id: "i1/1/sub".into(), workflow_id: "handleApprovedVisaWorkflowID".into(), input: json!({"x": 1}), wait: true }]
+        vec![Action::StartChild {
+            id: "i1/1/sub".into(),
+            workflow_id: "handleApprovedVisaWorkflowID".into(),
+            input: json!({"x": 1}),
+            wait: true
+        }]
     );
-    env.feed(Input::ChildCompleted { id: "i1/1/sub".into(), output: json!({"visa": "ok"}), terminated: false });
+    env.feed(Input::ChildCompleted {
+        id: "i1/1/sub".into(),
+        output: json!({"visa": "ok"}),
+        terminated: false,
+    });
     assert_eq!(env.output(), json!({"x": 1, "visa": "ok", "after": true}));
 }
 
@@ -157,12 +187,19 @@ fn subflow_without_waiting_continues_at_once() {
 fn subflow_failure_and_termination() {
     let mut env = Env::yaml(&SUB.replace("WAIT", "true"));
     env.start(json!({}));
-    env.feed(Input::ChildFailed { id: "i1/1/sub".into(), error: ErrorInfo::new("SubflowNotFound", "no such workflow") });
+    env.feed(Input::ChildFailed {
+        id: "i1/1/sub".into(),
+        error: ErrorInfo::new("SubflowNotFound", "no such workflow"),
+    });
     assert_eq!(env.output()["missing"], json!(true));
 
     let mut env = Env::yaml(&SUB.replace("WAIT", "true"));
     env.start(json!({"k": 1}));
-    let acts = env.feed(Input::ChildCompleted { id: "i1/1/sub".into(), output: json!({}), terminated: true });
+    let acts = env.feed(Input::ChildCompleted {
+        id: "i1/1/sub".into(),
+        output: json!({}),
+        terminated: true,
+    });
     assert_eq!(env.status(), Status::Terminated);
     assert!(matches!(acts.last(), Some(Action::Terminate { .. })));
 }
@@ -171,18 +208,31 @@ fn subflow_failure_and_termination() {
 fn spec_foreach_sends_one_confirmation_per_completed_order() {
     let mut env = Env::json_file("tests/fixtures/spec/L2223.json");
     let orders = serde_json::from_str::<serde_json::Value>(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/spec/L2191.json")).unwrap(),
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/spec/L2191.json"
+        ))
+        .unwrap(),
     )
     .unwrap();
     let acts = env.start(orders);
     let calls = invokes(&acts);
     assert_eq!(calls.len(), 2);
-    assert_eq!(calls[0].2, json!({"orderNumber": "1234", "email": "firstBuyer@buyer.com"}));
-    assert_eq!(calls[1].2, json!({"orderNumber": "5678", "email": "secondBuyer@buyer.com"}));
+    assert_eq!(
+        calls[0].2,
+        json!({"orderNumber": "1234", "email": "firstBuyer@buyer.com"})
+    );
+    assert_eq!(
+        calls[1].2,
+        json!({"orderNumber": "5678", "email": "secondBuyer@buyer.com"})
+    );
     // Results arrive out of order; the collection keeps input order.
     env.result(&calls[1].0, json!({"sent": "5678"}));
     env.result(&calls[0].0, json!({"sent": "1234"}));
-    assert_eq!(env.output()["confirmationresults"], json!([{"sent": "1234"}, {"sent": "5678"}]));
+    assert_eq!(
+        env.output()["confirmationresults"],
+        json!([{"sent": "1234"}, {"sent": "5678"}])
+    );
     assert_eq!(env.output()["orders"].as_array().unwrap().len(), 3);
 }
 
@@ -243,11 +293,25 @@ fn foreach_with_a_workflow_runs_children() {
     );
     let mut env = Env::yaml(&wf.replace("max: 1", "max: 0"));
     let acts = env.start(json!({"items": ["a", "b"]}));
-    let children: Vec<_> = acts.iter().filter(|a| matches!(a, Action::StartChild { .. })).collect();
+    let children: Vec<_> = acts
+        .iter()
+        .filter(|a| matches!(a, Action::StartChild { .. }))
+        .collect();
     assert_eq!(children.len(), 2);
-    env.feed(Input::ChildCompleted { id: "i1/1/i1".into(), output: json!({"r": "b"}), terminated: false });
-    env.feed(Input::ChildCompleted { id: "i1/1/i0".into(), output: json!({"r": "a"}), terminated: false });
-    assert_eq!(env.output()["out"]["results"], json!([{"r": "a"}, {"r": "b"}]));
+    env.feed(Input::ChildCompleted {
+        id: "i1/1/i1".into(),
+        output: json!({"r": "b"}),
+        terminated: false,
+    });
+    env.feed(Input::ChildCompleted {
+        id: "i1/1/i0".into(),
+        output: json!({"r": "a"}),
+        terminated: false,
+    });
+    assert_eq!(
+        env.output()["out"]["results"],
+        json!([{"r": "a"}, {"r": "b"}])
+    );
 }
 
 const ENDS: &str = r#"
@@ -295,7 +359,10 @@ fn end_event_and_transition_events_have_deterministic_ids() {
     assert_eq!(first[1].extensions["workflowid"], json!("ends"));
     assert_ne!(first[0].id, first[1].id);
     let (_, second) = run();
-    assert_eq!(first, second, "replaying the same inputs yields the same events, ids included");
+    assert_eq!(
+        first, second,
+        "replaying the same inputs yields the same events, ids included"
+    );
 }
 
 #[test]

@@ -13,16 +13,26 @@ fn fixtures() -> Vec<(String, String, Value)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spec");
     let manifest = std::fs::read_to_string(dir.join("MANIFEST.tsv")).unwrap();
     let mut out = Vec::new();
-    for line in manifest.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
+    for line in manifest
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+    {
         let (file, kind) = line.split_once('\t').unwrap();
         let path = dir.join(file);
         let text = std::fs::read_to_string(&path).unwrap();
         let format = Format::from_path(&path).unwrap();
         if kind == "elided" {
             let err = parse_value(file, &text, format).unwrap_err();
-            assert!(err.line.is_some(), "{file}: syntax error without a line: {err}");
+            assert!(
+                err.line.is_some(),
+                "{file}: syntax error without a line: {err}"
+            );
             // The same example with the spec's `...` elisions removed parses.
-            let completed: String = text.lines().filter(|l| l.trim() != "...").collect::<Vec<_>>().join("\n");
+            let completed: String = text
+                .lines()
+                .filter(|l| l.trim() != "...")
+                .collect::<Vec<_>>()
+                .join("\n");
             let completed = completed.replace("\"Team Name\",\n", "\"Team Name\"\n");
             let v = parse_value(file, &completed, format).unwrap();
             out.push((file.to_string(), "workflow-skeleton".to_string(), v));
@@ -35,7 +45,10 @@ fn fixtures() -> Vec<(String, String, Value)> {
 }
 
 fn part<T: serde::de::DeserializeOwned>(file: &str, v: Value, diags: &mut Vec<Diagnostic>) {
-    assert!(element::<T>(file, "$", v, diags).is_some(), "{file}: {diags:?}");
+    assert!(
+        element::<T>(file, "$", v, diags).is_some(),
+        "{file}: {diags:?}"
+    );
 }
 
 fn list<T: serde::de::DeserializeOwned>(file: &str, v: Value, diags: &mut Vec<Diagnostic>) {
@@ -45,7 +58,10 @@ fn list<T: serde::de::DeserializeOwned>(file: &str, v: Value, diags: &mut Vec<Di
 /// Reads one snippet as `kind`, panicking on any error.
 fn read(file: &str, kind: &str, v: Value, diags: &mut Vec<Diagnostic>) {
     match kind {
-        "state" => assert!(state_from_value(file, "$", v, diags).is_some(), "{file}: {diags:?}"),
+        "state" => assert!(
+            state_from_value(file, "$", v, diags).is_some(),
+            "{file}: {diags:?}"
+        ),
         "function" => part::<FunctionDef>(file, v, diags),
         "event" => part::<EventDef>(file, v, diags),
         "eventsActions" => part::<EventActions>(file, v, diags),
@@ -105,17 +121,24 @@ fn every_spec_example_parses() {
             "data" | "cloudevent" => assert!(v.is_object() || v.is_array()),
             "workflow" => {
                 let parsed = workflow_from_value(&file, v);
-                let wf = parsed.workflow.unwrap_or_else(|| panic!("{file}: {:?}", parsed.diagnostics));
+                let wf = parsed
+                    .workflow
+                    .unwrap_or_else(|| panic!("{file}: {:?}", parsed.diagnostics));
                 let report = validate(&file, &wf);
                 let errors: Vec<_> = report.diagnostics.iter().filter(|d| d.is_error()).collect();
                 assert!(errors.is_empty(), "{file}: {errors:#?}");
             }
             "workflow-empty" | "workflow-skeleton" => {
                 let parsed = workflow_from_value(&file, v);
-                let wf = parsed.workflow.unwrap_or_else(|| panic!("{file}: {:?}", parsed.diagnostics));
+                let wf = parsed
+                    .workflow
+                    .unwrap_or_else(|| panic!("{file}: {:?}", parsed.diagnostics));
                 // A skeleton with no states parses but cannot be deployed.
                 let report = validate(&file, &wf);
-                assert!(report.diagnostics.iter().any(|d| d.is_error() && d.path == "$.states"));
+                assert!(report
+                    .diagnostics
+                    .iter()
+                    .any(|d| d.is_error() && d.path == "$.states"));
             }
             _ => read(&file, &kind, v, &mut diags),
         }
@@ -126,20 +149,33 @@ fn every_spec_example_parses() {
 
 #[test]
 fn unknown_fields_warn_without_failing() {
-    let (_, _, v) = fixtures().into_iter().find(|(f, _, _)| f == "L3647.json").unwrap();
+    let (_, _, v) = fixtures()
+        .into_iter()
+        .find(|(f, _, _)| f == "L3647.json")
+        .unwrap();
     let parsed = workflow_from_value("L3647.json", v);
     assert!(parsed.workflow.is_some());
-    assert!(parsed
-        .diagnostics
-        .iter()
-        .any(|d| !d.is_error() && d.path == "$.startsAt"), "{:?}", parsed.diagnostics);
+    assert!(
+        parsed
+            .diagnostics
+            .iter()
+            .any(|d| !d.is_error() && d.path == "$.startsAt"),
+        "{:?}",
+        parsed.diagnostics
+    );
 }
 
 #[test]
 fn greeting_example_warns_about_event_filter_alias() {
-    let (_, _, v) = fixtures().into_iter().find(|(f, _, _)| f == "L3227.json").unwrap();
+    let (_, _, v) = fixtures()
+        .into_iter()
+        .find(|(f, _, _)| f == "L3227.json")
+        .unwrap();
     let wf = workflow_from_value("L3227.json", v).workflow.unwrap();
     let report = validate("L3227.json", &wf);
-    assert!(report.diagnostics.iter().any(|d| !d.is_error()
-        && d.path == "$.states[0].eventsActions[0].eventDataFilter.dataInputPath"));
+    assert!(report
+        .diagnostics
+        .iter()
+        .any(|d| !d.is_error()
+            && d.path == "$.states[0].eventsActions[0].eventDataFilter.dataInputPath"));
 }

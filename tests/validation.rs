@@ -102,7 +102,8 @@ fn at_least_twenty_distinct_mistakes_are_located() {
             continue;
         }
         let hit = errors.iter().find(|e| e.contains(expected));
-        let hit = hit.unwrap_or_else(|| panic!("expected {expected:?} for {to:?}, got {errors:#?}"));
+        let hit =
+            hit.unwrap_or_else(|| panic!("expected {expected:?} for {to:?}, got {errors:#?}"));
         assert!(hit.starts_with("workflows/order.yaml: $"), "{hit}");
         assert!(hit.contains(fix), "{hit} lacks the fix {fix:?}");
         checked += 1;
@@ -130,15 +131,22 @@ fn syntax_errors_carry_line_and_column() {
     let d = &err.diagnostics[0];
     assert!(d.line.is_some() && d.column.is_some(), "{d}");
     assert!(d.to_string().starts_with("w.yaml:"), "{d}");
-    let err = Definition::parse("w.json", "{\"id\": \"x\",\n \"name\": }", Format::Json).unwrap_err();
+    let err =
+        Definition::parse("w.json", "{\"id\": \"x\",\n \"name\": }", Format::Json).unwrap_err();
     assert_eq!(err.diagnostics[0].line, Some(2));
 }
 
 #[test]
 fn lenient_forms_warn_instead_of_failing() {
     let text = GOOD
-        .replace("id: order\n", "id: order\nversion: 1.0\nstartsAt: Receive\n")
-        .replace("{name: OrderShipped, type: order.shipped, kind: produced}", "{name: OrderShipped, kind: produced}");
+        .replace(
+            "id: order\n",
+            "id: order\nversion: 1.0\nstartsAt: Receive\n",
+        )
+        .replace(
+            "{name: OrderShipped, type: order.shipped, kind: produced}",
+            "{name: OrderShipped, kind: produced}",
+        );
     let def = Definition::parse("w.yaml", &text, Format::Yaml).unwrap();
     assert_eq!(def.workflow.version.as_ref().unwrap().0, "1.0");
     let warned: Vec<&str> = def.warnings.iter().map(|d| d.path.as_str()).collect();

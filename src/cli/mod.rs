@@ -7,7 +7,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 #[derive(Debug, Parser)]
-#[command(name = "flowbroker", version, about = "A Kafka-native CloudEvents workflow broker")]
+#[command(
+    name = "flowbroker",
+    version,
+    about = "A Kafka-native CloudEvents workflow broker"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,

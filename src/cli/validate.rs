@@ -31,7 +31,11 @@ pub fn run(paths: &[PathBuf], format: OutputFormat) -> ExitCode {
     for p in paths {
         match workflow_files(p) {
             Ok(f) => files.extend(f),
-            Err(e) => all.push(Diagnostic::error(&p.display().to_string(), "$", format!("cannot read: {e}"))),
+            Err(e) => all.push(Diagnostic::error(
+                &p.display().to_string(),
+                "$",
+                format!("cannot read: {e}"),
+            )),
         }
     }
     let mut results = Vec::new();
@@ -41,7 +45,9 @@ pub fn run(paths: &[PathBuf], format: OutputFormat) -> ExitCode {
             Err(invalid) => invalid.diagnostics,
         };
         let ok = !diags.iter().any(Diagnostic::is_error);
-        results.push(serde_json::json!({"file": f.display().to_string(), "valid": ok, "diagnostics": diags}));
+        results.push(
+            serde_json::json!({"file": f.display().to_string(), "valid": ok, "diagnostics": diags}),
+        );
         all.extend(diags);
     }
     let failed = all.iter().any(Diagnostic::is_error);

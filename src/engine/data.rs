@@ -115,11 +115,23 @@ mod tests {
         merge_result(&mut d, json!("plain"), None);
         assert_eq!(d["result"], json!("plain"));
         let mut d = json!({});
-        merge_result(&mut d, json!({"greeting": "hi", "x": 1}), Some(&p("$.greeting")));
+        merge_result(
+            &mut d,
+            json!({"greeting": "hi", "x": 1}),
+            Some(&p("$.greeting")),
+        );
         assert_eq!(d, json!({"greeting": "hi"}));
-        merge_result(&mut d, json!({"data": {"greet": 5}}), Some(&p("$.data.greet")));
+        merge_result(
+            &mut d,
+            json!({"data": {"greet": 5}}),
+            Some(&p("$.data.greet")),
+        );
         assert_eq!(d["greet"], json!(5));
-        merge_result(&mut d, json!({"exceptions": [7, 8]}), Some(&p("$.exceptions[0]")));
+        merge_result(
+            &mut d,
+            json!({"exceptions": [7, 8]}),
+            Some(&p("$.exceptions[0]")),
+        );
         assert_eq!(d["exceptions"], json!(7));
         merge_result(&mut d, json!({"z": 1}), Some(&p("$")));
         assert_eq!(d["z"], json!(1));
@@ -130,7 +142,10 @@ mod tests {
     #[test]
     fn filters_replace_or_pass() {
         let d = json!({"hello": {"en": "Hello"}});
-        assert_eq!(filter(d.clone(), Some(&p("$.hello"))), json!({"en": "Hello"}));
+        assert_eq!(
+            filter(d.clone(), Some(&p("$.hello"))),
+            json!({"en": "Hello"})
+        );
         assert_eq!(filter(d.clone(), Some(&p("$.nothing"))), d);
     }
 
@@ -138,7 +153,12 @@ mod tests {
     fn event_filter_falls_back_to_data() {
         let mut d = json!({});
         let ev = json!({"id": "1", "source": "s", "data": {"customer": {"n": 1}}});
-        merge_event(&mut d, ev.clone(), ev["data"].clone(), Some(&p("$.customer")));
+        merge_event(
+            &mut d,
+            ev.clone(),
+            ev["data"].clone(),
+            Some(&p("$.customer")),
+        );
         assert_eq!(d, json!({"customer": {"n": 1}}));
         let mut d = json!({});
         merge_event(&mut d, ev.clone(), ev["data"].clone(), Some(&p("$.source")));

@@ -30,7 +30,10 @@ pub fn error_view(state_data: &Value, error: &ErrorInfo) -> Value {
 /// The wait before retry number `attempt + 1` (attempt 0 is the first retry), or `None` when
 /// the definition allows no more.
 pub fn retry_wait(def: &RetryDef, attempt: u32) -> Option<Duration> {
-    let interval = def.interval.as_deref().and_then(|i| RepeatingInterval::parse(i).ok());
+    let interval = def
+        .interval
+        .as_deref()
+        .and_then(|i| RepeatingInterval::parse(i).ok());
     let max = match (def.max_attempts, interval.and_then(|i| i.repetitions)) {
         (Some(m), Some(r)) => m.0.min(r),
         (Some(m), None) => m.0,
@@ -64,7 +67,14 @@ pub fn action_error(cx: &mut Cx, lane: Option<usize>, idx: usize, attempt: u32, 
         .find(|r| cx.is_true(&r.expression, &view));
     if let Some(wait) = retry.and_then(|r| retry_wait(r, attempt)) {
         if let Some(key) = run::key_of(cx, lane, idx) {
-            run::set_slot(cx, lane, idx, Slot::RetryWait { attempt: attempt + 1 });
+            run::set_slot(
+                cx,
+                lane,
+                idx,
+                Slot::RetryWait {
+                    attempt: attempt + 1,
+                },
+            );
             let due = wait.after(cx.now);
             cx.arm(format!("{key}/retry"), due);
             return;

@@ -59,7 +59,7 @@ pub fn correlates(def: &Definition, inst: &Instance, name: &str, event: &Event) 
                 .template(fixed)
                 .map(|e| match e.eval(&inst.data) {
                     Value::String(s) => s == value,
-                    other => other.to_string() == value,
+                    other => serde_json::to_string(&other).is_ok_and(|s| s == value),
                 })
                 .unwrap_or(false),
             Some(fixed) => *fixed == value,
@@ -79,7 +79,9 @@ pub fn consume(cx: &mut Cx, event: Event) -> Result<(), EngineError> {
         .workflow
         .events
         .iter()
-        .filter(|d| d.source.as_deref() == Some(event.source.as_str()) && d.ce_type() == event.event_type)
+        .filter(|d| {
+            d.source.as_deref() == Some(event.source.as_str()) && d.ce_type() == event.event_type
+        })
         .map(|d| d.name.clone())
         .find(|n| waiting.contains(n) && correlates(cx.def, &cx.inst, n, &event))
         .ok_or_else(|| EngineError::NotWaiting {
@@ -97,7 +99,12 @@ pub fn consume(cx: &mut Cx, event: Event) -> Result<(), EngineError> {
                 .iter()
                 .position(|ea| ea.event_refs.contains(&name))
                 .unwrap_or(0);
-            merge(cx, e.events_actions[g].event_data_filter.as_ref(), whole, payload);
+            merge(
+                cx,
+                e.events_actions[g].event_data_filter.as_ref(),
+                whole,
+                payload,
+            );
             if e.exclusive {
                 run::start_group(cx, g, vec![]);
             } else {
@@ -135,12 +142,15 @@ pub fn consume(cx: &mut Cx, event: Event) -> Result<(), EngineError> {
         }
         (_, activity) => {
             cx.inst.activity = activity;
-            let slot = run::runs(&cx.inst.activity).into_iter().find_map(|(lane, r)| {
-                r.slots
+            let slot =
+                run::runs(&cx.inst.activity)
+                    .into_iter()
+                    .find_map(|(lane, r)| {
+                        r.slots
                     .iter()
                     .position(|s| matches!(s, Slot::AwaitingEvent { event, .. } if *event == name))
                     .map(|i| (lane, i))
-            });
+                    });
             if let Some((lane, idx)) = slot {
                 run::complete_slot(cx, lane, idx, payload);
             }
@@ -165,13 +175,18 @@ fn pin(cx: &mut Cx, name: &str, event: &Event) {
             continue;
         };
         if rule.context_attribute_value.is_none() {
-            cx.inst
-                .correlation
-                .insert(rule.context_attribute_name.to_ascii_lowercase(), value.clone());
+            cx.inst.correlation.insert(
+                rule.context_attribute_name.to_ascii_lowercase(),
+                value.clone(),
+            );
         }
         let absent = cx.inst.data.get(&rule.context_attribute_name).is_none();
         if absent {
-            data::put(&mut cx.inst.data, &rule.context_attribute_name, Value::String(value));
+            data::put(
+                &mut cx.inst.data,
+                &rule.context_attribute_name,
+                Value::String(value),
+            );
         }
     }
 }

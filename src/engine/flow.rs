@@ -12,7 +12,11 @@ pub fn start(cx: &mut Cx, input: Value, events: Vec<Event>) -> Result<(), Engine
     let input = match input {
         Value::Null => Value::Object(Default::default()),
         Value::Object(m) => Value::Object(m),
-        other => return Err(EngineError::InputNotObject(crate::model::lenient::kind(&other))),
+        other => {
+            return Err(EngineError::InputNotObject(crate::model::lenient::kind(
+                &other,
+            )))
+        }
     };
     let start = cx
         .def
@@ -33,7 +37,10 @@ pub fn start(cx: &mut Cx, input: Value, events: Vec<Event>) -> Result<(), Engine
 /// Enters state `name` with `input`: applies `dataInputPath`, then starts the state's work.
 pub fn enter(cx: &mut Cx, name: &str, input: Value) {
     let Some(state) = cx.def.workflow.state(name) else {
-        errors::fail(cx, ErrorInfo::new("UnknownState", format!("no state named {name:?}")));
+        errors::fail(
+            cx,
+            ErrorInfo::new("UnknownState", format!("no state named {name:?}")),
+        );
         return;
     };
     cx.inst.visit += 1;
@@ -90,7 +97,13 @@ fn begin(cx: &mut Cx, state: &State) {
                     Some(t) => complete_with(cx, Some(t), None),
                     None => errors::state_error(
                         cx,
-                        ErrorInfo::new("NoMatchingCondition", format!("no condition of switch state {:?} matched and it has no default", sw.name)),
+                        ErrorInfo::new(
+                            "NoMatchingCondition",
+                            format!(
+                                "no condition of switch state {:?} matched and it has no default",
+                                sw.name
+                            ),
+                        ),
                     ),
                 }
             } else {
@@ -162,7 +175,13 @@ pub fn take(cx: &mut Cx, t: &Transition, output: Value) {
         }
     }
     if let Some(p) = &t.produce_event {
-        produce::produce(cx, &p.event_ref, p.data.as_ref(), p.context_attributes.as_ref(), &output);
+        produce::produce(
+            cx,
+            &p.event_ref,
+            p.data.as_ref(),
+            p.context_attributes.as_ref(),
+            &output,
+        );
     }
     enter(cx, &t.next_state, output);
 }
@@ -173,7 +192,13 @@ pub fn finish(cx: &mut Cx, end: &End, output: Value) {
         EndKind::Default => finish_default(cx, output),
         EndKind::Event => {
             if let Some(p) = &end.produce_event {
-                produce::produce(cx, &p.event_ref, p.data.as_ref(), p.context_attributes.as_ref(), &output);
+                produce::produce(
+                    cx,
+                    &p.event_ref,
+                    p.data.as_ref(),
+                    p.context_attributes.as_ref(),
+                    &output,
+                );
             }
             finish_default(cx, output);
         }
@@ -226,7 +251,9 @@ pub fn on_timer(cx: &mut Cx, id: &str) {
             // Delay elapsed.
             (State::Delay(_), Activity::Delay) => complete(cx),
             // Event conditions timed out: take `default`.
-            (State::Switch(sw), Activity::SwitchWait) => complete_with(cx, sw.default.as_ref(), None),
+            (State::Switch(sw), Activity::SwitchWait) => {
+                complete_with(cx, sw.default.as_ref(), None)
+            }
             // Callback event never came: move on without it.
             (State::Callback(_), Activity::CallbackWait) => complete(cx),
             // The timer outlived the phase it guarded: nothing to do.

@@ -95,11 +95,18 @@ impl Event {
 pub enum Slot {
     Pending,
     /// A function call is out; `attempt` 0 is the first try.
-    Invoked { attempt: u32 },
+    Invoked {
+        attempt: u32,
+    },
     /// The trigger event was produced; waiting for the result event.
-    AwaitingEvent { attempt: u32, event: String },
+    AwaitingEvent {
+        attempt: u32,
+        event: String,
+    },
     /// Waiting for the retry timer before attempt `attempt`.
-    RetryWait { attempt: u32 },
+    RetryWait {
+        attempt: u32,
+    },
     Done,
 }
 
@@ -146,16 +153,33 @@ pub enum Activity {
     #[default]
     Idle,
     /// An event state waiting; `received` lists consumed event names (`exclusive: false`).
-    AwaitEvents { received: Vec<String> },
+    AwaitEvents {
+        received: Vec<String>,
+    },
     /// An event state running groups of actions (`groups` still to run after `run`).
-    EventActions { run: Run, groups: Vec<usize> },
-    Operation { run: Run },
+    EventActions {
+        run: Run,
+        groups: Vec<usize>,
+    },
+    Operation {
+        run: Run,
+    },
     SwitchWait,
     Delay,
-    Parallel { lanes: Vec<Lane>, finished: Vec<usize> },
-    Subflow { child: String },
-    ForEach { items: Vec<Value>, lanes: Vec<Lane> },
-    CallbackAction { run: Run },
+    Parallel {
+        lanes: Vec<Lane>,
+        finished: Vec<usize>,
+    },
+    Subflow {
+        child: String,
+    },
+    ForEach {
+        items: Vec<Value>,
+        lanes: Vec<Lane>,
+    },
+    CallbackAction {
+        run: Run,
+    },
     CallbackWait,
 }
 

@@ -25,7 +25,10 @@ pub fn begin(cx: &mut Cx, state: &State) {
                         cx,
                         ErrorInfo::new(
                             "InvalidInputCollection",
-                            format!("inputCollection {:?} of state {:?} did not select an array", f.input_collection, f.name),
+                            format!(
+                                "inputCollection {:?} of state {:?} did not select an array",
+                                f.input_collection, f.name
+                            ),
                         ),
                     );
                     return;
@@ -33,7 +36,11 @@ pub fn begin(cx: &mut Cx, state: &State) {
             };
             let lanes = vec![Lane::NotStarted; items.len()];
             cx.inst.activity = Activity::ForEach { items, lanes };
-            let max = f.max.map(|m| m.0 as usize).filter(|&m| m > 0).unwrap_or(usize::MAX);
+            let max = f
+                .max
+                .map(|m| m.0 as usize)
+                .filter(|&m| m > 0)
+                .unwrap_or(usize::MAX);
             if !start_lanes(cx, max) {
                 foreach_done(cx);
             }
@@ -105,7 +112,9 @@ fn lanes(a: &Activity) -> Option<&Vec<Lane>> {
 }
 
 fn set_lane(cx: &mut Cx, i: usize, lane: Lane) {
-    if let Activity::Parallel { lanes, .. } | Activity::ForEach { lanes, .. } = &mut cx.inst.activity {
+    if let Activity::Parallel { lanes, .. } | Activity::ForEach { lanes, .. } =
+        &mut cx.inst.activity
+    {
         lanes[i] = lane;
     }
 }
@@ -167,7 +176,11 @@ pub fn lane_done(cx: &mut Cx, i: usize, output: Value) {
             }
         }
         State::ForEach(f) => {
-            let max = f.max.map(|m| m.0 as usize).filter(|&m| m > 0).unwrap_or(usize::MAX);
+            let max = f
+                .max
+                .map(|m| m.0 as usize)
+                .filter(|&m| m > 0)
+                .unwrap_or(usize::MAX);
             if !start_lanes(cx, max) && matches!(cx.inst.activity, Activity::ForEach { .. }) {
                 foreach_done(cx);
             }
@@ -178,7 +191,11 @@ pub fn lane_done(cx: &mut Cx, i: usize, output: Value) {
 
 /// Merges the finished branches' outputs in declaration order; unfinished ones are cancelled.
 fn parallel_done(cx: &mut Cx) {
-    let Activity::Parallel { lanes, mut finished } = std::mem::take(&mut cx.inst.activity) else {
+    let Activity::Parallel {
+        lanes,
+        mut finished,
+    } = std::mem::take(&mut cx.inst.activity)
+    else {
         return;
     };
     finished.sort_unstable();

@@ -62,7 +62,9 @@ pub enum Input {
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Action {
     /// Send a CloudEvent.
-    Produce { event: Event },
+    Produce {
+        event: Event,
+    },
     /// Call a function; `key` is the idempotency key (stable across retries and restarts) and
     /// comes back with the result.
     Invoke {
@@ -72,8 +74,13 @@ pub enum Action {
         parameters: Value,
         attempt: u32,
     },
-    ArmTimer { id: String, due: DateTime<Utc> },
-    CancelTimer { id: String },
+    ArmTimer {
+        id: String,
+        due: DateTime<Utc>,
+    },
+    CancelTimer {
+        id: String,
+    },
     /// Start a child instance `id` of `workflow_id`; `wait` means the parent expects
     /// `ChildCompleted`/`ChildFailed` back.
     StartChild {
@@ -82,10 +89,18 @@ pub enum Action {
         input: Value,
         wait: bool,
     },
-    CancelChild { id: String },
-    Complete { output: Value },
-    Terminate { output: Value },
-    Fail { error: ErrorInfo },
+    CancelChild {
+        id: String,
+    },
+    Complete {
+        output: Value,
+    },
+    Terminate {
+        output: Value,
+    },
+    Fail {
+        error: ErrorInfo,
+    },
     Cancelled,
 }
 
@@ -107,7 +122,9 @@ pub enum EngineError {
     AlreadyStarted(String),
     #[error("workflow input must be a JSON object, found {0}")]
     InputNotObject(&'static str),
-    #[error("instance {id} is not waiting for an event of type {event_type:?} from {event_source:?}")]
+    #[error(
+        "instance {id} is not waiting for an event of type {event_type:?} from {event_source:?}"
+    )]
     NotWaiting {
         id: String,
         event_type: String,
@@ -134,7 +151,9 @@ pub fn apply(
     }
     let started = instance.visit > 0;
     match (&input, started) {
-        (Input::Start { .. }, true) => return Err(EngineError::AlreadyStarted(instance.id.clone())),
+        (Input::Start { .. }, true) => {
+            return Err(EngineError::AlreadyStarted(instance.id.clone()))
+        }
         (Input::Start { .. }, false) => {}
         (_, false) => return Err(EngineError::NotStarted(instance.id.clone())),
         _ => {}
@@ -254,4 +273,3 @@ impl<'a> Cx<'a> {
             .unwrap_or_else(|_| template.clone())
     }
 }
-

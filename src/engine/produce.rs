@@ -15,7 +15,13 @@ pub fn event_id(instance: &str, seq: u64) -> String {
 
 /// Produces event definition `name` with `data` (an expression string or an object with
 /// embedded expressions; absent: the whole state data) and `attrs`.
-pub fn produce(cx: &mut Cx, name: &str, data: Option<&Value>, attrs: Option<&Value>, state_data: &Value) {
+pub fn produce(
+    cx: &mut Cx,
+    name: &str,
+    data: Option<&Value>,
+    attrs: Option<&Value>,
+    state_data: &Value,
+) {
     let Some(def) = cx.def.workflow.event(name) else {
         return;
     };
@@ -43,8 +49,14 @@ pub fn produce(cx: &mut Cx, name: &str, data: Option<&Value>, attrs: Option<&Val
             extensions.insert(k.to_ascii_lowercase(), value);
         }
     }
-    extensions.insert("workflowid".into(), Value::String(cx.inst.workflow_id.clone()));
-    extensions.insert("workflowinstanceid".into(), Value::String(cx.inst.id.clone()));
+    extensions.insert(
+        "workflowid".into(),
+        Value::String(cx.inst.workflow_id.clone()),
+    );
+    extensions.insert(
+        "workflowinstanceid".into(),
+        Value::String(cx.inst.id.clone()),
+    );
     let id = event_id(&cx.inst.id, cx.inst.seq);
     cx.inst.seq += 1;
     let event = Event {

@@ -105,7 +105,10 @@ pub fn drive(cx: &mut Cx, lane: Option<usize>) {
     let Some(run) = run_ref(&cx.inst.activity, lane) else {
         return;
     };
-    let in_flight = run.slots.iter().any(|s| !matches!(s, Slot::Pending | Slot::Done));
+    let in_flight = run
+        .slots
+        .iter()
+        .any(|s| !matches!(s, Slot::Pending | Slot::Done));
     let pending: Vec<usize> = (0..run.slots.len())
         .filter(|&i| run.slots[i] == Slot::Pending)
         .collect();
@@ -173,7 +176,11 @@ pub fn start(cx: &mut Cx, lane: Option<usize>, idx: usize, attempt: u32) {
     } else {
         Slot::Done
     };
-    if let Some(t) = action.timeout.as_deref().and_then(|t| Duration::parse(t).ok()) {
+    if let Some(t) = action
+        .timeout
+        .as_deref()
+        .and_then(|t| Duration::parse(t).ok())
+    {
         let due = t.after(cx.now);
         cx.arm(format!("{key}/timeout"), due);
     }

@@ -122,7 +122,10 @@ mod tests {
     #[test]
     fn parses_spec_examples() {
         let at = t("2020-01-31T00:00:00Z");
-        assert_eq!(Duration::parse("PT15M").unwrap().after(at), t("2020-01-31T00:15:00Z"));
+        assert_eq!(
+            Duration::parse("PT15M").unwrap().after(at),
+            t("2020-01-31T00:15:00Z")
+        );
         assert_eq!(
             Duration::parse("P2DT3H4M").unwrap().after(at),
             t("2020-02-02T03:04:00Z")
@@ -132,7 +135,10 @@ mod tests {
             Duration::parse("P1Y2M10DT2H30M").unwrap().after(at),
             Utc.with_ymd_and_hms(2021, 3, 31, 2, 30, 0).unwrap() + chrono::Duration::days(10)
         );
-        assert_eq!(Duration::parse("PT0.5S").unwrap(), Duration::from_millis(500));
+        assert_eq!(
+            Duration::parse("PT0.5S").unwrap(),
+            Duration::from_millis(500)
+        );
     }
 
     #[test]

@@ -23,9 +23,11 @@ impl RepeatingInterval {
     pub fn parse(input: &str) -> Result<RepeatingInterval, IntervalError> {
         let text = input.trim();
         if let Some(rest) = text.strip_prefix('R') {
-            let (count, dur) = rest.split_once('/').ok_or_else(|| IntervalError::Repeating {
-                input: input.to_string(),
-            })?;
+            let (count, dur) = rest
+                .split_once('/')
+                .ok_or_else(|| IntervalError::Repeating {
+                    input: input.to_string(),
+                })?;
             let repetitions = if count.is_empty() {
                 None
             } else {

@@ -3,8 +3,8 @@
 
 use super::Cx;
 use crate::model::{
-    EndKind, ErrorDef, EventKind, ProduceEvent, RetryDef, Start, StartKind, State,
-    StateDataFilter, Transition,
+    EndKind, ErrorDef, EventKind, ProduceEvent, RetryDef, Start, StartKind, State, StateDataFilter,
+    Transition,
 };
 use serde_json::Value;
 use std::collections::HashSet;
@@ -12,7 +12,10 @@ use std::collections::HashSet;
 pub fn workflow(cx: &mut Cx) {
     let wf = cx.wf;
     if wf.id.trim().is_empty() {
-        cx.err("$.id", "the workflow `id` is empty: give the workflow a unique id");
+        cx.err(
+            "$.id",
+            "the workflow `id` is empty: give the workflow a unique id",
+        );
     }
     if wf.name.trim().is_empty() {
         cx.err("$.name", "the workflow `name` is empty: give it a name");
@@ -45,7 +48,12 @@ pub fn workflow(cx: &mut Cx) {
         wf.states.iter().map(|s| s.common().id.unwrap_or("")),
         "id",
     );
-    duplicates(cx, "events", wf.events.iter().map(|e| e.name.as_str()), "name");
+    duplicates(
+        cx,
+        "events",
+        wf.events.iter().map(|e| e.name.as_str()),
+        "name",
+    );
     duplicates(
         cx,
         "functions",
@@ -57,13 +65,19 @@ pub fn workflow(cx: &mut Cx) {
         if e.kind == EventKind::Consumed && e.source.as_deref().is_none_or(str::is_empty) {
             cx.err(
                 format!("{at}.source"),
-                format!("consumed event {:?} has no `source`: add the CloudEvent source it matches", e.name),
+                format!(
+                    "consumed event {:?} has no `source`: add the CloudEvent source it matches",
+                    e.name
+                ),
             );
         }
         if e.event_type.is_none() {
             cx.warn(
                 format!("{at}.type"),
-                format!("event {:?} has no `type`; its name is used as the CloudEvent type", e.name),
+                format!(
+                    "event {:?} has no `type`; its name is used as the CloudEvent type",
+                    e.name
+                ),
             );
         }
         if e.kind == EventKind::Produced && !e.correlation.is_empty() {
@@ -82,7 +96,10 @@ pub fn workflow(cx: &mut Cx) {
             }
             if let Some(v) = &c.context_attribute_value {
                 if v.contains("{{") {
-                    cx.templates(&format!("{cat}.contextAttributeValue"), &Value::String(v.clone()));
+                    cx.templates(
+                        &format!("{cat}.contextAttributeValue"),
+                        &Value::String(v.clone()),
+                    );
                 }
             }
         }
@@ -142,7 +159,10 @@ fn unreachable_states<'w>(cx: &mut Cx<'w>) {
         if !reached {
             cx.warn(
                 format!("$.states[{i}]"),
-                format!("state {:?} is never reached: no transition leads to it", c.name),
+                format!(
+                    "state {:?} is never reached: no transition leads to it",
+                    c.name
+                ),
             );
         }
     }
@@ -162,7 +182,9 @@ pub fn start(cx: &mut Cx, at: &str, start: &Start) {
             let sat = format!("{at}.schedule");
             match (&s.cron, &s.interval) {
                 (None, None) => cx.err(&sat, "a schedule needs `cron` or `interval`"),
-                (Some(_), Some(_)) => cx.err(&sat, "a schedule has either `cron` or `interval`, not both"),
+                (Some(_), Some(_)) => {
+                    cx.err(&sat, "a schedule has either `cron` or `interval`, not both")
+                }
                 (Some(c), None) => cx.cron(&format!("{sat}.cron"), c),
                 (None, Some(i)) => cx.interval(&format!("{sat}.interval"), i),
             }
@@ -240,7 +262,10 @@ pub fn context_attributes(cx: &mut Cx, at: &str, attrs: &Value) {
             for (i, item) in items.iter().enumerate() {
                 match item {
                     Value::Object(m) => v.push((format!("{at}[{i}]"), m)),
-                    _ => cx.err(format!("{at}[{i}]"), "each entry must be an object of attribute names to values"),
+                    _ => cx.err(
+                        format!("{at}[{i}]"),
+                        "each entry must be an object of attribute names to values",
+                    ),
                 }
             }
             v
@@ -256,17 +281,34 @@ pub fn context_attributes(cx: &mut Cx, at: &str, attrs: &Value) {
             if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric()) {
                 cx.err(&path, format!("{name:?} is not a CloudEvents attribute name: use lowercase letters and digits only"));
             } else if name.chars().any(|c| c.is_ascii_uppercase()) {
-                cx.warn(&path, format!("CloudEvents attribute names are lowercase; produced as {:?}", name.to_ascii_lowercase()));
+                cx.warn(
+                    &path,
+                    format!(
+                        "CloudEvents attribute names are lowercase; produced as {:?}",
+                        name.to_ascii_lowercase()
+                    ),
+                );
             }
             if RESERVED.contains(&name.to_ascii_lowercase().as_str()) {
-                cx.err(&path, format!("{name:?} is a reserved CloudEvents attribute and cannot be set here"));
+                cx.err(
+                    &path,
+                    format!("{name:?} is a reserved CloudEvents attribute and cannot be set here"),
+                );
             }
             cx.templates(&path, value);
         }
     }
 }
 
-const RESERVED: [&str; 7] = ["id", "source", "type", "specversion", "time", "datacontenttype", "data"];
+const RESERVED: [&str; 7] = [
+    "id",
+    "source",
+    "type",
+    "specversion",
+    "time",
+    "datacontenttype",
+    "data",
+];
 
 pub fn state_data_filter(cx: &mut Cx, at: &str, f: &StateDataFilter) {
     if let Some(p) = &f.data_input_path {
@@ -291,7 +333,10 @@ pub fn on_error(cx: &mut Cx, at: &str, e: &ErrorDef) {
             format!("{at}.transition"),
             "an `onError` entry needs a `transition` (or `end`) saying where to go",
         ),
-        (Some(_), Some(_)) => cx.err(at, "an `onError` entry has either `transition` or `end`, not both"),
+        (Some(_), Some(_)) => cx.err(
+            at,
+            "an `onError` entry has either `transition` or `end`, not both",
+        ),
     }
 }
 

@@ -80,7 +80,10 @@ impl Cx<'_> {
     pub fn member_path(&mut self, path: &str, source: &str) {
         self.expr(path, source);
         if let Some(e) = self.report.exprs.get(source) {
-            let plain = e.as_path().and_then(|p| p.member_chain()).is_some_and(|c| !c.is_empty());
+            let plain = e
+                .as_path()
+                .and_then(|p| p.member_chain())
+                .is_some_and(|c| !c.is_empty());
             if !plain {
                 self.err(
                     path,

@@ -7,7 +7,10 @@ use crate::model::{Action, CompletionType, EventDataFilter, EventKind, State};
 pub fn state(cx: &mut Cx, at: &str, s: &State) {
     let c = s.common();
     if c.name.trim().is_empty() {
-        cx.err(format!("{at}.name"), "the state `name` is empty: name the state");
+        cx.err(
+            format!("{at}.name"),
+            "the state `name` is empty: name the state",
+        );
     }
     if let Some(st) = c.start {
         checks::start(cx, &format!("{at}.start"), st);
@@ -52,12 +55,18 @@ pub fn state(cx: &mut Cx, at: &str, s: &State) {
     match s {
         State::Event(e) => {
             if e.events_actions.is_empty() {
-                cx.err(format!("{at}.eventsActions"), "an event state needs at least one `eventsActions` entry");
+                cx.err(
+                    format!("{at}.eventsActions"),
+                    "an event state needs at least one `eventsActions` entry",
+                );
             }
             for (i, ea) in e.events_actions.iter().enumerate() {
                 let eat = format!("{at}.eventsActions[{i}]");
                 if ea.event_refs.is_empty() {
-                    cx.err(format!("{eat}.eventRefs"), "`eventRefs` is empty: name at least one consumed event");
+                    cx.err(
+                        format!("{eat}.eventRefs"),
+                        "`eventRefs` is empty: name at least one consumed event",
+                    );
                 }
                 for (j, r) in ea.event_refs.iter().enumerate() {
                     cx.event_ref(&format!("{eat}.eventRefs[{j}]"), r, EventKind::Consumed);
@@ -73,7 +82,10 @@ pub fn state(cx: &mut Cx, at: &str, s: &State) {
         }
         State::Operation(o) => {
             if o.actions.is_empty() {
-                cx.warn(format!("{at}.actions"), "an operation state without actions only passes its data on");
+                cx.warn(
+                    format!("{at}.actions"),
+                    "an operation state without actions only passes its data on",
+                );
             }
             actions(cx, &format!("{at}.actions"), &o.actions);
         }
@@ -94,7 +106,11 @@ pub fn state(cx: &mut Cx, at: &str, s: &State) {
             }
             for (i, e) in sw.event_conditions.iter().flatten().enumerate() {
                 let eat = format!("{at}.eventConditions[{i}]");
-                cx.event_ref(&format!("{eat}.eventRef"), &e.event_ref, EventKind::Consumed);
+                cx.event_ref(
+                    &format!("{eat}.eventRef"),
+                    &e.event_ref,
+                    EventKind::Consumed,
+                );
                 checks::transition(cx, &format!("{eat}.transition"), &e.transition);
                 if let Some(f) = &e.event_data_filter {
                     event_data_filter(cx, &format!("{eat}.eventDataFilter"), f);
@@ -114,14 +130,20 @@ pub fn state(cx: &mut Cx, at: &str, s: &State) {
         State::Delay(d) => cx.duration(&format!("{at}.timeDelay"), &d.time_delay),
         State::Parallel(p) => {
             if p.branches.is_empty() {
-                cx.err(format!("{at}.branches"), "a parallel state needs at least one branch");
+                cx.err(
+                    format!("{at}.branches"),
+                    "a parallel state needs at least one branch",
+                );
             }
             for (i, b) in p.branches.iter().enumerate() {
                 let bat = format!("{at}.branches[{i}]");
                 match (&b.actions, &b.workflow_id) {
                     (Some(a), None) => actions(cx, &format!("{bat}.actions"), a),
                     (None, Some(w)) if !w.trim().is_empty() => {}
-                    (Some(_), Some(_)) => cx.err(&bat, "a branch has either `actions` or `workflowId`, not both"),
+                    (Some(_), Some(_)) => cx.err(
+                        &bat,
+                        "a branch has either `actions` or `workflowId`, not both",
+                    ),
                     _ => cx.err(&bat, "a branch needs `actions` or a `workflowId` to run"),
                 }
             }
@@ -130,10 +152,16 @@ pub fn state(cx: &mut Cx, at: &str, s: &State) {
                     format!("{at}.n"),
                     "`completionType: n_of_m` needs `n`, the number of branches to wait for",
                 ),
-                (CompletionType::NOfM, Some(n)) if n.0 == 0 || n.0 as usize > p.branches.len() => cx.err(
-                    format!("{at}.n"),
-                    format!("`n` is {} but must be between 1 and the number of branches ({})", n.0, p.branches.len()),
-                ),
+                (CompletionType::NOfM, Some(n)) if n.0 == 0 || n.0 as usize > p.branches.len() => {
+                    cx.err(
+                        format!("{at}.n"),
+                        format!(
+                            "`n` is {} but must be between 1 and the number of branches ({})",
+                            n.0,
+                            p.branches.len()
+                        ),
+                    )
+                }
                 (CompletionType::And | CompletionType::Xor, Some(_)) => cx.warn(
                     format!("{at}.n"),
                     "`n` is ignored unless `completionType: n_of_m`",
@@ -143,7 +171,10 @@ pub fn state(cx: &mut Cx, at: &str, s: &State) {
         }
         State::Subflow(sf) => {
             if sf.workflow_id.trim().is_empty() {
-                cx.err(format!("{at}.workflowId"), "`workflowId` is empty: name the workflow to run");
+                cx.err(
+                    format!("{at}.workflowId"),
+                    "`workflowId` is empty: name the workflow to run",
+                );
             }
         }
         State::Inject(_) => {}
@@ -153,18 +184,31 @@ pub fn state(cx: &mut Cx, at: &str, s: &State) {
                 cx.member_path(&format!("{at}.outputCollection"), o);
             }
             if f.iteration_param.trim().is_empty() {
-                cx.err(format!("{at}.iterationParam"), "`iterationParam` is empty: name the variable each element is bound to");
+                cx.err(
+                    format!("{at}.iterationParam"),
+                    "`iterationParam` is empty: name the variable each element is bound to",
+                );
             }
             match (&f.actions, &f.workflow_id) {
                 (Some(a), None) => actions(cx, &format!("{at}.actions"), a),
                 (None, Some(w)) if !w.trim().is_empty() => {}
-                (Some(_), Some(_)) => cx.err(at, "a foreach state has either `actions` or `workflowId`, not both"),
-                _ => cx.err(format!("{at}.actions"), "a foreach state needs `actions` or a `workflowId` to run per element"),
+                (Some(_), Some(_)) => cx.err(
+                    at,
+                    "a foreach state has either `actions` or `workflowId`, not both",
+                ),
+                _ => cx.err(
+                    format!("{at}.actions"),
+                    "a foreach state needs `actions` or a `workflowId` to run per element",
+                ),
             }
         }
         State::Callback(cb) => {
             action(cx, &format!("{at}.action"), &cb.action);
-            cx.event_ref(&format!("{at}.eventRef"), &cb.event_ref, EventKind::Consumed);
+            cx.event_ref(
+                &format!("{at}.eventRef"),
+                &cb.event_ref,
+                EventKind::Consumed,
+            );
             if let Some(t) = &cb.timeout {
                 cx.duration(&format!("{at}.timeout"), t);
             }
@@ -179,7 +223,10 @@ fn event_data_filter(cx: &mut Cx, at: &str, f: &EventDataFilter) {
     if let Some(p) = &f.data_output_path {
         cx.expr(&format!("{at}.dataOutputPath"), p);
     }
-    for (name, v) in [("dataInputPath", &f.data_input_path), ("inputPath", &f.input_path)] {
+    for (name, v) in [
+        ("dataInputPath", &f.data_input_path),
+        ("inputPath", &f.input_path),
+    ] {
         if let Some(p) = v {
             let path = format!("{at}.{name}");
             cx.warn(&path, format!("an event data filter selects with `dataOutputPath`; `{name}` is read as `dataOutputPath`"));
@@ -206,15 +253,26 @@ fn action(cx: &mut Cx, at: &str, a: &Action) {
         cx.function_ref(&format!("{at}.functionRef.refName"), &f.ref_name);
         if let Some(p) = &f.parameters {
             if !p.is_object() {
-                cx.err(format!("{at}.functionRef.parameters"), "`parameters` must be an object of parameter names to values");
+                cx.err(
+                    format!("{at}.functionRef.parameters"),
+                    "`parameters` must be an object of parameter names to values",
+                );
             }
             cx.templates(&format!("{at}.functionRef.parameters"), p);
         }
     }
     if let Some(e) = &a.event_ref {
         let eat = format!("{at}.eventRef");
-        cx.event_ref(&format!("{eat}.triggerEventRef"), &e.trigger_event_ref, EventKind::Produced);
-        cx.event_ref(&format!("{eat}.resultEventRef"), &e.result_event_ref, EventKind::Consumed);
+        cx.event_ref(
+            &format!("{eat}.triggerEventRef"),
+            &e.trigger_event_ref,
+            EventKind::Produced,
+        );
+        cx.event_ref(
+            &format!("{eat}.resultEventRef"),
+            &e.result_event_ref,
+            EventKind::Consumed,
+        );
         if let Some(d) = &e.data {
             checks::event_data(cx, &format!("{eat}.data"), d);
         }

@@ -52,7 +52,10 @@ impl Env {
     }
 
     pub fn start(&mut self, input: Value) -> Vec<Action> {
-        self.feed(Input::Start { input, events: vec![] })
+        self.feed(Input::Start {
+            input,
+            events: vec![],
+        })
     }
 
     pub fn advance(&mut self, d: Duration) {
@@ -60,7 +63,10 @@ impl Env {
     }
 
     pub fn result(&mut self, key: &str, result: Value) -> Vec<Action> {
-        self.feed(Input::ActionResult { key: key.into(), result })
+        self.feed(Input::ActionResult {
+            key: key.into(),
+            result,
+        })
     }
 
     pub fn fail(&mut self, key: &str, name: &str) -> Vec<Action> {
@@ -109,9 +115,13 @@ pub fn invokes(actions: &[Action]) -> Vec<(String, String, Value, u32)> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Invoke { key, function, parameters, attempt, .. } => {
-                Some((key.clone(), function.clone(), parameters.clone(), *attempt))
-            }
+            Action::Invoke {
+                key,
+                function,
+                parameters,
+                attempt,
+                ..
+            } => Some((key.clone(), function.clone(), parameters.clone(), *attempt)),
             _ => None,
         })
         .collect()

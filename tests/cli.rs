@@ -1,0 +1,94 @@
+//! The `flowbroker` binary: `validate` and `graph`, run as a user would.
+
+use std::path::Path;
+use std::process::Command;
+
+fn flowbroker(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_flowbroker"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("flowbroker-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn shipped_workflows_are_valid() {
+    let (code, _, err) = flowbroker(&["validate", "workflows"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("3 file(s) checked: 3 valid, 0 invalid"),
+        "{err}"
+    );
+}
+
+#[test]
+fn invalid_files_fail_with_located_errors() {
+    let dir = temp_dir("bad");
+    std::fs::copy("workflows/nightly-report.yaml", dir.join("good.yaml")).unwrap();
+    let bad = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("workflows/credit-check.json"),
+    )
+    .unwrap()
+    .replace("\"nextState\": \"Evaluate\"", "\"nextState\": \"Evaluat\"");
+    std::fs::write(dir.join("bad.json"), bad).unwrap();
+    std::fs::write(dir.join("broken.yml"), "id: x\nstates: [\n").unwrap();
+    let (code, _, err) = flowbroker(&["validate", dir.to_str().unwrap()]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("bad.json: $.states[0].transition.nextState: no state named \"Evaluat\" (did you mean \"Evaluate\"?)"), "{err}");
+    assert!(err.contains("broken.yml:"), "{err}");
+    assert!(
+        err.contains("3 file(s) checked: 1 valid, 2 invalid"),
+        "{err}"
+    );
+
+    let (code, _, err) = flowbroker(&["validate", "--format", "json", dir.to_str().unwrap()]);
+    assert_eq!(code, 1);
+    let v: serde_json::Value = serde_json::from_str(&err).unwrap();
+    assert_eq!(v["valid"], false);
+    let files = v["files"].as_array().unwrap();
+    assert_eq!(files.len(), 3);
+    let bad = files
+        .iter()
+        .find(|f| f["file"].as_str().unwrap().ends_with("bad.json"))
+        .unwrap();
+    let diags = bad["diagnostics"].as_array().unwrap();
+    let error = diags.iter().find(|d| d["severity"] == "error").unwrap();
+    assert_eq!(error["path"], "$.states[0].transition.nextState");
+    // The now-unreachable state is reported as a warning alongside.
+    assert!(diags
+        .iter()
+        .any(|d| d["severity"] == "warning" && d["path"] == "$.states[1]"));
+}
+
+#[test]
+fn missing_path_is_an_error() {
+    let (code, _, err) = flowbroker(&["validate", "no/such/file.yaml"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no/such/file.yaml: $: cannot read"), "{err}");
+}
+
+#[test]
+fn graph_prints_mermaid() {
+    let (code, out, err) = flowbroker(&["graph", "workflows/order-fulfilment.yaml"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("flowchart TD\n"), "{out}");
+    assert!(out.contains("start --> s0"), "{out}");
+    assert!(
+        out.contains("s2 -->|\"event PaymentReceived\"| s3"),
+        "{out}"
+    );
+    assert!(out.contains("s2 -->|\"default\"| s4"), "{out}");
+    assert!(out.contains("s3 -->|event| end_"), "{out}");
+}
