@@ -82,15 +82,6 @@ impl Duration {
             .unwrap_or(DateTime::<Utc>::MAX_UTC)
     }
 
-    /// The instant this duration before `at`.
-    pub fn before(&self, at: DateTime<Utc>) -> DateTime<Utc> {
-        let base = at
-            .checked_sub_months(Months::new(self.months))
-            .unwrap_or(DateTime::<Utc>::MIN_UTC);
-        base.checked_sub_signed(chrono::Duration::milliseconds(self.millis as i64))
-            .unwrap_or(DateTime::<Utc>::MIN_UTC)
-    }
-
     pub fn is_zero(&self) -> bool {
         self.months == 0 && self.millis == 0
     }

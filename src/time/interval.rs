@@ -94,13 +94,14 @@ impl TimeInterval {
         Ok(interval)
     }
 
-    /// The active window `[from, until)`. `anchor` is when a bare duration starts counting.
-    /// Duration/end is active for the duration before the end.
+    /// The active window `[from, until)`. `anchor` (the definition's first deployment) is when
+    /// a bare duration, or a duration/end pair, starts counting; duration/end is active for the
+    /// duration or until the end, whichever comes first (spec).
     pub fn window(&self, anchor: DateTime<Utc>) -> (DateTime<Utc>, DateTime<Utc>) {
         match self {
             TimeInterval::StartEnd(s, e) => (*s, *e),
             TimeInterval::StartDuration(s, d) => (*s, d.after(*s)),
-            TimeInterval::DurationEnd(d, e) => (d.before(*e).max(anchor.min(*e)), *e),
+            TimeInterval::DurationEnd(d, e) => (anchor, d.after(anchor).min(*e)),
             TimeInterval::Duration(d) => (anchor, d.after(anchor)),
         }
     }
@@ -140,6 +141,11 @@ mod tests {
         let c = TimeInterval::parse("P1Y2M10DT2H30M/2020-05-11T15:30:00Z").unwrap();
         assert!(c.contains(anchor, t("2020-05-01T00:00:00Z")));
         assert!(!c.contains(anchor, t("2020-05-11T15:30:00Z")));
+        let short = TimeInterval::parse("PT1H/2020-05-11T15:30:00Z").unwrap();
+        assert!(
+            !short.contains(anchor, t("2020-01-01T01:00:00Z")),
+            "the duration ends first"
+        );
         let d = TimeInterval::parse("PT1H").unwrap();
         assert!(d.contains(anchor, t("2020-01-01T00:59:59Z")));
         assert!(!d.contains(anchor, t("2020-01-01T01:00:00Z")));
