@@ -381,3 +381,26 @@ fn terminate_end_and_cancel() {
     assert_eq!(env.status(), Status::Cancelled);
     assert!(env.try_feed(Input::Cancel).is_err());
 }
+
+#[test]
+fn a_loop_that_never_waits_fails_instead_of_spinning() {
+    let mut env = Env::yaml(
+        r#"
+id: loop
+name: loop
+states:
+- {name: A, type: inject, start: {kind: default}, data: {n: 1}, transition: {nextState: B}}
+- name: B
+  type: switch
+  dataConditions: [{condition: "{{ $.n }}", transition: {nextState: A}}]
+  default: {nextState: C}
+- {name: C, type: inject, end: {kind: default}}
+"#,
+    );
+    env.start(json!({}));
+    assert_eq!(env.status(), Status::Failed);
+    assert_eq!(
+        env.inst.error.as_ref().unwrap().name,
+        "TransitionLimitExceeded"
+    );
+}

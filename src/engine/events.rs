@@ -40,7 +40,8 @@ pub fn waits_for(def: &Definition, inst: &Instance) -> Vec<String> {
             })
             .collect(),
     };
-    names.dedup();
+    let mut seen = std::collections::HashSet::new();
+    names.retain(|n| seen.insert(n.clone()));
     names
 }
 

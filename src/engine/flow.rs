@@ -24,18 +24,36 @@ pub fn start(cx: &mut Cx, input: Value, events: Vec<Event>) -> Result<(), Engine
         .start_state()
         .ok_or_else(|| EngineError::NoStartState(cx.def.id().to_string()))?;
     cx.inst.version = cx.def.workflow.version.as_ref().map(|v| v.0.clone());
-    enter(cx, start.name(), input);
+    goto(cx, start.name(), input);
+    settle(cx);
     for e in events {
         if cx.inst.status.is_final() {
             break;
         }
         events::consume(cx, e)?;
+        settle(cx);
     }
     Ok(())
 }
 
+/// Schedules entering state `name` with `input`; [`settle`] does it. Transitions go through
+/// this queue instead of recursing, so a long chain of states that never wait uses no stack.
+pub fn goto(cx: &mut Cx, name: &str, input: Value) {
+    cx.next = Some((name.to_string(), input));
+}
+
+/// Enters scheduled states until the instance waits for something (or finishes).
+pub fn settle(cx: &mut Cx) {
+    while let Some((name, input)) = cx.next.take() {
+        if cx.inst.status.is_final() {
+            break;
+        }
+        enter(cx, &name, input);
+    }
+}
+
 /// Enters state `name` with `input`: applies `dataInputPath`, then starts the state's work.
-pub fn enter(cx: &mut Cx, name: &str, input: Value) {
+fn enter(cx: &mut Cx, name: &str, input: Value) {
     let Some(state) = cx.def.workflow.state(name) else {
         errors::fail(
             cx,
@@ -43,6 +61,20 @@ pub fn enter(cx: &mut Cx, name: &str, input: Value) {
         );
         return;
     };
+    cx.entered += 1;
+    if cx.entered > super::MAX_STATES_PER_INPUT {
+        errors::fail(
+            cx,
+            ErrorInfo::new(
+                "TransitionLimitExceeded",
+                format!(
+                    "more than {} states entered without waiting for anything (last: {name:?}); the workflow loops",
+                    super::MAX_STATES_PER_INPUT
+                ),
+            ),
+        );
+        return;
+    }
     cx.inst.visit += 1;
     cx.inst.state = Some(state.name().to_string());
     cx.inst.activity = Activity::Idle;
@@ -183,7 +215,7 @@ pub fn take(cx: &mut Cx, t: &Transition, output: Value) {
             &output,
         );
     }
-    enter(cx, &t.next_state, output);
+    goto(cx, &t.next_state, output);
 }
 
 /// Ends the workflow the way `end` says.

@@ -80,11 +80,10 @@ fn collection(cx: &Cx, source: &str) -> Option<Vec<Value>> {
 /// Starts not-yet-started lanes while fewer than `max` are running. Returns whether any lane
 /// exists that is not done.
 fn start_lanes(cx: &mut Cx, max: usize) -> bool {
-    let visit = cx.inst.visit;
     let count = lanes(&cx.inst.activity).map_or(0, |l| l.len());
     for i in 0..count {
         let Some(ls) = lanes(&cx.inst.activity) else {
-            return false;
+            return true; // a lane finished (or failed) the state: it has moved on
         };
         let running = ls
             .iter()
@@ -97,9 +96,6 @@ fn start_lanes(cx: &mut Cx, max: usize) -> bool {
             continue;
         }
         start_lane(cx, i);
-        if cx.inst.visit != visit || cx.inst.status.is_final() {
-            return true; // the lane finished the state
-        }
     }
     lanes(&cx.inst.activity).is_some_and(|ls| ls.iter().any(|l| !matches!(l, Lane::Done { .. })))
 }

@@ -168,6 +168,8 @@ pub fn apply(
         inst: instance.clone(),
         now,
         out: Vec::new(),
+        entered: 0,
+        next: None,
     };
     match input {
         Input::Start { input, events } => flow::start(&mut cx, input, events)?,
@@ -183,6 +185,7 @@ pub fn apply(
         Input::ChildFailed { id, error } => lanes::on_child_failed(&mut cx, &id, error),
         Input::Cancel => flow::cancel(&mut cx),
     }
+    flow::settle(&mut cx);
     if !cx.inst.status.is_final() {
         cx.inst.status = status_of(&cx.inst);
     }
@@ -231,7 +234,16 @@ pub(crate) struct Cx<'a> {
     pub inst: Instance,
     pub now: DateTime<Utc>,
     pub out: Vec<Action>,
+    /// States entered during this apply (bounded by [`MAX_STATES_PER_INPUT`]).
+    pub entered: u32,
+    /// The state to enter next (see `flow::goto`).
+    pub next: Option<(String, Value)>,
 }
+
+/// How many states one input may enter. A definition that loops without ever waiting (for
+/// an event, a timer or a function) would otherwise never return; it fails with
+/// `TransitionLimitExceeded` instead.
+pub const MAX_STATES_PER_INPUT: u32 = 10_000;
 
 impl<'a> Cx<'a> {
     /// The definition of the current state.
