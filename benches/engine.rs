@@ -1,0 +1,113 @@
+//! Engine throughput: inputs applied per second through a representative workflow (event start,
+//! two sequential function calls with filters, a data switch, an end event), including the
+//! instance's serde round trip a store would do per input.
+//!
+//! `cargo bench --bench engine` measures; under `cargo test` it runs a few iterations only.
+
+use chrono::{DateTime, Utc};
+use flowbroker::definition::Definition;
+use flowbroker::engine::{apply, Action, Event, Input, Instance};
+use flowbroker::load::Format;
+use serde_json::json;
+use std::time::Instant;
+
+const WF: &str = r#"
+id: bench
+name: bench
+events:
+- {name: Placed, type: order.placed, source: shop, correlation: [{contextAttributeName: orderid}]}
+- {name: Done, type: order.done, kind: produced}
+functions: [{name: price, resource: "http://x/price"}, {name: reserve, resource: "http://x/reserve"}]
+states:
+- name: Receive
+  type: event
+  start: {kind: default}
+  eventsActions:
+  - eventRefs: [Placed]
+    eventDataFilter: {dataOutputPath: "{{ $.data.order }}"}
+    actions:
+    - {functionRef: {refName: price, parameters: {items: "{{ $.order.items }}"}}, actionDataFilter: {dataResultsPath: "{{ $.total }}"}}
+    - {functionRef: {refName: reserve, parameters: {id: "{{ $.orderid }}", note: "order {{ $.orderid }}"}}}
+  transition: {nextState: Route}
+- name: Route
+  type: switch
+  dataConditions: [{condition: "{{ $[?(@.total > 100)] }}", transition: {nextState: Big}}]
+  default: {nextState: Small}
+- {name: Big, type: inject, data: {size: big}, end: {kind: event, produceEvent: {eventRef: Done, data: "{{ $.total }}"}}}
+- {name: Small, type: inject, data: {size: small}, end: {kind: event, produceEvent: {eventRef: Done}}}
+"#;
+
+fn step(
+    def: &Definition,
+    inst: &Instance,
+    input: Input,
+    now: DateTime<Utc>,
+) -> (Instance, Vec<Action>) {
+    let s = apply(def, inst, input, now).expect("bench input applies");
+    let stored = serde_json::to_vec(&s.instance).unwrap();
+    (serde_json::from_slice(&stored).unwrap(), s.actions)
+}
+
+fn main() {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let instances = if measuring { 20_000 } else { 20 };
+    let def = Definition::parse("bench.yaml", WF, Format::Yaml).unwrap();
+    let now: DateTime<Utc> = "2020-01-01T00:00:00Z".parse().unwrap();
+    let mut inputs = 0u64;
+    let started = Instant::now();
+    for n in 0..instances {
+        let id = format!("o{n}");
+        let mut ext = serde_json::Map::new();
+        ext.insert("orderid".into(), json!(id));
+        let ev = Event {
+            id: format!("e{n}"),
+            source: "shop".into(),
+            event_type: "order.placed".into(),
+            time: None,
+            datacontenttype: None,
+            subject: None,
+            data: Some(json!({"order": {"items": [{"sku": "a", "q": 2}, {"sku": "b", "q": 1}]}})),
+            extensions: ext,
+        };
+        let inst = Instance::new(id.clone(), "bench");
+        let (inst, acts) = step(
+            &def,
+            &inst,
+            Input::Start {
+                input: json!({}),
+                events: vec![ev],
+            },
+            now,
+        );
+        let key = |acts: &[Action]| match acts.iter().find(|a| matches!(a, Action::Invoke { .. })) {
+            Some(Action::Invoke { key, .. }) => key.clone(),
+            _ => panic!("no invoke"),
+        };
+        let (inst, acts) = step(
+            &def,
+            &inst,
+            Input::ActionResult {
+                key: key(&acts),
+                result: json!({"total": 150 + n % 7}),
+            },
+            now,
+        );
+        let (inst, acts) = step(
+            &def,
+            &inst,
+            Input::ActionResult {
+                key: key(&acts),
+                result: json!({"reserved": true}),
+            },
+            now,
+        );
+        assert!(inst.status.is_final() && acts.iter().any(|a| matches!(a, Action::Produce { .. })));
+        inputs += 3;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "engine: {instances} instances, {inputs} inputs in {secs:.3} s = {:.0} inputs/s ({:.1} us/input, store round trip included)",
+        inputs as f64 / secs,
+        secs * 1e6 / inputs as f64
+    );
+}
