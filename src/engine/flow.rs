@@ -207,13 +207,7 @@ pub fn take(cx: &mut Cx, t: &Transition, output: Value) {
         }
     }
     if let Some(p) = &t.produce_event {
-        produce::produce(
-            cx,
-            &p.event_ref,
-            p.data.as_ref(),
-            p.context_attributes.as_ref(),
-            &output,
-        );
+        produce::produce_event(cx, p, &output);
     }
     goto(cx, &t.next_state, output);
 }
@@ -224,13 +218,7 @@ pub fn finish(cx: &mut Cx, end: &End, output: Value) {
         EndKind::Default => finish_default(cx, output),
         EndKind::Event => {
             if let Some(p) = &end.produce_event {
-                produce::produce(
-                    cx,
-                    &p.event_ref,
-                    p.data.as_ref(),
-                    p.context_attributes.as_ref(),
-                    &output,
-                );
+                produce::produce_event(cx, p, &output);
             }
             finish_default(cx, output);
         }

@@ -13,6 +13,17 @@ pub fn event_id(instance: &str, seq: u64) -> String {
     uuid::Uuid::new_v5(&ID_NAMESPACE, format!("{instance}/{seq}").as_bytes()).to_string()
 }
 
+/// Produces a `produceEvent` of a transition or an end.
+pub fn produce_event(cx: &mut Cx, p: &crate::model::ProduceEvent, state_data: &Value) {
+    produce(
+        cx,
+        &p.event_ref,
+        p.data.as_ref(),
+        p.context_attributes.as_ref(),
+        state_data,
+    );
+}
+
 /// Produces event definition `name` with `data` (an expression string or an object with
 /// embedded expressions; absent: the whole state data) and `attrs`.
 pub fn produce(
