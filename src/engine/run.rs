@@ -55,18 +55,9 @@ pub fn run_mut(activity: &mut Activity, lane: Option<usize>) -> Option<&mut Run>
 }
 
 fn run_ref(activity: &Activity, lane: Option<usize>) -> Option<&Run> {
-    match (activity, lane) {
-        (Activity::Operation { run }, None)
-        | (Activity::EventActions { run, .. }, None)
-        | (Activity::CallbackAction { run }, None) => Some(run),
-        (Activity::Parallel { lanes, .. } | Activity::ForEach { lanes, .. }, Some(i)) => {
-            match lanes.get(i) {
-                Some(Lane::Actions { run }) => Some(run),
-                _ => None,
-            }
-        }
-        _ => None,
-    }
+    runs(activity)
+        .into_iter()
+        .find_map(|(l, r)| (l == lane).then_some(r))
 }
 
 /// Every run of the current activity, with its lane.
