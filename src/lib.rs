@@ -23,13 +23,23 @@
 //! - [`cli`]: the `flowbroker` command (`validate`, `graph`).
 //! - [`diag`]: located diagnostics and "did you mean" suggestions.
 
+pub mod broker;
 pub mod cli;
+pub mod cloudevent;
+pub mod config;
 pub mod definition;
 pub mod diag;
 pub mod engine;
 pub mod expr;
 pub mod graph;
+pub mod http;
+pub mod invoke;
+pub mod kafka;
 pub mod load;
+pub mod metrics;
 pub mod model;
+pub mod server;
+pub mod store;
 pub mod time;
 pub mod validate;
+pub mod watch;

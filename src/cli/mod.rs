@@ -1,4 +1,4 @@
-//! The `flowbroker` command line: `validate` and `graph`.
+//! The `flowbroker` command line: `run`, `validate` and `graph`.
 
 mod validate;
 
@@ -19,6 +19,13 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Run the broker: consume CloudEvents from Kafka (and HTTP), run workflows, produce
+    /// events. Configuration: --config FILE and FLOWBROKER_* environment variables.
+    Run {
+        /// TOML configuration file (default: built-in defaults).
+        #[arg(long, env = "FLOWBROKER_CONFIG")]
+        config: Option<PathBuf>,
+    },
     /// Check workflow definitions (files or directories of *.json, *.yaml, *.yml).
     /// Exit status 0 when all are valid, 1 when any is not; problems go to stderr.
     Validate {
@@ -41,6 +48,7 @@ pub enum OutputFormat {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
+        Command::Run { config } => run_broker(config),
         Command::Validate { paths, format } => validate::run(&paths, format),
         Command::Graph { file } => match crate::definition::Definition::load(&file) {
             Ok(def) => {
@@ -54,5 +62,36 @@ pub fn run(cli: Cli) -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+fn run_broker(config: Option<PathBuf>) -> ExitCode {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FLOWBROKER_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rdkafka=warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let cfg = match crate::config::Config::load(config.as_deref(), std::env::vars()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match rt.block_on(crate::server::serve(cfg)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("{e}");
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
     }
 }

@@ -3,33 +3,15 @@
 use super::OutputFormat;
 use crate::definition::Definition;
 use crate::diag::Diagnostic;
-use crate::load::Format;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-/// Every workflow file under `path` (the path itself when it is a file), sorted.
-pub fn workflow_files(path: &Path) -> std::io::Result<Vec<PathBuf>> {
-    if !path.is_dir() {
-        return Ok(vec![path.to_path_buf()]);
-    }
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(path)? {
-        let p = entry?.path();
-        if p.is_dir() {
-            out.extend(workflow_files(&p)?);
-        } else if Format::from_path(&p).is_some() {
-            out.push(p);
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
+/// Validates every workflow file under `paths`; exit status 1 if any is invalid.
 pub fn run(paths: &[PathBuf], format: OutputFormat) -> ExitCode {
     let mut all: Vec<Diagnostic> = Vec::new();
     let mut files = Vec::new();
     for p in paths {
-        match workflow_files(p) {
+        match crate::watch::workflow_files(p) {
             Ok(f) => files.extend(f),
             Err(e) => all.push(Diagnostic::error(
                 &p.display().to_string(),

@@ -20,6 +20,18 @@ pub enum Status {
 }
 
 impl Status {
+    /// The name as the API shows it (`RUNNING`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "RUNNING",
+            Status::Waiting => "WAITING",
+            Status::Completed => "COMPLETED",
+            Status::Failed => "FAILED",
+            Status::Terminated => "TERMINATED",
+            Status::Cancelled => "CANCELLED",
+        }
+    }
+
     pub fn is_final(self) -> bool {
         matches!(
             self,

@@ -1,0 +1,517 @@
+//! One store transaction's worth of work: applying inputs to instances, keeping the indexes
+//! in step, and turning the engine's actions into stored effects (outbox, calls, timers,
+//! children). Nothing here talks to Kafka or HTTP; [`Effects`] says what to do after commit.
+
+use super::index;
+use super::records::{Buffered, Call, HistoryEntry, InstanceRecord, OutRecord, TimerEntry};
+use super::registry::{Deployed, Registry};
+use super::Stat;
+use crate::config::Config;
+use crate::engine::{self, Action, EngineError, ErrorInfo, Event, Input, Instance, Status};
+use crate::store::{key, num, Table, Txn, SEP};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use std::collections::VecDeque;
+
+pub type Result<T> = crate::store::Result<T>;
+
+/// What to do once the transaction has committed.
+#[derive(Debug, Default)]
+pub struct Effects {
+    /// Outbox entries to send (key in the outbox table, record).
+    pub outbox: Vec<(String, OutRecord)>,
+    /// Function calls to make.
+    pub calls: Vec<Call>,
+    /// Metrics to count.
+    pub stats: Vec<Stat>,
+}
+
+struct Work {
+    instance: String,
+    input: Input,
+    /// The buffer entry this event came from (deleted when applied).
+    buffered: Option<String>,
+}
+
+pub struct Batch<'a> {
+    pub tx: &'a Txn,
+    pub reg: &'a Registry,
+    pub cfg: &'a Config,
+    pub now: DateTime<Utc>,
+    pub fx: Effects,
+    queue: VecDeque<Work>,
+}
+
+impl<'a> Batch<'a> {
+    pub fn new(tx: &'a Txn, reg: &'a Registry, cfg: &'a Config, now: DateTime<Utc>) -> Self {
+        Batch {
+            tx,
+            reg,
+            cfg,
+            now,
+            fx: Effects::default(),
+            queue: VecDeque::new(),
+        }
+    }
+
+    pub fn load(&self, id: &str) -> Result<Option<InstanceRecord>> {
+        self.tx.get(Table::Instances, id)
+    }
+
+    /// Creates instance `id` of `wf` and starts it with `input` and start `events`.
+    /// Returns false (and does nothing) when the id exists already.
+    pub fn create(
+        &mut self,
+        id: &str,
+        wf: &Deployed,
+        input: Value,
+        events: Vec<Event>,
+        parent: Option<(&str, bool)>,
+    ) -> Result<std::result::Result<bool, EngineError>> {
+        if self.load(id)?.is_some() {
+            return Ok(Ok(false));
+        }
+        let rec = InstanceRecord {
+            instance: Instance::new(id, &wf.id),
+            version: wf.version.clone(),
+            parent: parent.map(|(p, _)| p.to_string()),
+            wait: parent.is_some_and(|(_, w)| w),
+            created: self.now,
+            updated: self.now,
+            history: 0,
+        };
+        self.tx.put(Table::Instances, id, &rec)?;
+        match self.apply_now(id, Input::Start { input, events })? {
+            Ok(()) => Ok(Ok(true)),
+            Err(e) => {
+                self.tx.delete(Table::Instances, id)?;
+                Ok(Err(e))
+            }
+        }
+    }
+
+    /// Queues an input for an instance (applied by [`Batch::drain`]).
+    pub fn queue(&mut self, instance: &str, input: Input) {
+        self.queue.push_back(Work {
+            instance: instance.to_string(),
+            input,
+            buffered: None,
+        });
+    }
+
+    /// Applies everything queued, including what that leads to.
+    pub fn drain(&mut self) -> Result<()> {
+        while let Some(w) = self.queue.pop_front() {
+            match self.apply_now(&w.instance, w.input)? {
+                Ok(()) => {
+                    if let Some(k) = w.buffered {
+                        self.tx.delete(Table::Buffer, &k)?;
+                        self.fx.stats.push(Stat::BufferDelivered);
+                    }
+                }
+                Err(e) => {
+                    if w.buffered.is_none() {
+                        tracing::debug!(instance = %w.instance, error = %e, "input refused");
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies one input now. `Err(EngineError)` means the engine refused it and nothing
+    /// changed; the outer `Result` is the store's.
+    pub fn apply_now(
+        &mut self,
+        id: &str,
+        input: Input,
+    ) -> Result<std::result::Result<(), EngineError>> {
+        let Some(mut rec) = self.load(id)? else {
+            return Ok(Err(EngineError::NotStarted(id.to_string())));
+        };
+        let Some(d) = self
+            .reg
+            .version(&rec.instance.workflow_id, &rec.version)
+            .cloned()
+        else {
+            tracing::error!(instance = id, workflow = %rec.instance.workflow_id, version = %rec.version,
+                "the instance's workflow version is not in the store; input dropped");
+            return Ok(Err(EngineError::UnknownState(rec.version.clone())));
+        };
+        let def = &d.def;
+        let before = rec.instance.clone();
+        let step = match engine::apply(def, &before, input.clone(), self.now) {
+            Ok(s) => s,
+            Err(e) => return Ok(Err(e)),
+        };
+        let entry = HistoryEntry {
+            at: self.now,
+            input: input.clone(),
+            actions: step.actions.clone(),
+            state: step.instance.state.clone(),
+            status: step.instance.status,
+        };
+        self.tx
+            .put(Table::History, &key(&[id, &num(rec.history)]), &entry)?;
+        rec.history += 1;
+        rec.updated = self.now;
+        rec.instance = step.instance;
+        self.reindex(def, &before, &rec.instance)?;
+        if matches!(input, Input::Start { .. }) {
+            self.count_status(None, rec.instance.status)?;
+            self.lifecycle(&rec, "started", json!({"input": input_of(&input)}))?;
+        } else if before.status != rec.instance.status {
+            self.count_status(Some(before.status), rec.instance.status)?;
+        }
+        let transitions = rec.instance.visit.saturating_sub(before.visit);
+        if transitions > 0 {
+            self.fx.stats.push(Stat::Transitions(transitions));
+        }
+        for action in step.actions {
+            self.act(&mut rec, action)?;
+        }
+        self.tx.put(Table::Instances, id, &rec)?;
+        if !rec.instance.status.is_final() {
+            self.offer_buffered(def, &rec.instance)?;
+        }
+        Ok(Ok(()))
+    }
+
+    /// Keeps `Waits` and `Active` in step with the instance.
+    fn reindex(
+        &self,
+        def: &crate::definition::Definition,
+        old: &Instance,
+        new: &Instance,
+    ) -> Result<()> {
+        let (ow, nw) = (index::waits(def, old), index::waits(def, new));
+        for k in ow.difference(&nw) {
+            self.tx.delete(Table::Waits, k)?;
+        }
+        for k in nw.difference(&ow) {
+            self.tx.put(Table::Waits, k, &())?;
+        }
+        let (oa, na) = (index::active(def, old), index::active(def, new));
+        for k in oa.difference(&na) {
+            if self.tx.get::<String>(Table::Active, k)?.as_deref() == Some(&new.id) {
+                self.tx.delete(Table::Active, k)?;
+            }
+        }
+        for k in na.difference(&oa) {
+            self.tx.put(Table::Active, k, &new.id)?;
+        }
+        Ok(())
+    }
+
+    /// Carries out one engine action inside the transaction.
+    fn act(&mut self, rec: &mut InstanceRecord, action: Action) -> Result<()> {
+        let id = rec.instance.id.clone();
+        match action {
+            Action::Produce { mut event } => {
+                if self.cfg.event_source != "/flowbroker/{workflowId}" {
+                    event.source = self
+                        .cfg
+                        .event_source
+                        .replace("{workflowId}", &rec.instance.workflow_id);
+                }
+                let topic = self
+                    .cfg
+                    .kafka
+                    .topics
+                    .get(&event.event_type)
+                    .unwrap_or(&self.cfg.kafka.output_topic)
+                    .clone();
+                let key = index::kafka_key(&rec.instance);
+                self.outbox(OutRecord::Event {
+                    topic,
+                    key,
+                    event: Box::new(event),
+                })?;
+            }
+            Action::Invoke {
+                key,
+                function,
+                resource,
+                parameters,
+                attempt,
+            } => match self.resolve(&function, &resource) {
+                Some(url) => {
+                    let call = Call {
+                        instance: id,
+                        key: key.clone(),
+                        function,
+                        url,
+                        parameters,
+                        attempt,
+                    };
+                    self.tx.put(Table::Calls, &key, &call)?;
+                    self.fx.calls.push(call);
+                }
+                None => {
+                    let error = ErrorInfo::new(
+                        "FunctionNotConfigured",
+                        format!(
+                            "function {function:?} has resource {resource:?}, which is not an \
+                             http(s) URL and is not in the [functions] table of the broker config"
+                        ),
+                    );
+                    self.queue(&id, Input::ActionFailed { key, error });
+                }
+            },
+            Action::ArmTimer { id: timer, due } => {
+                self.arm(
+                    &timer,
+                    due,
+                    &TimerEntry::Instance {
+                        instance: id,
+                        id: timer.clone(),
+                    },
+                )?;
+            }
+            Action::CancelTimer { id: timer } => self.disarm(&timer)?,
+            Action::StartChild {
+                id: child,
+                workflow_id,
+                input,
+                wait,
+            } => match self.reg.current(&workflow_id).cloned() {
+                Some(wf) => {
+                    if let Err(e) = self.create(&child, &wf, input, vec![], Some((&id, wait)))? {
+                        if wait {
+                            let error = ErrorInfo::new("SubflowStartFailed", e.to_string());
+                            self.queue(&id, Input::ChildFailed { id: child, error });
+                        }
+                    }
+                }
+                None if wait => {
+                    let error = ErrorInfo::new(
+                        "SubflowNotFound",
+                        format!("no workflow with id {workflow_id:?} is deployed"),
+                    );
+                    self.queue(&id, Input::ChildFailed { id: child, error });
+                }
+                None => {
+                    tracing::warn!(instance = %id, workflow = %workflow_id, "subflow not deployed; not started")
+                }
+            },
+            Action::CancelChild { id: child } => self.queue(&child, Input::Cancel),
+            Action::Complete { output } => {
+                self.lifecycle(rec, "completed", json!({"output": output}))?;
+                self.notify_parent(
+                    rec,
+                    Input::ChildCompleted {
+                        id: id.clone(),
+                        output,
+                        terminated: false,
+                    },
+                );
+            }
+            Action::Terminate { output } => {
+                self.lifecycle(rec, "terminated", json!({"output": output}))?;
+                self.notify_parent(
+                    rec,
+                    Input::ChildCompleted {
+                        id: id.clone(),
+                        output,
+                        terminated: true,
+                    },
+                );
+            }
+            Action::Fail { error } => {
+                tracing::info!(instance = %id, workflow = %rec.instance.workflow_id,
+                    error = %error.name, message = %error.message, "instance failed");
+                self.lifecycle(rec, "failed", json!({"error": error}))?;
+                self.notify_parent(
+                    rec,
+                    Input::ChildFailed {
+                        id: id.clone(),
+                        error,
+                    },
+                );
+            }
+            Action::Cancelled => {
+                self.lifecycle(rec, "cancelled", json!({}))?;
+            }
+        }
+        if rec.instance.status.is_final() {
+            self.finish(rec)?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the instances-by-status gauge in the store.
+    fn count_status(&self, old: Option<Status>, new: Status) -> Result<()> {
+        if let Some(o) = old {
+            self.tx.bump(&key(&["status", o.as_str()]), -1)?;
+        }
+        self.tx.bump(&key(&["status", new.as_str()]), 1)?;
+        Ok(())
+    }
+
+    fn notify_parent(&mut self, rec: &InstanceRecord, input: Input) {
+        if let (Some(parent), true) = (&rec.parent, rec.wait) {
+            self.queue(&parent.clone(), input);
+        }
+    }
+
+    /// A finished instance waits for nothing: its timers and buffered events go.
+    fn finish(&mut self, rec: &InstanceRecord) -> Result<()> {
+        for t in &rec.instance.timers {
+            self.disarm(t)?;
+        }
+        for (k, _) in self
+            .tx
+            .prefix::<Buffered>(Table::Buffer, &format!("{}{SEP}", rec.instance.id))?
+        {
+            self.tx.delete(Table::Buffer, &k)?;
+            self.fx.stats.push(Stat::BufferDropped);
+        }
+        Ok(())
+    }
+
+    /// The URL of a function: its resource when that is an http(s) URL, else the config's
+    /// `[functions]` entry for the function name or the resource.
+    fn resolve(&self, function: &str, resource: &str) -> Option<String> {
+        if resource.starts_with("http://") || resource.starts_with("https://") {
+            return Some(resource.to_string());
+        }
+        self.cfg
+            .functions
+            .get(function)
+            .or_else(|| self.cfg.functions.get(resource))
+            .cloned()
+    }
+
+    /// Queues buffered events the instance now waits for.
+    fn offer_buffered(
+        &mut self,
+        def: &crate::definition::Definition,
+        inst: &Instance,
+    ) -> Result<()> {
+        let waiting = engine::waits_for(def, inst);
+        if waiting.is_empty() {
+            return Ok(());
+        }
+        let queued: Vec<&str> = self
+            .queue
+            .iter()
+            .filter_map(|w| w.buffered.as_deref())
+            .collect();
+        let mut offers = Vec::new();
+        for (k, b) in self
+            .tx
+            .prefix::<Buffered>(Table::Buffer, &format!("{}{SEP}", inst.id))?
+        {
+            if queued.contains(&k.as_str()) {
+                continue;
+            }
+            let wanted = def.workflow.events.iter().any(|ed| {
+                ed.source.as_deref() == Some(b.event.source.as_str())
+                    && ed.ce_type() == b.event.event_type
+                    && waiting.contains(&ed.name)
+                    && engine::correlates(def, inst, &ed.name, &b.event)
+            });
+            if wanted {
+                offers.push(Work {
+                    instance: inst.id.clone(),
+                    input: Input::Event { event: b.event },
+                    buffered: Some(k),
+                });
+                break; // one at a time: the first may change what the instance waits for
+            }
+        }
+        self.queue.extend(offers);
+        Ok(())
+    }
+
+    /// Keeps an event for an instance that does not wait for it yet.
+    pub fn buffer(&mut self, instance: &str, event: Event, ttl: chrono::Duration) -> Result<()> {
+        let seq = self.tx.bump("buffer.seq", 1)?;
+        let b = Buffered {
+            event,
+            expires: self.now + ttl,
+        };
+        self.tx
+            .put(Table::Buffer, &key(&[instance, &num(seq as u64)]), &b)?;
+        self.fx.stats.push(Stat::Buffered);
+        Ok(())
+    }
+
+    pub fn outbox(&mut self, rec: OutRecord) -> Result<()> {
+        let seq = self.tx.bump("outbox.seq", 1)?;
+        let k = num(seq as u64);
+        self.tx.put(Table::Outbox, &k, &rec)?;
+        self.fx.outbox.push((k, rec));
+        Ok(())
+    }
+
+    /// Arms (or re-arms) a durable timer.
+    pub fn arm(&mut self, id: &str, due: DateTime<Utc>, entry: &TimerEntry) -> Result<()> {
+        self.disarm(id)?;
+        let ms = due.timestamp_millis().max(0) as u64;
+        let k = key(&[&num(ms), id]);
+        self.tx.put(Table::Timers, &k, entry)?;
+        self.tx.put(Table::TimerIds, id, &k)?;
+        Ok(())
+    }
+
+    pub fn disarm(&mut self, id: &str) -> Result<()> {
+        if let Some(k) = self.tx.get::<String>(Table::TimerIds, id)? {
+            self.tx.delete(Table::Timers, &k)?;
+            self.tx.delete(Table::TimerIds, id)?;
+        }
+        Ok(())
+    }
+
+    /// Emits a `flowbroker.instance.<what>` lifecycle event.
+    fn lifecycle(&mut self, rec: &InstanceRecord, what: &str, extra: Value) -> Result<()> {
+        let inst = &rec.instance;
+        let mut data = json!({
+            "instanceId": inst.id,
+            "workflowId": inst.workflow_id,
+            "version": rec.version,
+            "status": inst.status,
+        });
+        if let (Value::Object(d), Value::Object(e)) = (&mut data, extra) {
+            d.extend(e);
+        }
+        if let Some(p) = &rec.parent {
+            data["parentId"] = json!(p);
+        }
+        let mut extensions = serde_json::Map::new();
+        extensions.insert("workflowid".into(), json!(inst.workflow_id));
+        extensions.insert("workflowinstanceid".into(), json!(inst.id));
+        let event = Event {
+            id: uuid::Uuid::new_v5(
+                &uuid::Uuid::NAMESPACE_URL,
+                format!("{}/lifecycle/{what}", inst.id).as_bytes(),
+            )
+            .to_string(),
+            source: self
+                .cfg
+                .event_source
+                .replace("{workflowId}", &inst.workflow_id),
+            event_type: format!("flowbroker.instance.{what}"),
+            time: Some(
+                self.now
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            ),
+            datacontenttype: Some("application/json".into()),
+            subject: Some(inst.id.clone()),
+            data: Some(data),
+            extensions,
+        };
+        self.outbox(OutRecord::Event {
+            topic: self.cfg.kafka.lifecycle_topic.clone(),
+            key: inst.id.clone(),
+            event: Box::new(event),
+        })
+    }
+}
+
+fn input_of(input: &Input) -> Value {
+    match input {
+        Input::Start { input, .. } => input.clone(),
+        _ => Value::Null,
+    }
+}

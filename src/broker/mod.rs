@@ -1,0 +1,117 @@
+//! The running broker's core: everything between decoded inputs and stored effects.
+//!
+//! - [`core`]: the single writer. It takes commands (Kafka records, HTTP events, admin
+//!   requests, function results, outbox acks, workflow file changes, due timers) in batches,
+//!   applies each batch in one store transaction, commits, then carries out the effects.
+//! - [`batch`]: applying inputs to instances inside a transaction (indexes, actions, children,
+//!   lifecycle events, outbox, calls, timers).
+//! - [`router`]: correlating a consumed event to instances or starts.
+//! - [`index`]: correlation keys and index entries.
+//! - [`registry`]: deployed workflow versions and the event-type index.
+//! - [`schedule`]: cron starts, exactly once, with catch-up.
+//! - [`window`]: interval windows and `directInvoke`.
+//! - [`records`]: what the store's tables hold.
+
+pub mod batch;
+pub mod core;
+pub mod index;
+pub mod records;
+pub mod registry;
+pub mod router;
+pub mod schedule;
+pub mod window;
+
+use crate::engine::Event;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+/// A clock; the engine never reads one, the core passes `now` in.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> DateTime<Utc>;
+}
+
+/// The system clock.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime<Utc> {
+        Utc::now()
+    }
+}
+
+/// A metric to count once the batch that made it true has committed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Stat {
+    Consumed(&'static str, String),
+    DeadLettered(&'static str),
+    Unmatched(String),
+    Duplicate,
+    Buffered,
+    BufferDelivered,
+    BufferExpired,
+    BufferDropped,
+    JoinExpired,
+    Transitions(u64),
+    StartRejected(String),
+    /// A cron tick started an instance `lag` seconds after it was due.
+    Tick {
+        workflow: String,
+        lag: f64,
+        catch_up: bool,
+    },
+    TicksSkipped(String, u64),
+}
+
+/// A consumed Kafka record, decoded off the core's thread.
+#[derive(Debug)]
+pub struct Record {
+    pub topic: String,
+    pub partition: i32,
+    pub offset: i64,
+    pub event: Result<Event, crate::cloudevent::DecodeError>,
+    pub key: Option<Vec<u8>>,
+    pub payload: Option<Vec<u8>>,
+    pub headers: Vec<(String, Vec<u8>)>,
+}
+
+/// Why an admin request failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AdminError {
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    Internal(String),
+}
+
+pub type Reply<T> = oneshot::Sender<Result<T, AdminError>>;
+
+/// What the core does.
+pub enum Cmd {
+    Records(Vec<Record>),
+    Event {
+        event: Event,
+        reply: Reply<router::Routed>,
+    },
+    Start {
+        workflow: String,
+        input: Value,
+        reply: Reply<String>,
+    },
+    Cancel {
+        id: String,
+        reply: Reply<()>,
+    },
+    CallDone {
+        call: records::Call,
+        outcome: Result<Value, crate::engine::ErrorInfo>,
+    },
+    /// Outbox entries Kafka acknowledged: (outbox key, topic, event type).
+    Acked(Vec<(String, String, String)>),
+    /// The full set of workflow files (path -> text).
+    Files(std::collections::BTreeMap<String, String>),
+}

@@ -1,0 +1,140 @@
+//! What the broker stores besides the engine's own instance: the records of each table.
+
+use crate::engine::{Event, Input, Instance};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// An instance with what the broker needs around it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InstanceRecord {
+    pub instance: Instance,
+    /// The deployed version (content hash) the instance runs on, for life.
+    pub version: String,
+    /// The parent instance, for subflow and foreach children.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// Whether the parent waits for this child's result.
+    #[serde(default)]
+    pub wait: bool,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+    /// Entries in the history table.
+    pub history: u64,
+}
+
+/// One input and the decisions it led to.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntry {
+    pub at: DateTime<Utc>,
+    pub input: Input,
+    /// The engine's actions, or the reason it refused the input.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<crate::engine::Action>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
+    pub status: crate::engine::Status,
+}
+
+/// A record waiting in the outbox until Kafka acknowledges it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum OutRecord {
+    /// A CloudEvent.
+    Event {
+        topic: String,
+        key: String,
+        event: Box<Event>,
+    },
+    /// A record copied as it was (dead letters), with extra headers.
+    Raw {
+        topic: String,
+        key: Option<Vec<u8>>,
+        payload: Option<Vec<u8>>,
+        headers: Vec<(String, Vec<u8>)>,
+    },
+}
+
+impl OutRecord {
+    pub fn topic(&self) -> &str {
+        match self {
+            OutRecord::Event { topic, .. } | OutRecord::Raw { topic, .. } => topic,
+        }
+    }
+
+    /// The event type for metrics (`dead-letter` for raw records).
+    pub fn label(&self) -> &str {
+        match self {
+            OutRecord::Event { event, .. } => &event.event_type,
+            OutRecord::Raw { .. } => "dead-letter",
+        }
+    }
+}
+
+/// What a due timer does.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum TimerEntry {
+    /// An engine timer (`ArmTimer`).
+    Instance { instance: String, id: String },
+    /// The gap timeout of a pending all-events start.
+    Join { workflow: String, key: String },
+    /// The next tick of a cron schedule.
+    Schedule { workflow: String },
+}
+
+/// A function call in flight (deleted when its result is applied).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Call {
+    pub instance: String,
+    pub key: String,
+    pub function: String,
+    pub url: String,
+    pub parameters: Value,
+    pub attempt: u32,
+}
+
+/// An event kept for an instance that does not wait for it yet.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Buffered {
+    pub event: Event,
+    pub expires: DateTime<Utc>,
+}
+
+/// A pending `exclusive: false` start: the events received so far for one key.
+#[derive(Debug, Clone, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct Join {
+    pub names: Vec<String>,
+    pub events: Vec<Event>,
+}
+
+/// A deployed version as stored, so instances keep running on it after the file changes.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredVersion {
+    pub file: String,
+    pub source: String,
+    pub deployed: DateTime<Utc>,
+}
+
+/// Where a schedule is: the last tick that started an instance.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ScheduleState {
+    /// The cron expression the ticks were computed from.
+    pub cron: String,
+    pub timezone: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_tick: Option<DateTime<Utc>>,
+    /// When the current expression was first planned: ticks after it belong to the schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
+    /// Instances started by the schedule.
+    #[serde(default)]
+    pub fired: u64,
+}

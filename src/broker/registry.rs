@@ -1,0 +1,248 @@
+//! Deployed workflows: the current version of each workflow id, every version an instance may
+//! still run on, the files that failed validation, and the event index from CloudEvent
+//! `(source, type)` to the event definitions that match it.
+
+use crate::definition::Definition;
+use crate::diag::Diagnostic;
+use crate::load::Format;
+use crate::model::State;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+
+/// One deployed version.
+#[derive(Debug, Clone)]
+pub struct Deployed {
+    pub id: String,
+    pub version: String,
+    pub file: String,
+    pub source: String,
+    pub def: Arc<Definition>,
+    pub deployed: DateTime<Utc>,
+}
+
+/// An event definition that matches a `(source, type)`.
+#[derive(Debug, Clone)]
+pub struct EventMatch {
+    pub workflow: String,
+    pub event: String,
+    pub def: Arc<Definition>,
+}
+
+#[derive(Debug, Default)]
+pub struct Registry {
+    current: BTreeMap<String, Arc<Deployed>>,
+    versions: HashMap<(String, String), Arc<Deployed>>,
+    /// file -> the errors that keep it from deploying.
+    invalid: BTreeMap<String, Vec<Diagnostic>>,
+    /// file -> the workflow id it deployed.
+    files: BTreeMap<String, String>,
+    by_type: HashMap<(String, String), Vec<EventMatch>>,
+}
+
+/// The content version of a source text: the first 12 hex digits of its UUID v5.
+pub fn version_of(source: &str) -> String {
+    let u = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, source.as_bytes());
+    u.simple().to_string()[..12].to_string()
+}
+
+/// What a change of files did, for logs.
+#[derive(Debug, Default)]
+pub struct Changes {
+    pub deployed: Vec<Arc<Deployed>>,
+    pub undeployed: Vec<String>,
+    pub rejected: Vec<(String, Vec<Diagnostic>)>,
+}
+
+impl Registry {
+    pub fn current(&self, id: &str) -> Option<&Arc<Deployed>> {
+        self.current.get(id)
+    }
+
+    pub fn all_current(&self) -> impl Iterator<Item = &Arc<Deployed>> {
+        self.current.values()
+    }
+
+    pub fn invalid(&self) -> &BTreeMap<String, Vec<Diagnostic>> {
+        &self.invalid
+    }
+
+    /// A version by id, current or not.
+    pub fn version(&self, id: &str, version: &str) -> Option<&Arc<Deployed>> {
+        self.versions.get(&(id.to_string(), version.to_string()))
+    }
+
+    /// Event definitions of any known version matching a CloudEvent's source and type.
+    pub fn matching(&self, source: &str, event_type: &str) -> &[EventMatch] {
+        self.by_type
+            .get(&(source.to_string(), event_type.to_string()))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+
+    /// Adds a version that instances run on (loaded from the store at start), not current.
+    pub fn remember(&mut self, d: Deployed) {
+        let d = Arc::new(d);
+        self.index(&d);
+        self.versions.insert((d.id.clone(), d.version.clone()), d);
+    }
+
+    /// Applies the full set of workflow files (path -> text). Returns what changed. A file that
+    /// fails validation keeps the previous version of its workflow deployed.
+    pub fn sync(&mut self, files: &BTreeMap<String, String>, now: DateTime<Utc>) -> Changes {
+        let mut changes = Changes::default();
+        let gone: Vec<String> = self
+            .files
+            .keys()
+            .chain(self.invalid.keys())
+            .filter(|f| !files.contains_key(*f))
+            .cloned()
+            .collect();
+        for file in gone {
+            self.invalid.remove(&file);
+            if let Some(id) = self.files.remove(&file) {
+                self.current.remove(&id);
+                changes.undeployed.push(id);
+            }
+        }
+        for (file, text) in files {
+            let version = version_of(text);
+            let same = self
+                .files
+                .get(file)
+                .and_then(|id| self.current.get(id))
+                .is_some_and(|d| d.version == version);
+            if same {
+                self.invalid.remove(file);
+                continue;
+            }
+            let Some(format) = Format::from_path(Path::new(file)) else {
+                continue;
+            };
+            match Definition::parse(file, text, format) {
+                Err(e) => {
+                    self.invalid.insert(file.clone(), e.diagnostics.clone());
+                    changes.rejected.push((file.clone(), e.diagnostics));
+                }
+                Ok(def) => {
+                    let id = def.id().to_string();
+                    let owner = self.files.iter().find(|(f, i)| **i == id && *f != file);
+                    if let Some((other, _)) = owner {
+                        let d = vec![Diagnostic::error(
+                            file,
+                            "$.id",
+                            format!(
+                                "workflow id {id:?} is already deployed from {other}; \
+                                 give this workflow another id or delete one of the files"
+                            ),
+                        )];
+                        self.invalid.insert(file.clone(), d.clone());
+                        changes.rejected.push((file.clone(), d));
+                        continue;
+                    }
+                    if let Some(old) = self.files.insert(file.clone(), id.clone()) {
+                        if old != id {
+                            self.current.remove(&old);
+                            changes.undeployed.push(old);
+                        }
+                    }
+                    self.invalid.remove(file);
+                    let d = Arc::new(Deployed {
+                        id: id.clone(),
+                        version: version.clone(),
+                        file: file.clone(),
+                        source: text.clone(),
+                        def: Arc::new(def),
+                        deployed: now,
+                    });
+                    self.index(&d);
+                    self.versions.insert((id.clone(), version), d.clone());
+                    self.current.insert(id, d.clone());
+                    changes.deployed.push(d);
+                }
+            }
+        }
+        changes
+    }
+
+    fn index(&mut self, d: &Arc<Deployed>) {
+        for e in &d.def.workflow.events {
+            let Some(source) = &e.source else { continue };
+            let list = self
+                .by_type
+                .entry((source.clone(), e.ce_type().to_string()))
+                .or_default();
+            if !list.iter().any(|m| m.workflow == d.id && m.event == e.name) {
+                list.push(EventMatch {
+                    workflow: d.id.clone(),
+                    event: e.name.clone(),
+                    def: d.def.clone(),
+                });
+            } else if self
+                .current
+                .get(&d.id)
+                .is_none_or(|c| c.version == d.version)
+            {
+                // keep the newest definition for key computation
+                for m in list.iter_mut() {
+                    if m.workflow == d.id && m.event == e.name {
+                        m.def = d.def.clone();
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// How a definition starts on events: the event names of its start state and whether all of
+/// them are needed (`exclusive: false`) with the gap timeout.
+pub struct EventStart<'a> {
+    pub names: Vec<&'a str>,
+    pub all: bool,
+    pub timeout: Option<&'a str>,
+}
+
+pub fn event_start(def: &Definition) -> Option<EventStart<'_>> {
+    match def.workflow.start_state()? {
+        State::Event(e) => Some(EventStart {
+            names: e
+                .events_actions
+                .iter()
+                .flat_map(|ea| ea.event_refs.iter().map(String::as_str))
+                .collect(),
+            all: !e.exclusive,
+            timeout: e.timeout.as_deref(),
+        }),
+        _ => None,
+    }
+}
+
+/// A deployed workflow as the admin API lists it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowView {
+    pub id: String,
+    pub name: String,
+    pub version: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub workflow_version: Option<String>,
+    pub file: String,
+    pub deployed: DateTime<Utc>,
+    pub warnings: Vec<String>,
+}
+
+impl From<&Deployed> for WorkflowView {
+    fn from(d: &Deployed) -> Self {
+        WorkflowView {
+            id: d.id.clone(),
+            name: d.def.workflow.name.clone(),
+            version: d.version.clone(),
+            workflow_version: d.def.workflow.version.as_ref().map(|v| v.0.clone()),
+            file: d.file.clone(),
+            deployed: d.deployed,
+            warnings: d.def.warnings.iter().map(|w| w.to_string()).collect(),
+        }
+    }
+}

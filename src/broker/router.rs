@@ -1,0 +1,256 @@
+//! Correlation: where a consumed CloudEvent goes (SEMANTICS.md "Events and correlation").
+//!
+//! 1. An event with a `workflowinstanceid` attribute goes to that instance only (buffered if
+//!    it does not wait for it yet).
+//! 2. Otherwise, for each workflow with a matching event definition (an index on
+//!    `(source, type)`), the event's correlation key is computed and looked up in `Waits`:
+//!    every instance waiting for that definition under that key (or with nothing pinned yet)
+//!    gets it.
+//! 3. If none waits, the active instance for that key (`Active`) gets it buffered.
+//! 4. If there is none and the definition starts the workflow, a new instance is created (or
+//!    the pending all-events start for that key grows).
+//!
+//! Every step is a point or prefix lookup; nothing scans instances.
+
+use super::batch::{Batch, Result};
+use super::index;
+use super::records::{Join, TimerEntry};
+use super::registry::event_start;
+use super::Stat;
+use crate::engine::{EngineError, Event, Input};
+use crate::store::{key, Table, SEP};
+use std::collections::BTreeSet;
+
+/// What happened to an event.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Routed {
+    /// Instances the event was applied to.
+    pub delivered: Vec<String>,
+    /// Instances it was buffered for.
+    pub buffered: Vec<String>,
+    /// Instances it started.
+    pub started: Vec<String>,
+    /// Pending all-events starts it joined (`workflow/key`).
+    pub joined: Vec<String>,
+    /// Why it was rejected, when it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rejected: Option<String>,
+}
+
+impl Routed {
+    pub fn matched(&self) -> bool {
+        !(self.delivered.is_empty()
+            && self.buffered.is_empty()
+            && self.started.is_empty()
+            && self.joined.is_empty())
+    }
+}
+
+impl Batch<'_> {
+    /// Routes one event and applies everything that follows from it.
+    pub fn route(&mut self, event: Event) -> Result<Routed> {
+        let mut r = Routed {
+            delivered: vec![],
+            buffered: vec![],
+            started: vec![],
+            joined: vec![],
+            rejected: None,
+        };
+        if let Some(target) = event.attribute("workflowinstanceid") {
+            self.route_to_instance(&target, event.clone(), &mut r)?;
+        } else {
+            let matches = self.reg.matching(&event.source, &event.event_type).to_vec();
+            let mut seen = BTreeSet::new();
+            for m in matches {
+                let Some(ed) = m.def.workflow.event(&m.event) else {
+                    continue;
+                };
+                let Some(k) = index::event_key(ed, &event) else {
+                    continue;
+                };
+                let mut got = false;
+                for prefix in [&k, index::ANY] {
+                    let p = format!("{}{SEP}", key(&[&m.workflow, &m.event, prefix]));
+                    for (entry, ()) in self.tx.prefix::<()>(Table::Waits, &p)? {
+                        let inst = entry.rsplit(SEP).next().unwrap_or_default().to_string();
+                        if seen.contains(&inst) {
+                            continue;
+                        }
+                        let input = Input::Event {
+                            event: event.clone(),
+                        };
+                        if self.apply_now(&inst, input)?.is_ok() {
+                            seen.insert(inst.clone());
+                            r.delivered.push(inst);
+                            got = true;
+                        }
+                    }
+                }
+                if got {
+                    continue;
+                }
+                if index::keyed(ed) {
+                    let a = key(&[&m.workflow, &m.event, &k]);
+                    if let Some(inst) = self.tx.get::<String>(Table::Active, &a)? {
+                        if seen.insert(inst.clone()) {
+                            let ttl = self.ttl(ed);
+                            self.buffer(&inst, event.clone(), ttl)?;
+                            r.buffered.push(inst);
+                        }
+                        continue;
+                    }
+                }
+                self.maybe_start(&m.workflow, &m.event, &k, &event, &mut r)?;
+            }
+        }
+        self.drain()?;
+        if !r.matched() {
+            self.fx
+                .stats
+                .push(Stat::Unmatched(event.event_type.clone()));
+        }
+        Ok(r)
+    }
+
+    fn route_to_instance(&mut self, target: &str, event: Event, r: &mut Routed) -> Result<()> {
+        let Some(rec) = self.load(target)? else {
+            r.rejected = Some(format!("no instance {target:?} (workflowinstanceid)"));
+            return Ok(());
+        };
+        let input = Input::Event {
+            event: event.clone(),
+        };
+        match self.apply_now(target, input)? {
+            Ok(()) => r.delivered.push(target.to_string()),
+            Err(EngineError::NotWaiting { .. }) => {
+                let d = self.reg.version(&rec.instance.workflow_id, &rec.version);
+                let ed = d.and_then(|d| {
+                    d.def.workflow.events.iter().find(|e| {
+                        e.source.as_deref() == Some(event.source.as_str())
+                            && e.ce_type() == event.event_type
+                    })
+                });
+                match ed {
+                    Some(ed) => {
+                        let ttl = self.ttl(ed);
+                        self.buffer(target, event, ttl)?;
+                        r.buffered.push(target.to_string());
+                    }
+                    None => {
+                        r.rejected = Some(format!(
+                            "workflow {} defines no event with source {:?} and type {:?}",
+                            rec.instance.workflow_id, event.source, event.event_type
+                        ))
+                    }
+                }
+            }
+            Err(e) => r.rejected = Some(e.to_string()),
+        }
+        Ok(())
+    }
+
+    /// Starts `workflow` on event `name` if its current version starts on it.
+    fn maybe_start(
+        &mut self,
+        workflow: &str,
+        name: &str,
+        k: &str,
+        event: &Event,
+        r: &mut Routed,
+    ) -> Result<()> {
+        let Some(wf) = self.reg.current(workflow).cloned() else {
+            return Ok(());
+        };
+        let Some(start) = event_start(&wf.def) else {
+            return Ok(());
+        };
+        if !start.names.contains(&name) {
+            return Ok(());
+        }
+        if let Some(why) = self.start_refused(&wf) {
+            self.fx.stats.push(Stat::StartRejected(wf.id.clone()));
+            r.rejected = Some(why);
+            return Ok(());
+        }
+        let mut events = vec![event.clone()];
+        if start.all {
+            let jk = key(&[workflow, k]);
+            let mut join: Join = self.tx.get(Table::Joins, &jk)?.unwrap_or_default();
+            if !join.names.iter().any(|n| n == name) {
+                join.names.push(name.to_string());
+                join.events.push(event.clone());
+            }
+            let complete = start
+                .names
+                .iter()
+                .all(|n| join.names.iter().any(|j| j == n));
+            let timer = format!("join{SEP}{jk}");
+            if !complete {
+                self.tx.put(Table::Joins, &jk, &join)?;
+                if let Some(gap) = start
+                    .timeout
+                    .and_then(|t| crate::time::Duration::parse(t).ok())
+                {
+                    let due = gap.after(self.now);
+                    let entry = TimerEntry::Join {
+                        workflow: workflow.to_string(),
+                        key: k.to_string(),
+                    };
+                    self.arm(&timer, due, &entry)?;
+                }
+                r.joined.push(format!("{workflow}/{k}"));
+                return Ok(());
+            }
+            self.tx.delete(Table::Joins, &jk)?;
+            self.disarm(&timer)?;
+            events = join.events;
+        }
+        let id = start_id(workflow, &events);
+        match self.create(&id, &wf, serde_json::json!({}), events, None)? {
+            Ok(true) => r.started.push(id),
+            Ok(false) => r.delivered.push(id),
+            Err(e) => r.rejected = Some(e.to_string()),
+        }
+        Ok(())
+    }
+
+    /// The gap timeout of a pending all-events start expired: drop it.
+    pub fn expire_join(&mut self, workflow: &str, k: &str) -> Result<()> {
+        if self.tx.delete(Table::Joins, &key(&[workflow, k]))? {
+            tracing::info!(
+                workflow,
+                key = k,
+                "pending all-events start timed out; dropped"
+            );
+            self.fx.stats.push(Stat::JoinExpired);
+        }
+        Ok(())
+    }
+
+    /// The buffer TTL of an event definition: `metadata.bufferTtl`, else the broker's.
+    fn ttl(&self, ed: &crate::model::EventDef) -> chrono::Duration {
+        let iso = ed
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get("bufferTtl"))
+            .and_then(|v| v.as_str())
+            .unwrap_or(&self.cfg.buffer_ttl);
+        crate::time::Duration::parse(iso)
+            .map(|d| d.after(self.now) - self.now)
+            .unwrap_or_else(|_| chrono::Duration::hours(24))
+    }
+}
+
+/// Instances started by events get ids derived from the events, so the same start event
+/// delivered twice (Kafka and HTTP, or a producer retry) starts one instance.
+fn start_id(workflow: &str, events: &[Event]) -> String {
+    let mut seed = workflow.to_string();
+    for e in events {
+        seed.push('\n');
+        seed.push_str(&e.source);
+        seed.push('\n');
+        seed.push_str(&e.id);
+    }
+    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, seed.as_bytes()).to_string()
+}

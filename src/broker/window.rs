@@ -1,0 +1,70 @@
+//! When a workflow may start: a scheduled start's `interval` window and `directInvoke`
+//! (SEMANTICS.md "Schedules").
+//!
+//! - Outside its interval the start state is inactive: start events are rejected (counted).
+//! - Direct starts (admin API) are refused when `directInvoke` is `exclusive`; with `allow`
+//!   (the default when absent) they are accepted at any time, inside the window or not.
+//! - A bare duration interval counts from the workflow's first deployment (the first time
+//!   this broker deployed that workflow id, kept in the store across versions).
+
+use super::batch::Batch;
+use super::registry::Deployed;
+use crate::model::{DirectInvoke, Schedule, StartKind};
+use crate::store::{key, Table};
+use crate::time::TimeInterval;
+use chrono::{DateTime, Utc};
+
+/// The schedule of a scheduled start, if the workflow has one.
+pub fn schedule(d: &Deployed) -> Option<&Schedule> {
+    let start = d.def.workflow.start_state()?.common().start?;
+    match start.kind {
+        StartKind::Scheduled => start.schedule.as_ref(),
+        StartKind::Default => None,
+    }
+}
+
+/// Meta key of a workflow's first deployment time.
+pub fn first_deployed_key(workflow: &str) -> String {
+    key(&["first_deployed", workflow])
+}
+
+impl Batch<'_> {
+    fn anchor(&self, workflow: &str) -> DateTime<Utc> {
+        self.tx
+            .get::<DateTime<Utc>>(Table::Meta, &first_deployed_key(workflow))
+            .ok()
+            .flatten()
+            .unwrap_or(self.now)
+    }
+
+    /// Why a start event may not start `wf` now: outside its interval.
+    pub fn start_refused(&self, wf: &Deployed) -> Option<String> {
+        let s = schedule(wf)?;
+        let iv = TimeInterval::parse(s.interval.as_deref()?).ok()?;
+        let anchor = self.anchor(&wf.id);
+        if iv.contains(anchor, self.now) {
+            return None;
+        }
+        let (from, to) = iv.window(anchor);
+        Some(format!(
+            "workflow {} starts only between {} and {} (schedule interval {:?})",
+            wf.id,
+            from.to_rfc3339(),
+            to.to_rfc3339(),
+            s.interval.as_deref().unwrap_or_default()
+        ))
+    }
+
+    /// Why a direct (admin API) start of `wf` is refused now.
+    pub fn direct_refused(&self, wf: &Deployed) -> Option<String> {
+        let s = schedule(wf)?;
+        match s.direct_invoke.unwrap_or(DirectInvoke::Allow) {
+            DirectInvoke::Allow => None,
+            DirectInvoke::Exclusive => Some(format!(
+                "workflow {} starts only on its schedule (directInvoke: exclusive); \
+                 set directInvoke: allow to start it directly",
+                wf.id
+            )),
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Conversions between the CloudEvents SDK's `Event` (what the Kafka and HTTP bindings read
+//! and write) and the engine's [`Event`] (JSON data, lowercase extensions).
+
+use crate::engine::Event;
+use cloudevents::event::{Data, ExtensionValue};
+use cloudevents::{AttributesReader, EventBuilder, EventBuilderV10};
+use serde_json::{Map, Value};
+
+/// Why a message is not an event the broker can use (the dead-letter reason).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DecodeError {
+    #[error("not a CloudEvent: {0}")]
+    NotCloudEvent(String),
+    #[error("data is not valid JSON although datacontenttype is {content_type:?}: {message}")]
+    BadData {
+        content_type: String,
+        message: String,
+    },
+}
+
+impl DecodeError {
+    /// A short stable label for metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            DecodeError::NotCloudEvent(_) => "not_cloudevent",
+            DecodeError::BadData { .. } => "bad_data",
+        }
+    }
+}
+
+fn is_json(ct: &str) -> bool {
+    let base = ct
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    base == "application/json" || base == "text/json" || base.ends_with("+json")
+}
+
+/// Reads an SDK event; data must be what its content type says.
+pub fn from_sdk(ce: &cloudevents::Event) -> Result<Event, DecodeError> {
+    let ct = ce.datacontenttype().map(str::to_string);
+    let json_ct = ct.as_deref().is_none_or(is_json);
+    let bad = |message: String| DecodeError::BadData {
+        content_type: ct.clone().unwrap_or_else(|| "(none: JSON assumed)".into()),
+        message,
+    };
+    let data = match ce.data() {
+        None => None,
+        Some(Data::Json(v)) => Some(v.clone()),
+        Some(Data::Binary(b)) if json_ct => {
+            Some(serde_json::from_slice(b).map_err(|e| bad(e.to_string()))?)
+        }
+        Some(Data::String(s)) if json_ct => {
+            Some(serde_json::from_str(s).map_err(|e| bad(e.to_string()))?)
+        }
+        Some(Data::String(s)) => Some(Value::String(s.clone())),
+        Some(Data::Binary(b)) => match std::str::from_utf8(b) {
+            Ok(s) if ct.as_deref().is_some_and(|c| c.starts_with("text/")) => {
+                Some(Value::String(s.to_string()))
+            }
+            _ => {
+                // other binary data travels as base64, as in the JSON event format
+                let v = serde_json::to_value(ce).map_err(|e| bad(e.to_string()))?;
+                v.get("data_base64").cloned()
+            }
+        },
+    };
+    let mut extensions = Map::new();
+    for (name, value) in ce.iter_extensions() {
+        let v = match value {
+            ExtensionValue::String(s) => Value::String(s.clone()),
+            ExtensionValue::Boolean(b) => Value::Bool(*b),
+            ExtensionValue::Integer(i) => Value::from(*i),
+        };
+        extensions.insert(name.to_ascii_lowercase(), v);
+    }
+    Ok(Event {
+        id: ce.id().to_string(),
+        source: ce.source().to_string(),
+        event_type: ce.ty().to_string(),
+        time: ce
+            .time()
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)),
+        datacontenttype: ct,
+        subject: ce.subject().map(str::to_string),
+        data,
+        extensions,
+    })
+}
+
+/// Builds an SDK event (for the Kafka binding) from an engine event.
+pub fn to_sdk(e: &Event) -> Result<cloudevents::Event, String> {
+    let mut b = EventBuilderV10::new()
+        .id(e.id.as_str())
+        .source(e.source.as_str())
+        .ty(e.event_type.as_str());
+    if let Some(t) = &e.time {
+        b = b.time(t.as_str());
+    }
+    if let Some(s) = &e.subject {
+        b = b.subject(s.as_str());
+    }
+    for (k, v) in &e.extensions {
+        let ext = match v {
+            Value::String(s) => ExtensionValue::String(s.clone()),
+            Value::Bool(b) => ExtensionValue::Boolean(*b),
+            Value::Number(n) if n.is_i64() => ExtensionValue::Integer(n.as_i64().unwrap_or(0)),
+            other => ExtensionValue::String(other.to_string()),
+        };
+        b = b.extension(k.as_str(), ext);
+    }
+    if let Some(d) = &e.data {
+        let ct = e
+            .datacontenttype
+            .clone()
+            .unwrap_or_else(|| "application/json".into());
+        b = b.data(ct, d.clone());
+    }
+    b.build().map_err(|err| err.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn round_trip_keeps_attributes_and_data() {
+        let mut ext = Map::new();
+        ext.insert("patientid".into(), json!("p1"));
+        let e = Event {
+            id: "1".into(),
+            source: "/hospital".into(),
+            event_type: "vitals".into(),
+            time: Some("2020-01-01T00:00:00Z".into()),
+            datacontenttype: Some("application/json".into()),
+            subject: Some("s".into()),
+            data: Some(json!({"t": 39.5})),
+            extensions: ext,
+        };
+        let back = from_sdk(&to_sdk(&e).unwrap()).unwrap();
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn json_content_type_with_bad_bytes_is_a_decode_error() {
+        let ce = EventBuilderV10::new()
+            .id("1")
+            .source("/s")
+            .ty("t")
+            .data("application/json", Data::Binary(b"{nope".to_vec()))
+            .build()
+            .unwrap();
+        let err = from_sdk(&ce).unwrap_err();
+        assert_eq!(err.kind(), "bad_data");
+        let ce = EventBuilderV10::new()
+            .id("1")
+            .source("/s")
+            .ty("t")
+            .data("text/plain", Data::Binary(b"hello".to_vec()))
+            .build()
+            .unwrap();
+        assert_eq!(from_sdk(&ce).unwrap().data, Some(json!("hello")));
+    }
+}

@@ -1,0 +1,412 @@
+//! Broker configuration: one TOML file (`flowbroker run --config FILE`) with every key also
+//! settable by a `FLOWBROKER_…` environment variable. The doc comments on these structs are
+//! the user documentation (README "Configuration" mirrors them).
+//!
+//! Environment names are the key path in upper case joined by `_`: `kafka.group_id` is
+//! `FLOWBROKER_KAFKA_GROUP_ID`, `http.listen` is `FLOWBROKER_HTTP_LISTEN`. Lists take a TOML
+//! array or a comma-separated string (`FLOWBROKER_KAFKA_INPUT_TOPICS=a,b`). Tables of free
+//! names take `name=value` pairs separated by commas (`FLOWBROKER_FUNCTIONS=greet=http://…`,
+//! `FLOWBROKER_KAFKA_PROPERTIES=security.protocol=SASL_SSL,sasl.mechanism=PLAIN`).
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Directory of workflow definitions (`*.json`, `*.yaml`, `*.yml`, searched recursively),
+    /// deployed at start and on every change.
+    pub workflows_dir: PathBuf,
+    /// Where the embedded store keeps its file (`flowbroker.redb`).
+    pub data_dir: PathBuf,
+    /// How often the workflow directory is checked for changes, in milliseconds.
+    pub watch_interval_ms: u64,
+    /// `source` of produced events; `{workflowId}` is replaced.
+    pub event_source: String,
+    /// How long an event that arrived before its instance waits for it is kept (ISO 8601
+    /// duration). An event definition's `metadata.bufferTtl` overrides it.
+    pub buffer_ttl: String,
+    /// IANA zone for cron schedules without a `timezone` (empty: the machine's zone, else UTC).
+    pub timezone: String,
+    pub kafka: KafkaConfig,
+    pub http: HttpConfig,
+    /// Function name or resource -> URL, for functions whose resource is not an http(s) URL.
+    pub functions: BTreeMap<String, String>,
+    pub invoke: InvokeConfig,
+    pub schedules: ScheduleConfig,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct KafkaConfig {
+    /// `bootstrap.servers`.
+    pub brokers: String,
+    pub group_id: String,
+    pub input_topics: Vec<String>,
+    /// Default topic of produced workflow events.
+    pub output_topic: String,
+    /// Topic of `flowbroker.instance.*` lifecycle events.
+    pub lifecycle_topic: String,
+    /// Topic of records that are not valid CloudEvents, with the reason in headers.
+    pub dlq_topic: String,
+    /// Send events that match no workflow to the dead-letter topic too (they are always counted).
+    pub dlq_unmatched: bool,
+    /// Per event type topics for produced events (`type -> topic`).
+    pub topics: BTreeMap<String, String>,
+    /// `binary` (CloudEvents attributes in `ce_` headers) or `structured`
+    /// (`application/cloudevents+json` body) for produced events.
+    pub output_mode: OutputMode,
+    /// Where a new consumer group starts: `earliest` (default) or `latest`.
+    pub auto_offset_reset: String,
+    /// `fetch.wait.max.ms`: the longest a fetch waits for records (latency vs. requests).
+    pub fetch_wait_max_ms: u32,
+    pub session_timeout_ms: u32,
+    /// Records handled in one store transaction at most.
+    pub batch_size: usize,
+    /// Create missing topics at start (when the Kafka broker allows it).
+    pub create_topics: bool,
+    /// Partitions of topics created at start.
+    pub topic_partitions: i32,
+    /// Passed to rdkafka as is (SASL, TLS, anything); wins over the keys above.
+    pub properties: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputMode {
+    Binary,
+    Structured,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HttpConfig {
+    /// Admin API, CloudEvents ingress and metrics. Empty disables the HTTP server.
+    pub listen: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct InvokeConfig {
+    /// Transport timeout of one function call in milliseconds (the workflow's action
+    /// `timeout` is a separate, durable timer).
+    pub timeout_ms: u64,
+    /// Function calls in flight at most; more wait their turn.
+    pub concurrency: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScheduleConfig {
+    /// Ticks missed while the broker was down: `none`, `one` or `all`. A workflow's
+    /// `metadata.catchUp` overrides it.
+    pub catch_up: CatchUp,
+    /// With `all`, at most this many missed ticks fire per schedule.
+    pub max_catch_up: u32,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum CatchUp {
+    None,
+    One,
+    All,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            workflows_dir: "./workflows".into(),
+            data_dir: "./data".into(),
+            watch_interval_ms: 1000,
+            event_source: "/flowbroker/{workflowId}".into(),
+            buffer_ttl: "PT24H".into(),
+            timezone: String::new(),
+            kafka: KafkaConfig::default(),
+            http: HttpConfig::default(),
+            functions: BTreeMap::new(),
+            invoke: InvokeConfig::default(),
+            schedules: ScheduleConfig::default(),
+        }
+    }
+}
+
+impl Default for KafkaConfig {
+    fn default() -> Self {
+        KafkaConfig {
+            brokers: "127.0.0.1:9092".into(),
+            group_id: "flowbroker".into(),
+            input_topics: vec!["flowbroker.in".into()],
+            output_topic: "flowbroker.out".into(),
+            lifecycle_topic: "flowbroker.lifecycle".into(),
+            dlq_topic: "flowbroker.dlq".into(),
+            dlq_unmatched: false,
+            topics: BTreeMap::new(),
+            output_mode: OutputMode::Binary,
+            auto_offset_reset: "earliest".into(),
+            fetch_wait_max_ms: 100,
+            session_timeout_ms: 10_000,
+            batch_size: 500,
+            create_topics: true,
+            topic_partitions: 3,
+            properties: BTreeMap::new(),
+        }
+    }
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            listen: "127.0.0.1:8080".into(),
+        }
+    }
+}
+
+impl Default for InvokeConfig {
+    fn default() -> Self {
+        InvokeConfig {
+            timeout_ms: 30_000,
+            concurrency: 64,
+        }
+    }
+}
+
+impl Default for ScheduleConfig {
+    fn default() -> Self {
+        ScheduleConfig {
+            catch_up: CatchUp::One,
+            max_catch_up: 100,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {file}: {source}")]
+    Read {
+        file: String,
+        source: std::io::Error,
+    },
+    #[error("{origin}: {message}\n  fix: see README \"Configuration\" for every key and its type")]
+    Invalid { origin: String, message: String },
+    #[error("environment variable {name}: unknown key (known: {known})")]
+    UnknownEnv { name: String, known: String },
+}
+
+/// Keys whose values are tables of free names (`name=value,…` in the environment).
+const MAPS: &[&str] = &["functions", "kafka.properties", "kafka.topics"];
+
+impl Config {
+    /// Reads `file` (if any), then applies `FLOWBROKER_…` variables from `env`.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let (mut root, origin) = match file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                    file: path.display().to_string(),
+                    source,
+                })?;
+                let value: toml::Table =
+                    toml::from_str(&text).map_err(|e| ConfigError::Invalid {
+                        origin: path.display().to_string(),
+                        message: e.to_string(),
+                    })?;
+                (value, path.display().to_string())
+            }
+            None => (toml::Table::new(), "defaults".to_string()),
+        };
+        let keys = known_keys();
+        let mut from_env = false;
+        for (name, raw) in env {
+            let Some(rest) = name.strip_prefix("FLOWBROKER_") else {
+                continue;
+            };
+            let lower = rest.to_ascii_lowercase();
+            let Some(key) = keys.iter().find(|k| k.replace('.', "_") == lower) else {
+                if matches!(lower.as_str(), "config" | "log" | "log_format") {
+                    continue; // read by the command line, not the config file
+                }
+                return Err(ConfigError::UnknownEnv {
+                    name,
+                    known: keys
+                        .iter()
+                        .map(|k| format!("FLOWBROKER_{}", k.replace('.', "_").to_uppercase()))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                });
+            };
+            set(&mut root, key, env_value(key, &raw));
+            from_env = true;
+        }
+        let origin = if from_env {
+            format!("{origin} + FLOWBROKER_* environment")
+        } else {
+            origin
+        };
+        Config::deserialize(toml::Value::Table(root)).map_err(|e| ConfigError::Invalid {
+            origin,
+            message: e.to_string(),
+        })
+    }
+
+    /// The store file.
+    pub fn store_path(&self) -> PathBuf {
+        self.data_dir.join("flowbroker.redb")
+    }
+}
+
+/// Every settable key path, from the defaults.
+fn known_keys() -> Vec<String> {
+    let value = toml::Value::try_from(Config::default()).expect("defaults serialize");
+    let mut keys = Vec::new();
+    fn walk(prefix: &str, v: &toml::Value, keys: &mut Vec<String>) {
+        match v {
+            toml::Value::Table(t) if !MAPS.contains(&prefix) => {
+                for (k, v) in t {
+                    let p = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&p, v, keys);
+                }
+            }
+            _ => keys.push(prefix.to_string()),
+        }
+    }
+    walk("", &value, &mut keys);
+    for m in MAPS {
+        if !keys.iter().any(|k| k == m) {
+            keys.push(m.to_string());
+        }
+    }
+    keys
+}
+
+/// Reads an environment value as the key's TOML type.
+fn env_value(key: &str, raw: &str) -> toml::Value {
+    if MAPS.contains(&key) {
+        let table = raw
+            .split(',')
+            .filter(|p| !p.trim().is_empty())
+            .filter_map(|p| p.split_once('='))
+            .map(|(k, v)| {
+                (
+                    k.trim().to_string(),
+                    toml::Value::String(v.trim().to_string()),
+                )
+            })
+            .collect();
+        return toml::Value::Table(table);
+    }
+    if let Ok(toml::Value::Table(t)) = toml::from_str::<toml::Value>(&format!("v = {raw}")) {
+        if let Some(v) = t.get("v") {
+            if !key.ends_with("topics") || v.is_array() {
+                return v.clone();
+            }
+        }
+    }
+    if key.ends_with("topics") {
+        return toml::Value::Array(
+            raw.split(',')
+                .map(|s| toml::Value::String(s.trim().to_string()))
+                .filter(|v| v.as_str() != Some(""))
+                .collect(),
+        );
+    }
+    toml::Value::String(raw.to_string())
+}
+
+fn set(root: &mut toml::Table, key: &str, value: toml::Value) {
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let last = parts.pop().expect("non-empty key");
+    let mut table = root;
+    for p in parts {
+        table = table
+            .entry(p.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()))
+            .as_table_mut()
+            .expect("config sections are tables");
+    }
+    table.insert(last.to_string(), value);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_need_no_file() {
+        let c = Config::load(None, env(&[])).unwrap();
+        assert_eq!(c.kafka.brokers, "127.0.0.1:9092");
+        assert_eq!(c.http.listen, "127.0.0.1:8080");
+        assert_eq!(c.kafka.input_topics, vec!["flowbroker.in"]);
+    }
+
+    #[test]
+    fn env_overrides_every_kind_of_key() {
+        let c = Config::load(
+            None,
+            env(&[
+                ("FLOWBROKER_KAFKA_GROUP_ID", "g2"),
+                ("FLOWBROKER_KAFKA_INPUT_TOPICS", "a, b"),
+                ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS", "10"),
+                (
+                    "FLOWBROKER_FUNCTIONS",
+                    "greet=http://x/greet,other=http://y",
+                ),
+                ("FLOWBROKER_KAFKA_PROPERTIES", "security.protocol=SASL_SSL"),
+                ("FLOWBROKER_SCHEDULES_CATCH_UP", "all"),
+                ("PATH", "/bin"),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.kafka.group_id, "g2");
+        assert_eq!(c.kafka.input_topics, vec!["a", "b"]);
+        assert_eq!(c.kafka.fetch_wait_max_ms, 10);
+        assert_eq!(c.functions["greet"], "http://x/greet");
+        assert_eq!(c.kafka.properties["security.protocol"], "SASL_SSL");
+        assert_eq!(c.schedules.catch_up, CatchUp::All);
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_with_the_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("c.toml");
+        std::fs::write(&f, "[kafka]\nbrokerz = \"x\"\n").unwrap();
+        let e = Config::load(Some(&f), env(&[])).unwrap_err().to_string();
+        assert!(e.contains("brokerz"), "{e}");
+        let e = Config::load(None, env(&[("FLOWBROKER_KAFKA_BROKERZ", "x")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("FLOWBROKER_KAFKA_BROKERS"), "{e}");
+    }
+
+    #[test]
+    fn file_then_env() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("c.toml");
+        std::fs::write(
+            &f,
+            "data_dir = \"/tmp/x\"\n[kafka]\nbrokers = \"k:1\"\n[functions]\ngreetingFunction = \"http://127.0.0.1:9000/greet\"\n",
+        )
+        .unwrap();
+        let c = Config::load(Some(&f), env(&[("FLOWBROKER_KAFKA_BROKERS", "k:2")])).unwrap();
+        assert_eq!(c.kafka.brokers, "k:2");
+        assert_eq!(c.data_dir, PathBuf::from("/tmp/x"));
+        assert_eq!(
+            c.functions["greetingFunction"],
+            "http://127.0.0.1:9000/greet"
+        );
+    }
+}

@@ -1,0 +1,85 @@
+//! The HTTP side: CloudEvents ingress (`POST /v1/events`), the admin API, `/health` and
+//! `/metrics`. Writes go to the core as commands; reads use store snapshots directly.
+
+mod admin;
+mod ingress;
+
+use crate::broker::core::Shared;
+use crate::broker::{AdminError, Cmd};
+use crate::metrics::Metrics;
+use crate::store::Store;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::json;
+use std::sync::Arc;
+use tokio::sync::{mpsc, watch};
+
+#[derive(Clone)]
+pub struct AppState {
+    pub core: mpsc::Sender<Cmd>,
+    pub store: Arc<Store>,
+    pub metrics: Arc<Metrics>,
+    pub shared: Arc<Shared>,
+    /// Partitions assigned to the consumer.
+    pub assigned: watch::Receiver<usize>,
+}
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .route("/v1/events", post(ingress::post_event))
+        .route("/v1/workflows", get(admin::workflows))
+        .route("/v1/workflows/{id}/instances", post(admin::start))
+        .route("/v1/instances", get(admin::list))
+        .route("/v1/instances/{id}", get(admin::instance))
+        .route("/v1/instances/{id}/cancel", post(admin::cancel))
+        .route("/v1/schedules", get(admin::schedules))
+        .route("/health", get(admin::health))
+        .route("/metrics", get(admin::metrics))
+        .with_state(state)
+}
+
+/// An API error as JSON `{"error": …}` with the status its kind implies.
+pub struct ApiError(pub StatusCode, pub String);
+
+impl From<AdminError> for ApiError {
+    fn from(e: AdminError) -> Self {
+        let code = match e {
+            AdminError::NotFound(_) => StatusCode::NOT_FOUND,
+            AdminError::Refused(_) => StatusCode::CONFLICT,
+            AdminError::Invalid(_) => StatusCode::BAD_REQUEST,
+            AdminError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        ApiError(code, e.to_string())
+    }
+}
+
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> Self {
+        ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string())
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({"error": self.1}))).into_response()
+    }
+}
+
+/// Sends a command with a reply channel and waits for the reply.
+pub async fn ask<T>(
+    core: &mpsc::Sender<Cmd>,
+    make: impl FnOnce(crate::broker::Reply<T>) -> Cmd,
+) -> Result<T, ApiError> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let down = || {
+        ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the broker is shutting down".into(),
+        )
+    };
+    core.send(make(tx)).await.map_err(|_| down())?;
+    let r = rx.await.map_err(|_| down())?;
+    r.map_err(ApiError::from)
+}

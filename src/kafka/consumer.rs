@@ -1,0 +1,137 @@
+//! The Kafka consumer: a consumer group with manual offsets. Records are decoded here, off
+//! the core, and handed over in batches; the core stores the offsets with the state they led
+//! to and commits them to the group afterwards (a hint: after a crash the stored offsets
+//! decide, and records below them are skipped).
+
+use super::{client_config, decode::decode, KafkaError};
+use crate::broker::{Cmd, Record};
+use crate::config::KafkaConfig;
+use rdkafka::consumer::{CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use std::sync::Arc;
+use tokio::sync::{mpsc, watch};
+
+/// Logs rebalances and reports when partitions are assigned.
+pub struct Ctx {
+    pub assigned: watch::Sender<usize>,
+}
+
+impl ClientContext for Ctx {}
+
+impl ConsumerContext for Ctx {
+    fn post_rebalance(&self, _c: &rdkafka::consumer::BaseConsumer<Self>, r: &Rebalance<'_>) {
+        match r {
+            Rebalance::Assign(tpl) => {
+                tracing::info!(partitions = tpl.count(), "partitions assigned");
+                let _ = self.assigned.send(tpl.count());
+            }
+            Rebalance::Revoke(tpl) => {
+                tracing::info!(partitions = tpl.count(), "partitions revoked");
+                let _ = self.assigned.send(0);
+            }
+            Rebalance::Error(e) => tracing::warn!(error = %e, "rebalance error"),
+        }
+    }
+}
+
+pub type KafkaConsumer = StreamConsumer<Ctx>;
+
+pub fn create(
+    cfg: &KafkaConfig,
+) -> Result<(Arc<KafkaConsumer>, watch::Receiver<usize>), KafkaError> {
+    let (tx, rx) = watch::channel(0);
+    let mut c = client_config(cfg);
+    c.set("group.id", &cfg.group_id)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        .set("auto.offset.reset", &cfg.auto_offset_reset)
+        .set("fetch.wait.max.ms", cfg.fetch_wait_max_ms.to_string())
+        .set("session.timeout.ms", cfg.session_timeout_ms.to_string())
+        .set(
+            "heartbeat.interval.ms",
+            (cfg.session_timeout_ms / 6).max(100).to_string(),
+        );
+    for (k, v) in &cfg.properties {
+        c.set(k, v);
+    }
+    let consumer: KafkaConsumer =
+        c.create_with_context(Ctx { assigned: tx })
+            .map_err(|source| KafkaError::Client {
+                what: "consumer",
+                brokers: cfg.brokers.clone(),
+                source,
+            })?;
+    let topics: Vec<&str> = cfg.input_topics.iter().map(String::as_str).collect();
+    consumer
+        .subscribe(&topics)
+        .map_err(|source| KafkaError::Client {
+            what: "subscribe",
+            brokers: cfg.brokers.clone(),
+            source,
+        })?;
+    Ok((Arc::new(consumer), rx))
+}
+
+/// A function that commits offsets to the group (asynchronously, best effort).
+pub fn committer(consumer: Arc<KafkaConsumer>) -> crate::broker::core::CommitOffsets {
+    Box::new(move |offsets| {
+        let mut tpl = TopicPartitionList::new();
+        for (t, p, o) in offsets {
+            let _ = tpl.add_partition_offset(t, *p, Offset::Offset(*o));
+        }
+        if let Err(e) = consumer.commit(&tpl, CommitMode::Async) {
+            tracing::debug!(error = %e, "offset commit to the group failed (stored offsets decide)");
+        }
+    })
+}
+
+/// Reads records until the core goes away, in batches of at most `batch_size`.
+pub async fn run(consumer: Arc<KafkaConsumer>, core: mpsc::Sender<Cmd>, batch_size: usize) {
+    loop {
+        let first = match consumer.recv().await {
+            Ok(m) => m.detach(),
+            Err(e) => {
+                tracing::warn!(error = %e, "kafka consume error");
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                continue;
+            }
+        };
+        let mut batch = vec![record(first)];
+        while batch.len() < batch_size {
+            use futures::FutureExt;
+            match consumer.recv().now_or_never() {
+                Some(Ok(m)) => batch.push(record(m.detach())),
+                _ => break,
+            }
+        }
+        if core.send(Cmd::Records(batch)).await.is_err() {
+            return;
+        }
+    }
+}
+
+fn record(m: rdkafka::message::OwnedMessage) -> Record {
+    let headers = m
+        .headers()
+        .map(|h| {
+            h.iter()
+                .map(|x| {
+                    (
+                        x.key.to_string(),
+                        x.value.map(<[u8]>::to_vec).unwrap_or_default(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Record {
+        topic: m.topic().to_string(),
+        partition: m.partition(),
+        offset: m.offset(),
+        event: decode(&m),
+        key: m.key().map(<[u8]>::to_vec),
+        payload: m.payload().map(<[u8]>::to_vec),
+        headers,
+    }
+}

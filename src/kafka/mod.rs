@@ -1,0 +1,74 @@
+//! Kafka at the edges: the consumer (records -> decoded [`crate::broker::Record`]s in
+//! batches), the producer (outbox -> records, acknowledged back to the core), topic creation,
+//! and the client settings built from [`crate::config::KafkaConfig`].
+
+pub mod consumer;
+pub mod decode;
+pub mod producer;
+
+use crate::config::KafkaConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::ClientConfig;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum KafkaError {
+    #[error("kafka client ({what}): {source}\n  fix: check kafka.brokers ({brokers}) and kafka.properties")]
+    Client {
+        what: &'static str,
+        brokers: String,
+        source: rdkafka::error::KafkaError,
+    },
+    #[error("cannot create topic {topic}: {message}")]
+    Topic { topic: String, message: String },
+}
+
+/// Settings shared by every client, then the user's `kafka.properties` (which win).
+pub fn client_config(cfg: &KafkaConfig) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &cfg.brokers);
+    c.set("client.id", "flowbroker");
+    for (k, v) in &cfg.properties {
+        c.set(k, v);
+    }
+    c
+}
+
+/// Creates missing topics (ignores "already exists"); a broker that refuses is logged, not
+/// fatal, since topics may be managed elsewhere.
+pub async fn ensure_topics(cfg: &KafkaConfig, topics: &[String]) -> Result<(), KafkaError> {
+    let admin: AdminClient<DefaultClientContext> =
+        client_config(cfg)
+            .create()
+            .map_err(|source| KafkaError::Client {
+                what: "admin",
+                brokers: cfg.brokers.clone(),
+                source,
+            })?;
+    let new: Vec<NewTopic> = topics
+        .iter()
+        .map(|t| NewTopic::new(t, cfg.topic_partitions, TopicReplication::Fixed(1)))
+        .collect();
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let results = admin
+        .create_topics(new.iter(), &opts)
+        .await
+        .map_err(|source| KafkaError::Client {
+            what: "create topics",
+            brokers: cfg.brokers.clone(),
+            source,
+        })?;
+    for r in results {
+        match r {
+            Ok(t) => tracing::info!(topic = %t, "created topic"),
+            Err((t, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists)) => {
+                tracing::debug!(topic = %t, "topic exists")
+            }
+            Err((t, code)) => {
+                tracing::warn!(topic = %t, error = %code, "could not create topic; create it yourself if it is missing")
+            }
+        }
+    }
+    Ok(())
+}

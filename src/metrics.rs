@@ -1,0 +1,90 @@
+//! Prometheus metrics (`GET /metrics`). Counters are counted after the store commit that made
+//! them true, so a failed commit never counts twice. Instances by status is a gauge kept in
+//! the store (exact across restarts) and read at scrape time.
+
+use prometheus::{
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry, TextEncoder,
+};
+
+pub struct Metrics {
+    pub registry: Registry,
+    pub consumed: IntCounterVec,
+    pub produced: IntCounterVec,
+    pub dead_lettered: IntCounterVec,
+    pub unmatched: IntCounterVec,
+    pub duplicates: IntCounter,
+    pub buffered: IntCounterVec,
+    pub joins_expired: IntCounter,
+    pub transitions: IntCounter,
+    pub starts_rejected: IntCounterVec,
+    pub function_seconds: HistogramVec,
+    pub commit_seconds: HistogramVec,
+    pub schedule_lag: HistogramVec,
+    pub schedule_ticks: IntCounterVec,
+}
+
+fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
+    let c = IntCounterVec::new(Opts::new(name, help), labels).expect("valid metric");
+    r.register(Box::new(c.clone())).expect("unique metric");
+    c
+}
+
+fn histogram(
+    r: &Registry,
+    name: &str,
+    help: &str,
+    labels: &[&str],
+    buckets: Vec<f64>,
+) -> HistogramVec {
+    let h = HistogramVec::new(HistogramOpts::new(name, help).buckets(buckets), labels)
+        .expect("valid metric");
+    r.register(Box::new(h.clone())).expect("unique metric");
+    h
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let r = Registry::new();
+        let one = |name: &str, help: &str| {
+            let c = IntCounter::new(name, help).expect("valid metric");
+            r.register(Box::new(c.clone())).expect("unique metric");
+            c
+        };
+        let fast = vec![
+            0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+        ];
+        Metrics {
+            consumed: counter(&r, "flowbroker_events_consumed_total", "CloudEvents consumed, by source (kafka or http) and type.", &["source", "type"]),
+            produced: counter(&r, "flowbroker_events_produced_total", "Records acknowledged by Kafka, by topic and event type.", &["topic", "type"]),
+            dead_lettered: counter(&r, "flowbroker_events_dead_lettered_total", "Records sent to the dead-letter topic, by reason.", &["reason"]),
+            unmatched: counter(&r, "flowbroker_events_unmatched_total", "Events that matched no workflow or instance, by type.", &["type"]),
+            duplicates: one("flowbroker_records_duplicate_total", "Kafka records skipped because their offset was already applied."),
+            buffered: counter(&r, "flowbroker_buffered_events_total", "Early events: buffered, delivered later, expired or dropped with their finished instance.", &["outcome"]),
+            joins_expired: one("flowbroker_pending_starts_expired_total", "All-events starts dropped because the gap timeout passed."),
+            transitions: one("flowbroker_transitions_total", "States entered."),
+            starts_rejected: counter(&r, "flowbroker_starts_rejected_total", "Start events rejected outside the schedule interval, by workflow.", &["workflow"]),
+            function_seconds: histogram(&r, "flowbroker_function_duration_seconds", "Function call latency, by function and outcome.", &["function", "outcome"], fast.clone()),
+            commit_seconds: histogram(&r, "flowbroker_store_commit_seconds", "Store transaction commit latency.", &[], fast.clone()),
+            schedule_lag: histogram(&r, "flowbroker_schedule_lag_seconds", "Cron firing lag: commit time minus tick time.", &["workflow"], fast),
+            schedule_ticks: counter(&r, "flowbroker_schedule_ticks_total", "Cron ticks by outcome: fired, catch_up (fired late after downtime) or skipped (by the catch-up policy).", &["workflow", "outcome"]),
+            registry: r,
+        }
+    }
+
+    /// The text exposition, followed by the store-kept gauges.
+    pub fn render(&self, extra: &str) -> String {
+        let mut buf = Vec::new();
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut buf)
+            .expect("text encoding");
+        let mut s = String::from_utf8(buf).unwrap_or_default();
+        s.push_str(extra);
+        s
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}

@@ -1,0 +1,176 @@
+//! `flowbroker run`: builds the running broker from its [`Config`] and wires the pieces:
+//!
+//! ```text
+//! Kafka consumer ─┐                      ┌─> producer task ─> Kafka (events, lifecycle, DLQ)
+//! HTTP ingress ───┤                      │
+//! admin API ──────┼─> core (one writer) ─┼─> invoker tasks ─> HTTP functions ─┐
+//! dir watcher ────┤   batch -> 1 txn     │                                    │
+//! fn results ─────┘   timers, schedules  └─> replies, offset commits          │
+//!        ^────────────────────────────────────────────────────────────────────┘
+//! ```
+//!
+//! The core runs on a thread of its own (store commits fsync); everything else is async.
+
+use crate::broker::core::{Core, Outlets, Shared};
+use crate::broker::{Cmd, SystemClock};
+use crate::config::Config;
+use crate::metrics::Metrics;
+use crate::store::Store;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    #[error(transparent)]
+    Kafka(#[from] crate::kafka::KafkaError),
+    #[error("cannot listen on {addr} (http.listen): {source}")]
+    Listen {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("the core stopped: {0}")]
+    Core(String),
+}
+
+/// Runs the broker until SIGINT/SIGTERM or a fatal error.
+pub async fn serve(cfg: Config) -> Result<(), ServeError> {
+    let cfg = Arc::new(cfg);
+    let store = Arc::new(Store::open(&cfg.store_path())?);
+    let metrics = Arc::new(Metrics::new());
+    let shared = Arc::new(Shared::default());
+    let k = &cfg.kafka;
+    tracing::info!(brokers = %k.brokers, group = %k.group_id, topics = ?k.input_topics,
+        data = %cfg.store_path().display(), workflows = %cfg.workflows_dir.display(), "starting flowbroker");
+    if k.create_topics {
+        let mut topics = k.input_topics.clone();
+        topics.extend([
+            k.output_topic.clone(),
+            k.lifecycle_topic.clone(),
+            k.dlq_topic.clone(),
+        ]);
+        topics.extend(k.topics.values().cloned());
+        topics.sort();
+        topics.dedup();
+        crate::kafka::ensure_topics(k, &topics).await?;
+    }
+    let producer = crate::kafka::producer::create(k)?;
+    let (consumer, assigned) = crate::kafka::consumer::create(k)?;
+
+    let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>(64);
+    let (prod_tx, prod_rx) = mpsc::unbounded_channel();
+    let (inv_tx, inv_rx) = mpsc::unbounded_channel();
+    let mut core = Core::new(
+        store.clone(),
+        cfg.clone(),
+        metrics.clone(),
+        Arc::new(SystemClock),
+        Outlets {
+            produce: prod_tx,
+            invoke: inv_tx,
+            commit_offsets: crate::kafka::consumer::committer(consumer.clone()),
+        },
+        shared.clone(),
+    )?;
+    let files = crate::watch::scan(&cfg.workflows_dir);
+    if files.is_empty() {
+        tracing::warn!(dir = %cfg.workflows_dir.display(), "no workflow files found; add *.yaml or *.json files there");
+    }
+    core.process(vec![Cmd::Files(files.clone())])?;
+    core.recover()?;
+
+    tokio::spawn(crate::kafka::producer::run(
+        producer.clone(),
+        k.output_mode,
+        prod_rx,
+        cmd_tx.clone(),
+    ));
+    tokio::spawn(crate::invoke::run(
+        inv_rx,
+        cmd_tx.clone(),
+        metrics.clone(),
+        Duration::from_millis(cfg.invoke.timeout_ms),
+        cfg.invoke.concurrency,
+    ));
+    tokio::spawn(crate::kafka::consumer::run(
+        consumer.clone(),
+        cmd_tx.clone(),
+        k.batch_size,
+    ));
+    tokio::spawn(crate::watch::run(
+        cfg.workflows_dir.clone(),
+        Duration::from_millis(cfg.watch_interval_ms),
+        files,
+        cmd_tx.clone(),
+    ));
+    if !cfg.http.listen.is_empty() {
+        let listener = tokio::net::TcpListener::bind(&cfg.http.listen)
+            .await
+            .map_err(|source| ServeError::Listen {
+                addr: cfg.http.listen.clone(),
+                source,
+            })?;
+        tracing::info!(addr = %cfg.http.listen, "http listening");
+        let app = crate::http::router(crate::http::AppState {
+            core: cmd_tx.clone(),
+            store: store.clone(),
+            metrics: metrics.clone(),
+            shared: shared.clone(),
+            assigned,
+        });
+        tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!(error = %e, "http server stopped");
+            }
+        });
+    }
+    drop(cmd_tx);
+
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("flowbroker-core".into())
+        .spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("core runtime");
+            let r = rt.block_on(core.run(cmd_rx));
+            let _ = done_tx.send(r);
+        })
+        .expect("core thread");
+
+    tokio::select! {
+        r = done_rx => match r {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(ServeError::Core(e.to_string())),
+            Err(_) => Err(ServeError::Core("the core thread panicked".into())),
+        },
+        _ = shutdown_signal() => {
+            tracing::info!("shutting down: flushing the producer (anything unsent is re-sent on restart)");
+            let _ = tokio::task::spawn_blocking(move || {
+                use rdkafka::producer::Producer;
+                producer.flush(Duration::from_secs(5))
+            }).await;
+            Ok(())
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .expect("signal");
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

@@ -1,0 +1,91 @@
+//! The store's tables. Keys join their parts with [`SEP`] (`\u{1f}`, never in ids or names).
+
+use redb::TableDefinition;
+
+/// Separator of key parts.
+pub const SEP: char = '\u{1f}';
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    /// instance id -> `InstanceRecord`.
+    Instances,
+    /// `instance SEP seq(20)` -> history entry (input and decisions).
+    History,
+    /// `workflow SEP event SEP key` -> instance id: the active instance per correlation key.
+    Active,
+    /// `workflow SEP event SEP key SEP instance` -> (): instances waiting for an event; key `*`
+    /// for instances with nothing pinned yet.
+    Waits,
+    /// `instance SEP seq(20)` -> buffered event with its expiry.
+    Buffer,
+    /// `workflow SEP key` -> pending all-events start.
+    Joins,
+    /// `due_ms(20) SEP timer id` -> timer entry.
+    Timers,
+    /// timer id -> its key in `Timers`.
+    TimerIds,
+    /// `seq(20)` -> record to produce.
+    Outbox,
+    /// idempotency key -> function call in flight.
+    Calls,
+    /// `topic SEP partition` -> next offset to consume.
+    Offsets,
+    /// name -> counter.
+    Meta,
+    /// `workflow SEP version` -> deployed source.
+    Versions,
+    /// workflow id -> schedule state (last fired tick).
+    Schedules,
+}
+
+impl Table {
+    pub const ALL: [Table; 14] = [
+        Table::Instances,
+        Table::History,
+        Table::Active,
+        Table::Waits,
+        Table::Buffer,
+        Table::Joins,
+        Table::Timers,
+        Table::TimerIds,
+        Table::Outbox,
+        Table::Calls,
+        Table::Offsets,
+        Table::Meta,
+        Table::Versions,
+        Table::Schedules,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Instances => "instances",
+            Table::History => "history",
+            Table::Active => "active",
+            Table::Waits => "waits",
+            Table::Buffer => "buffer",
+            Table::Joins => "joins",
+            Table::Timers => "timers",
+            Table::TimerIds => "timer_ids",
+            Table::Outbox => "outbox",
+            Table::Calls => "calls",
+            Table::Offsets => "offsets",
+            Table::Meta => "meta",
+            Table::Versions => "versions",
+            Table::Schedules => "schedules",
+        }
+    }
+
+    pub(crate) fn def(self) -> TableDefinition<'static, &'static str, &'static [u8]> {
+        TableDefinition::new(self.name())
+    }
+}
+
+/// Joins key parts.
+pub fn key(parts: &[&str]) -> String {
+    parts.join(&SEP.to_string())
+}
+
+/// A number as a key part that sorts numerically.
+pub fn num(n: u64) -> String {
+    format!("{n:020}")
+}
