@@ -71,6 +71,7 @@ fn run_broker(config: Option<PathBuf>) -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cfg = match crate::config::Config::load(config.as_deref(), std::env::vars()) {
         Ok(c) => c,

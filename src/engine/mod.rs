@@ -17,6 +17,7 @@ mod produce;
 mod run;
 
 pub use events::{correlates, waits_for};
+pub use produce::event_id as produce_event_id;
 pub use instance::{Activity, ErrorInfo, Event, Instance, Lane, Run, Slot, Source, Status};
 
 use crate::definition::Definition;

@@ -1,0 +1,515 @@
+//! Harness for end-to-end tests: a real Kafka-protocol broker process (tansu, fetched by
+//! `scripts/tansu.sh`), the real `flowbroker` binary, a real HTTP function server, and Kafka
+//! clients that publish events and collect what the broker produces. Nothing is mocked; a
+//! test that cannot get its broker panics with the reason.
+#![allow(dead_code)]
+
+use flowbroker::engine::Event;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use serde_json::{json, Map, Value};
+use std::collections::BTreeMap;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const TOPICS: [&str; 4] = [
+    "flowbroker.in",
+    "flowbroker.out",
+    "flowbroker.lifecycle",
+    "flowbroker.dlq",
+];
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits for `f` to return `Some`, polling every 50 ms, or panics with `what` after `secs`.
+pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let end = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        if Instant::now() > end {
+            panic!("timed out after {secs}s waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn tansu_binary() -> PathBuf {
+    if let Ok(p) = std::env::var("FLOWBROKER_TANSU") {
+        return PathBuf::from(p);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tansu.sh");
+    let out = Command::new(&script)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "scripts/tansu.sh could not provide a Kafka-protocol broker; integration tests need one"
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// A tansu broker process on a free loopback port, killed on drop.
+pub struct Kafka {
+    child: Child,
+    pub port: u16,
+}
+
+impl Kafka {
+    pub fn start() -> Kafka {
+        let bin = tansu_binary();
+        let port = free_port();
+        let url = format!("tcp://127.0.0.1:{port}");
+        let child = Command::new(&bin)
+            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        wait_for(20, "tansu to listen", || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+        });
+        let k = Kafka { child, port };
+        for t in TOPICS {
+            k.create_topic(t, 3);
+        }
+        k
+    }
+
+    pub fn brokers(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    pub fn create_topic(&self, name: &str, partitions: u32) {
+        let bin = tansu_binary();
+        let status = Command::new(bin)
+            .args([
+                "topic",
+                "create",
+                "--broker",
+                &format!("tcp://127.0.0.1:{}", self.port),
+                "--partitions",
+                &partitions.to_string(),
+                name,
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "tansu topic create {name} failed");
+    }
+
+    pub fn producer(&self) -> Publisher {
+        let p: FutureProducer = ClientConfig::new()
+            .set("bootstrap.servers", self.brokers())
+            .set("linger.ms", "0")
+            .create()
+            .unwrap();
+        Publisher { p }
+    }
+
+    /// Collects every record of `topics` from the beginning, in a background thread.
+    pub fn collect(&self, topics: &[&str]) -> Collector {
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.brokers())
+            .set("group.id", "test-collector")
+            .set("enable.auto.commit", "false")
+            .set("fetch.wait.max.ms", "10")
+            .create()
+            .unwrap();
+        let mut tpl = TopicPartitionList::new();
+        for t in topics {
+            for p in 0..3 {
+                tpl.add_partition_offset(t, p, Offset::Beginning).unwrap();
+            }
+        }
+        c.assign(&tpl).unwrap();
+        drop(tpl);
+        let seen: Arc<Mutex<Vec<Received>>> = Arc::default();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (s2, stop2) = (seen.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stop2.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Some(Ok(m)) = c.poll(Duration::from_millis(100)) {
+                    let r = Received::from_message(&m);
+                    s2.lock().unwrap().push(r);
+                }
+            }
+        });
+        Collector { seen, stop }
+    }
+}
+
+impl Drop for Kafka {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A record the broker produced, decoded as far as possible.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub topic: String,
+    pub key: Option<String>,
+    pub headers: BTreeMap<String, String>,
+    pub payload: Option<Vec<u8>>,
+    pub event: Option<Event>,
+}
+
+impl Received {
+    fn from_message(m: &rdkafka::message::BorrowedMessage) -> Received {
+        use cloudevents::binding::rdkafka::MessageExt;
+        let headers = m
+            .headers()
+            .map(|h| {
+                h.iter()
+                    .map(|x| {
+                        (
+                            x.key.to_string(),
+                            String::from_utf8_lossy(x.value.unwrap_or_default()).to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let event = if m.topic() == "flowbroker.dlq" {
+            None
+        } else {
+            m.to_event()
+                .ok()
+                .and_then(|ce| flowbroker::cloudevent::from_sdk(&ce).ok())
+        };
+        Received {
+            topic: m.topic().to_string(),
+            key: m.key().map(|k| String::from_utf8_lossy(k).to_string()),
+            headers,
+            payload: m.payload().map(<[u8]>::to_vec),
+            event,
+        }
+    }
+}
+
+pub struct Collector {
+    seen: Arc<Mutex<Vec<Received>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Collector {
+    pub fn all(&self) -> Vec<Received> {
+        self.seen.lock().unwrap().clone()
+    }
+
+    /// Events (deduplicated by id, first copy kept) of a type.
+    pub fn events(&self, ty: &str) -> Vec<Event> {
+        let mut ids = std::collections::HashSet::new();
+        self.all()
+            .into_iter()
+            .filter_map(|r| r.event)
+            .filter(|e| e.event_type == ty && ids.insert(e.id.clone()))
+            .collect()
+    }
+
+    /// Waits until at least `n` distinct events of type `ty` arrived; returns them.
+    pub fn wait_events(&self, ty: &str, n: usize, secs: u64) -> Vec<Event> {
+        wait_for(secs, &format!("{n} events of type {ty}"), || {
+            let e = self.events(ty);
+            (e.len() >= n).then_some(e)
+        })
+    }
+
+    /// The lifecycle event of `what` for instance `id`, waiting for it.
+    pub fn lifecycle(&self, id: &str, what: &str, secs: u64) -> Event {
+        let ty = format!("flowbroker.instance.{what}");
+        wait_for(secs, &format!("{ty} of {id}"), || {
+            self.events(&ty)
+                .into_iter()
+                .find(|e| e.data.as_ref().is_some_and(|d| d["instanceId"] == json!(id)))
+        })
+    }
+}
+
+impl Drop for Collector {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+pub struct Publisher {
+    p: FutureProducer,
+}
+
+/// A CloudEvent to publish: id, source, type, extension attributes, data.
+pub fn event(id: &str, source: &str, ty: &str, attrs: &[(&str, &str)], data: Value) -> Event {
+    let mut extensions = Map::new();
+    for (k, v) in attrs {
+        extensions.insert(k.to_string(), json!(v));
+    }
+    Event {
+        id: id.into(),
+        source: source.into(),
+        event_type: ty.into(),
+        time: None,
+        datacontenttype: Some("application/json".into()),
+        subject: None,
+        data: Some(data),
+        extensions,
+    }
+}
+
+impl Publisher {
+    /// Publishes in binary mode (`ce_` headers) to `flowbroker.in`.
+    pub fn send(&self, e: &Event) {
+        use cloudevents::binding::rdkafka::{FutureRecordExt, MessageRecord};
+        let ce = flowbroker::cloudevent::to_sdk(e).unwrap();
+        let mr = MessageRecord::from_event(ce).unwrap();
+        let key = e.id.clone();
+        let rec = FutureRecord::to("flowbroker.in").key(&key).message_record(&mr);
+        block(self.p.send(rec, Duration::from_secs(10))).expect("publish");
+    }
+
+    /// Publishes in structured mode (`application/cloudevents+json`).
+    pub fn send_structured(&self, e: &Event) {
+        let ce = flowbroker::cloudevent::to_sdk(e).unwrap();
+        let body = serde_json::to_vec(&ce).unwrap();
+        let headers = rdkafka::message::OwnedHeaders::new().insert(rdkafka::message::Header {
+            key: "content-type",
+            value: Some("application/cloudevents+json"),
+        });
+        let rec = FutureRecord::<str, _>::to("flowbroker.in")
+            .payload(&body)
+            .headers(headers);
+        block(self.p.send(rec, Duration::from_secs(10))).expect("publish");
+    }
+
+    /// Publishes raw bytes (for malformed records).
+    pub fn send_raw(&self, payload: &[u8]) {
+        let rec = FutureRecord::<str, _>::to("flowbroker.in").payload(payload);
+        block(self.p.send(rec, Duration::from_secs(10))).expect("publish");
+    }
+}
+
+fn block<F: std::future::Future>(f: F) -> F::Output {
+    futures::executor::block_on(f)
+}
+
+/// The flowbroker binary, run with a config from environment variables.
+pub struct Broker {
+    child: Option<Child>,
+    pub http: String,
+    pub dir: PathBuf,
+    env: Vec<(String, String)>,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+impl Broker {
+    /// Starts the broker with workflows `(file name, text)` in a fresh directory.
+    pub fn start(kafka: &Kafka, workflows: &[(&str, &str)], env: &[(&str, &str)]) -> Broker {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().to_path_buf();
+        std::fs::create_dir_all(dir.join("workflows")).unwrap();
+        for (name, text) in workflows {
+            std::fs::write(dir.join("workflows").join(name), text).unwrap();
+        }
+        let http = format!("127.0.0.1:{}", free_port());
+        let mut all = vec![
+            ("FLOWBROKER_KAFKA_BROKERS".to_string(), kafka.brokers()),
+            ("FLOWBROKER_KAFKA_GROUP_ID".into(), "flowbroker-test".into()),
+            ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS".into(), "10".into()),
+            ("FLOWBROKER_KAFKA_SESSION_TIMEOUT_MS".into(), "6000".into()),
+            ("FLOWBROKER_DATA_DIR".into(), dir.join("data").display().to_string()),
+            (
+                "FLOWBROKER_WORKFLOWS_DIR".into(),
+                dir.join("workflows").display().to_string(),
+            ),
+            ("FLOWBROKER_HTTP_LISTEN".into(), http.clone()),
+            ("FLOWBROKER_WATCH_INTERVAL_MS".into(), "100".into()),
+        ];
+        for (k, v) in env {
+            all.push((k.to_string(), v.to_string()));
+        }
+        let mut b = Broker {
+            child: None,
+            http,
+            dir,
+            env: all,
+            _tmp: Some(tmp),
+        };
+        b.spawn();
+        b
+    }
+
+    fn spawn(&mut self) {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("broker.log"))
+            .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_flowbroker"))
+            .arg("run")
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("FLOWBROKER_LOG", "info,flowbroker=debug")
+            .envs(self.env.iter().cloned())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start flowbroker");
+        self.child = Some(child);
+        let url = format!("http://{}/health", self.http);
+        let log = self.dir.join("broker.log");
+        wait_for(40, "flowbroker to be assigned its partitions", || {
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(status)) = c.try_wait() {
+                    panic!(
+                        "flowbroker exited with {status}:\n{}",
+                        std::fs::read_to_string(&log).unwrap_or_default()
+                    );
+                }
+            }
+            let v: Value = reqwest::blocking::get(&url).ok()?.json().ok()?;
+            (v["kafka"]["assignedPartitions"].as_u64()? > 0).then_some(())
+        });
+    }
+
+    /// SIGKILL: no shutdown code runs.
+    pub fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            c.kill().unwrap();
+            c.wait().unwrap();
+        }
+    }
+
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("broker.log")).unwrap_or_default()
+    }
+
+    pub fn workflow_path(&self, name: &str) -> PathBuf {
+        self.dir.join("workflows").join(name)
+    }
+
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        let r = reqwest::blocking::get(format!("http://{}{path}", self.http)).unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
+    pub fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        let r = reqwest::blocking::Client::new()
+            .post(format!("http://{}{path}", self.http))
+            .json(&body)
+            .send()
+            .unwrap();
+        let status = r.status().as_u16();
+        (status, r.json().unwrap_or(Value::Null))
+    }
+
+    pub fn instance(&self, id: &str) -> Value {
+        let (status, v) = self.get(&format!("/v1/instances/{id}"));
+        assert_eq!(status, 200, "GET instance {id}: {v}");
+        v
+    }
+
+    /// Waits until instance `id` has status `status`.
+    pub fn wait_status(&self, id: &str, status: &str, secs: u64) -> Value {
+        wait_for(secs, &format!("instance {id} to be {status}"), || {
+            let (code, v) = self.get(&format!("/v1/instances/{id}"));
+            (code == 200 && v["status"] == json!(status)).then_some(v)
+        })
+    }
+
+    /// Instances of a workflow.
+    pub fn instances(&self, workflow: &str) -> Vec<Value> {
+        let (_, v) = self.get(&format!("/v1/instances?workflowId={workflow}"));
+        v["instances"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("---- flowbroker log ----\n{}", self.log());
+        }
+        self.kill();
+    }
+}
+
+/// A real HTTP function server on a free port. Each path answers by `handler(path, body)`;
+/// every call is recorded with its `Idempotency-Key`.
+pub struct Functions {
+    pub base: String,
+    pub calls: Arc<Mutex<Vec<(String, String, Value)>>>,
+    _rt: tokio::runtime::Runtime,
+}
+
+type Handler = Arc<dyn Fn(&str, &Value) -> (u16, Value) + Send + Sync>;
+
+impl Functions {
+    pub fn start(handler: impl Fn(&str, &Value) -> (u16, Value) + Send + Sync + 'static) -> Functions {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let calls: Arc<Mutex<Vec<(String, String, Value)>>> = Arc::default();
+        let handler: Handler = Arc::new(handler);
+        let listener = rt
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let c2 = calls.clone();
+        let app = axum::Router::new().fallback(
+            move |uri: axum::http::Uri,
+                  headers: axum::http::HeaderMap,
+                  body: axum::body::Bytes| {
+                let (calls, handler) = (c2.clone(), handler.clone());
+                async move {
+                    let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    let key = headers
+                        .get("idempotency-key")
+                        .and_then(|h| h.to_str().ok())
+                        .unwrap_or_default()
+                        .to_string();
+                    calls.lock().unwrap().push((uri.path().to_string(), key, v.clone()));
+                    let (code, out) = handler(uri.path(), &v);
+                    (
+                        axum::http::StatusCode::from_u16(code).unwrap(),
+                        axum::Json(out),
+                    )
+                }
+            },
+        );
+        rt.spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Functions {
+            base,
+            calls,
+            _rt: rt,
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub fn calls(&self) -> Vec<(String, String, Value)> {
+        self.calls.lock().unwrap().clone()
+    }
+}
