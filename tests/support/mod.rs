@@ -271,12 +271,20 @@ pub fn event(id: &str, source: &str, ty: &str, attrs: &[(&str, &str)], data: Val
 }
 
 impl Publisher {
-    /// Publishes in binary mode (`ce_` headers) to `flowbroker.in`.
+    /// Publishes in binary mode (`ce_` headers) to `flowbroker.in`, keyed like a well-behaved
+    /// producer: by the event's first extension attribute (its correlation value), so events
+    /// of one key stay in order on one partition.
     pub fn send(&self, e: &Event) {
         use cloudevents::binding::rdkafka::{FutureRecordExt, MessageRecord};
         let ce = flowbroker::cloudevent::to_sdk(e).unwrap();
         let mr = MessageRecord::from_event(ce).unwrap();
-        let key = e.id.clone();
+        let key = e
+            .extensions
+            .values()
+            .next()
+            .and_then(|v| v.as_str())
+            .unwrap_or(&e.id)
+            .to_string();
         let rec = FutureRecord::to("flowbroker.in").key(&key).message_record(&mr);
         block(self.p.send(rec, Duration::from_secs(10))).expect("publish");
     }
