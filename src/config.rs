@@ -18,7 +18,7 @@ pub struct Config {
     /// Directory of workflow definitions (`*.json`, `*.yaml`, `*.yml`, searched recursively),
     /// deployed at start and on every change.
     pub workflows_dir: PathBuf,
-    /// Where the embedded store keeps its file (`flowbroker.redb`).
+    /// Where the embedded store keeps its files (`data_dir/store`).
     pub data_dir: PathBuf,
     /// How often the workflow directory is checked for changes, in milliseconds.
     pub watch_interval_ms: u64,
@@ -252,9 +252,9 @@ impl Config {
         })
     }
 
-    /// The store file.
+    /// The store directory.
     pub fn store_path(&self) -> PathBuf {
-        self.data_dir.join("flowbroker.redb")
+        self.data_dir.join("store")
     }
 }
 

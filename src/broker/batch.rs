@@ -33,8 +33,8 @@ struct Work {
     buffered: Option<String>,
 }
 
-pub struct Batch<'a> {
-    pub tx: &'a Txn,
+pub struct Batch<'a, 's> {
+    pub tx: &'a Txn<'s>,
     pub reg: &'a Registry,
     pub cfg: &'a Config,
     pub now: DateTime<Utc>,
@@ -42,8 +42,8 @@ pub struct Batch<'a> {
     queue: VecDeque<Work>,
 }
 
-impl<'a> Batch<'a> {
-    pub fn new(tx: &'a Txn, reg: &'a Registry, cfg: &'a Config, now: DateTime<Utc>) -> Self {
+impl<'a, 's> Batch<'a, 's> {
+    pub fn new(tx: &'a Txn<'s>, reg: &'a Registry, cfg: &'a Config, now: DateTime<Utc>) -> Self {
         Batch {
             tx,
             reg,

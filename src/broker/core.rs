@@ -151,7 +151,7 @@ impl Core {
 
     /// The time of the earliest timer, if any.
     pub fn next_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
-        let tx = self.store.write()?;
+        let tx = self.store.read()?;
         let first = tx.first::<TimerEntry>(Table::Timers)?;
         drop(tx);
         let sweep = self.last_sweep + chrono::Duration::seconds(SWEEP_EVERY_SECS);
@@ -165,7 +165,8 @@ impl Core {
     /// Applies a batch of commands in one transaction and carries out the effects.
     pub fn process(&mut self, cmds: Vec<Cmd>) -> Result<(), StoreError> {
         let now = self.clock.now();
-        let tx = self.store.write()?;
+        let store = self.store.clone();
+        let tx = store.write()?;
         let mut replies: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
         let mut offsets: BTreeMap<(String, i32), i64> = BTreeMap::new();
         let mut cmds = cmds;
@@ -427,7 +428,7 @@ async fn sleep(wait: Option<std::time::Duration>) {
 }
 
 /// One Kafka record: route its event, or dead-letter it.
-fn consume(b: &mut Batch, r: Record) -> Result<(), StoreError> {
+fn consume(b: &mut Batch<'_, '_>, r: Record) -> Result<(), StoreError> {
     match r.event {
         Ok(event) => {
             b.fx.stats
@@ -471,7 +472,7 @@ fn consume(b: &mut Batch, r: Record) -> Result<(), StoreError> {
 
 #[allow(clippy::too_many_arguments)]
 fn dead_letter(
-    b: &mut Batch,
+    b: &mut Batch<'_, '_>,
     key: Option<Vec<u8>>,
     payload: Option<Vec<u8>>,
     mut headers: Vec<(String, Vec<u8>)>,
@@ -504,7 +505,7 @@ fn dead_letter(
 
 /// A direct start from the admin API.
 fn start(
-    b: &mut Batch,
+    b: &mut Batch<'_, '_>,
     workflow: &str,
     input: Value,
 ) -> Result<Result<String, AdminError>, StoreError> {
@@ -526,7 +527,7 @@ fn start(
 }
 
 /// Fires every due timer, each exactly once (its entry goes in the same transaction).
-fn fire_timers(b: &mut Batch) -> Result<(), StoreError> {
+fn fire_timers(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
     let end = num(b.now.timestamp_millis().max(0) as u64 + 1);
     let due: Vec<(String, TimerEntry)> = b.tx.range(Table::Timers, "", &end, TIMERS_PER_BATCH)?;
     for (k, entry) in due {
@@ -546,7 +547,7 @@ fn fire_timers(b: &mut Batch) -> Result<(), StoreError> {
 }
 
 /// Drops buffered events past their TTL (counted and logged).
-fn sweep_buffer(b: &mut Batch) -> Result<(), StoreError> {
+fn sweep_buffer(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
     for (k, e) in b.tx.prefix::<Buffered>(Table::Buffer, "")? {
         if e.expires <= b.now {
             b.tx.delete(Table::Buffer, &k)?;

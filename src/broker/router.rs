@@ -47,7 +47,7 @@ impl Routed {
     }
 }
 
-impl Batch<'_> {
+impl Batch<'_, '_> {
     /// Routes one event and applies everything that follows from it.
     pub fn route(&mut self, event: Event) -> Result<Routed> {
         let mut r = Routed {

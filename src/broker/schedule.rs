@@ -70,7 +70,7 @@ fn cron_of(
     Some((src, cron, zone, tz))
 }
 
-impl Batch<'_> {
+impl Batch<'_, '_> {
     /// (Re)plans the schedule of `workflow` after a deploy, an undeploy or a start.
     pub fn plan_schedule(&mut self, workflow: &str, catch_up: bool) -> Result<()> {
         let tid = timer_id(workflow);

@@ -28,7 +28,7 @@ pub fn first_deployed_key(workflow: &str) -> String {
     key(&["first_deployed", workflow])
 }
 
-impl Batch<'_> {
+impl Batch<'_, '_> {
     fn anchor(&self, workflow: &str) -> DateTime<Utc> {
         self.tx
             .get::<DateTime<Utc>>(Table::Meta, &first_deployed_key(workflow))

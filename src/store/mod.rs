@@ -1,6 +1,8 @@
-//! The embedded, durable store (redb, one file under `data_dir`). Every consumed batch is one
-//! write transaction holding instance states, index changes, timers, the outbox and the Kafka
-//! offsets ([`Txn`]); readers (the admin API) see committed snapshots without blocking it.
+//! The embedded, durable store (fjall, a directory under `data_dir`; chosen over redb by the
+//! benchmark in `benches/store.rs`, see docs/store.md). Every consumed batch is one write
+//! transaction holding instance states, index changes, timers, the outbox and the Kafka
+//! offsets ([`Txn`]), fsynced at commit; readers (the admin API) see committed snapshots
+//! without blocking it.
 //!
 //! Every table maps a string key to JSON bytes. Keys that must sort by time or sequence carry
 //! zero-padded numbers, so a range scan returns them in order. See `tables` for the layout.
@@ -9,14 +11,15 @@ mod tables;
 
 pub use tables::{key, num, Table, SEP};
 
-use redb::{Database, ReadableTable, ReadableTableMetadata};
+use fjall::{PersistMode, TxKeyspace, TxPartitionHandle};
 use serde::{de::DeserializeOwned, Serialize};
+use std::cell::RefCell;
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("store: {0}")]
-    Db(Box<redb::Error>),
+    Db(Box<fjall::Error>),
     #[error("store: corrupt record in {table} at {key:?}: {source}")]
     Corrupt {
         table: &'static str,
@@ -24,68 +27,74 @@ pub enum StoreError {
         source: serde_json::Error,
     },
     #[error("cannot create data directory {dir}: {source}")]
-    Dir { dir: String, source: std::io::Error },
+    Dir {
+        dir: String,
+        source: std::io::Error,
+    },
 }
 
-macro_rules! from_redb {
-    ($($t:ty),*) => {$(
-        impl From<$t> for StoreError {
-            fn from(e: $t) -> Self {
-                StoreError::Db(Box::new(e.into()))
-            }
-        }
-    )*};
+impl From<fjall::Error> for StoreError {
+    fn from(e: fjall::Error) -> Self {
+        StoreError::Db(Box::new(e))
+    }
 }
-from_redb!(
-    redb::Error,
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError
-);
+
+impl From<fjall::LsmError> for StoreError {
+    fn from(e: fjall::LsmError) -> Self {
+        StoreError::Db(Box::new(e.into()))
+    }
+}
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
-/// The database.
+/// The database: one fjall keyspace (a directory), one partition per [`Table`].
 pub struct Store {
-    db: Database,
+    ks: TxKeyspace,
+    parts: Vec<TxPartitionHandle>,
 }
 
 impl Store {
-    /// Opens (or creates) the store file, creating its directory and every table.
+    /// Opens (or creates) the store directory and every table.
     pub fn open(path: &Path) -> Result<Store> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
-                dir: dir.display().to_string(),
-                source,
-            })?;
-        }
-        let db = Database::create(path)?;
-        let tx = db.begin_write()?;
-        for t in Table::ALL {
-            tx.open_table(t.def())?;
-        }
-        tx.commit()?;
-        Ok(Store { db })
+        std::fs::create_dir_all(path).map_err(|source| StoreError::Dir {
+            dir: path.display().to_string(),
+            source,
+        })?;
+        // Durability is ours to decide: every commit is fsynced before it returns.
+        let ks = fjall::Config::new(path)
+            .manual_journal_persist(true)
+            .open_transactional()?;
+        let parts = Table::ALL
+            .iter()
+            .map(|t| ks.open_partition(t.name(), Default::default()))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        Ok(Store { ks, parts })
     }
 
-    pub fn write(&self) -> Result<Txn> {
+    pub fn write(&self) -> Result<Txn<'_>> {
         Ok(Txn {
-            tx: self.db.begin_write()?,
+            store: self,
+            tx: RefCell::new(Some(self.ks.write_tx())),
         })
     }
 
-    pub fn read(&self) -> Result<Snapshot> {
+    pub fn read(&self) -> Result<Snapshot<'_>> {
         Ok(Snapshot {
-            tx: self.db.begin_read()?,
+            store: self,
+            tx: self.ks.read_tx(),
         })
+    }
+
+    fn part(&self, t: Table) -> &TxPartitionHandle {
+        &self.parts[t as usize]
     }
 }
 
-/// One write transaction; nothing is visible or durable until [`Txn::commit`].
-pub struct Txn {
-    tx: redb::WriteTransaction,
+/// One write transaction; nothing is visible or durable until [`Txn::commit`]. Dropping it
+/// without committing discards it. There is one writer at a time.
+pub struct Txn<'s> {
+    store: &'s Store,
+    tx: RefCell<Option<fjall::WriteTransaction<'s>>>,
 }
 
 fn decode<T: DeserializeOwned>(table: Table, key: &str, bytes: &[u8]) -> Result<T> {
@@ -100,34 +109,57 @@ fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value).expect("store values serialize")
 }
 
-impl Txn {
+fn collect<T: DeserializeOwned>(
+    table: Table,
+    iter: impl Iterator<Item = fjall::Result<fjall::KvPair>>,
+    stop: impl Fn(&str) -> bool,
+    limit: usize,
+) -> Result<Vec<(String, T)>> {
+    let mut out = Vec::new();
+    for kv in iter {
+        let (k, v) = kv?;
+        let key = String::from_utf8_lossy(&k).to_string();
+        if stop(&key) || out.len() >= limit {
+            break;
+        }
+        let value = decode(table, &key, &v)?;
+        out.push((key, value));
+    }
+    Ok(out)
+}
+
+impl Txn<'_> {
+    fn with<R>(&self, f: impl FnOnce(&mut fjall::WriteTransaction<'_>) -> R) -> R {
+        let mut guard = self.tx.borrow_mut();
+        f(guard.as_mut().expect("transaction is open until commit"))
+    }
+
     pub fn get<T: DeserializeOwned>(&self, table: Table, key: &str) -> Result<Option<T>> {
-        let t = self.tx.open_table(table.def())?;
-        let v = t.get(key)?;
-        v.map(|g| decode(table, key, g.value())).transpose()
+        let part = self.store.part(table);
+        let v = self.with(|tx| tx.get(part, key))?;
+        v.map(|b| decode(table, key, &b)).transpose()
     }
 
     pub fn put<T: Serialize>(&self, table: Table, key: &str, value: &T) -> Result<()> {
-        let mut t = self.tx.open_table(table.def())?;
-        t.insert(key, encode(value).as_slice())?;
+        let part = self.store.part(table);
+        self.with(|tx| tx.insert(part, key, encode(value)));
         Ok(())
     }
 
     /// Removes `key`; true if it was there.
     pub fn delete(&self, table: Table, key: &str) -> Result<bool> {
-        let mut t = self.tx.open_table(table.def())?;
-        let old = t.remove(key)?;
-        Ok(old.is_some())
+        let part = self.store.part(table);
+        let had = self.with(|tx| tx.contains_key(part, key))?;
+        if had {
+            self.with(|tx| tx.remove(part, key));
+        }
+        Ok(had)
     }
 
     /// Entries whose key starts with `prefix`, in key order.
-    pub fn prefix<T: DeserializeOwned>(
-        &self,
-        table: Table,
-        prefix: &str,
-    ) -> Result<Vec<(String, T)>> {
-        let t = self.tx.open_table(table.def())?;
-        scan(table, &t, prefix, None, usize::MAX)
+    pub fn prefix<T: DeserializeOwned>(&self, table: Table, prefix: &str) -> Result<Vec<(String, T)>> {
+        let part = self.store.part(table);
+        self.with(|tx| collect(table, tx.prefix(part, prefix), |_| false, usize::MAX))
     }
 
     /// Entries with keys in `[from, to)`, in key order, at most `limit`.
@@ -138,20 +170,20 @@ impl Txn {
         to: &str,
         limit: usize,
     ) -> Result<Vec<(String, T)>> {
-        let t = self.tx.open_table(table.def())?;
-        scan(table, &t, from, Some(to), limit)
+        let part = self.store.part(table);
+        let (from, to) = (from.to_string(), to.to_string());
+        self.with(|tx| collect(table, tx.range(part, from..to), |_| false, limit))
     }
 
     /// The first entry of a table, by key.
     pub fn first<T: DeserializeOwned>(&self, table: Table) -> Result<Option<(String, T)>> {
-        let t = self.tx.open_table(table.def())?;
-        let first = t.first()?;
-        first
-            .map(|(k, v)| {
-                let key = k.value().to_string();
-                decode(table, &key, v.value()).map(|v| (key, v))
-            })
-            .transpose()
+        let part = self.store.part(table);
+        let kv = self.with(|tx| tx.first_key_value(part))?;
+        kv.map(|(k, v)| {
+            let key = String::from_utf8_lossy(&k).to_string();
+            decode(table, &key, &v).map(|v| (key, v))
+        })
+        .transpose()
     }
 
     /// Adds `by` to a counter in the meta table and returns the new value.
@@ -161,64 +193,54 @@ impl Txn {
         Ok(n)
     }
 
+    /// Commits and fsyncs: when this returns, the batch survives a crash.
     pub fn commit(self) -> Result<()> {
-        self.tx.commit()?;
+        let tx = self.tx.borrow_mut().take().expect("commit once");
+        tx.commit()?;
+        self.store.ks.persist(PersistMode::SyncAll)?;
         Ok(())
     }
 }
 
 /// A consistent read-only view of the last commit.
-pub struct Snapshot {
-    tx: redb::ReadTransaction,
+pub struct Snapshot<'s> {
+    store: &'s Store,
+    tx: fjall::ReadTransaction,
 }
 
-impl Snapshot {
+impl Snapshot<'_> {
     pub fn get<T: DeserializeOwned>(&self, table: Table, key: &str) -> Result<Option<T>> {
-        let t = self.tx.open_table(table.def())?;
-        let v = t.get(key)?;
-        v.map(|g| decode(table, key, g.value())).transpose()
+        let v = self.tx.get(self.store.part(table), key)?;
+        v.map(|b| decode(table, key, &b)).transpose()
     }
 
-    pub fn prefix<T: DeserializeOwned>(
-        &self,
-        table: Table,
-        prefix: &str,
-    ) -> Result<Vec<(String, T)>> {
-        let t = self.tx.open_table(table.def())?;
-        scan(table, &t, prefix, None, usize::MAX)
+    pub fn prefix<T: DeserializeOwned>(&self, table: Table, prefix: &str) -> Result<Vec<(String, T)>> {
+        collect(
+            table,
+            self.tx.prefix(self.store.part(table), prefix),
+            |_| false,
+            usize::MAX,
+        )
     }
 
+    /// The first entry of a table, by key.
+    pub fn first<T: DeserializeOwned>(&self, table: Table) -> Result<Option<(String, T)>> {
+        let kv = self.tx.first_key_value(self.store.part(table))?;
+        kv.map(|(k, v)| {
+            let key = String::from_utf8_lossy(&k).to_string();
+            decode(table, &key, &v).map(|v| (key, v))
+        })
+        .transpose()
+    }
+
+    /// Entries in a table (counts them: keep it to small tables).
     pub fn len(&self, table: Table) -> Result<u64> {
-        let t = self.tx.open_table(table.def())?;
-        Ok(t.len()?)
+        Ok(self.tx.len(self.store.part(table))? as u64)
     }
 
     pub fn is_empty(&self, table: Table) -> Result<bool> {
-        Ok(self.len(table)? == 0)
+        Ok(self.tx.is_empty(self.store.part(table))?)
     }
-}
-
-fn scan<T: DeserializeOwned>(
-    table: Table,
-    t: &impl ReadableTable<&'static str, &'static [u8]>,
-    from: &str,
-    to: Option<&str>,
-    limit: usize,
-) -> Result<Vec<(String, T)>> {
-    let mut out = Vec::new();
-    for entry in t.range(from..)? {
-        let (k, v) = entry?;
-        let key = k.value();
-        let inside = match to {
-            Some(end) => key < end,
-            None => key.starts_with(from),
-        };
-        if !inside || out.len() >= limit {
-            break;
-        }
-        out.push((key.to_string(), decode(table, key, v.value())?));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]
@@ -228,7 +250,7 @@ mod tests {
     #[test]
     fn commits_are_durable_and_aborts_are_not() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.redb");
+        let path = dir.path().join("store");
         {
             let store = Store::open(&path).unwrap();
             let tx = store.write().unwrap();

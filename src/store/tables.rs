@@ -1,11 +1,10 @@
 //! The store's tables. Keys join their parts with [`SEP`] (`\u{1f}`, never in ids or names).
 
-use redb::TableDefinition;
-
 /// Separator of key parts.
 pub const SEP: char = '\u{1f}';
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
 pub enum Table {
     /// instance id -> `InstanceRecord`.
     Instances,
@@ -73,10 +72,6 @@ impl Table {
             Table::Versions => "versions",
             Table::Schedules => "schedules",
         }
-    }
-
-    pub(crate) fn def(self) -> TableDefinition<'static, &'static str, &'static [u8]> {
-        TableDefinition::new(self.name())
     }
 }
 
