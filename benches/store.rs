@@ -58,7 +58,8 @@ impl Kv for Redb {
                 t[1].insert(format!("{wait}x").as_str(), &[][..]).unwrap();
                 t[2].insert(timer.as_str(), ev.as_slice()).unwrap();
                 t[3].insert(seq.as_str(), ev.as_slice()).unwrap();
-                t[4].insert(format!("{inst}\u{1f}{seq}").as_str(), ev.as_slice()).unwrap();
+                t[4].insert(format!("{inst}\u{1f}{seq}").as_str(), ev.as_slice())
+                    .unwrap();
             }
             t[5].insert("flowbroker.in\u{1f}0", &(first + n).to_le_bytes()[..])
                 .unwrap();
@@ -89,7 +90,11 @@ impl Kv for Fjall {
             tx.insert(&p[1], format!("{wait}x").as_bytes(), b"");
             tx.insert(&p[2], timer.as_bytes(), ev.as_slice());
             tx.insert(&p[3], seq.as_bytes(), ev.as_slice());
-            tx.insert(&p[4], format!("{inst}\u{1f}{seq}").as_bytes(), ev.as_slice());
+            tx.insert(
+                &p[4],
+                format!("{inst}\u{1f}{seq}").as_bytes(),
+                ev.as_slice(),
+            );
         }
         tx.insert(&p[5], "flowbroker.in\u{1f}0", (first + n).to_le_bytes());
         tx.commit().unwrap();
@@ -119,7 +124,11 @@ fn main() {
     println!("| store | batch | events/s | commit p50 | commit p99 |");
     println!("|---|---|---|---|---|");
     for batch in [1u64, 10, 100, 500] {
-        let total = if quick { batch * 4 } else { (batch * 400).min(50_000) };
+        let total = if quick {
+            batch * 4
+        } else {
+            (batch * 400).min(50_000)
+        };
         let dir = tempfile::tempdir().unwrap();
         let mut r = Redb {
             db: redb::Database::create(dir.path().join("r.redb")).unwrap(),
@@ -129,10 +138,17 @@ fn main() {
             .manual_journal_persist(true)
             .open_transactional()
             .unwrap();
-        let parts = ["instances", "waits", "timers", "outbox", "history", "offsets"]
-            .iter()
-            .map(|n| ks.open_partition(n, Default::default()).unwrap())
-            .collect();
+        let parts = [
+            "instances",
+            "waits",
+            "timers",
+            "outbox",
+            "history",
+            "offsets",
+        ]
+        .iter()
+        .map(|n| ks.open_partition(n, Default::default()).unwrap())
+        .collect();
         let mut f = Fjall { ks, parts };
         for kv in [&mut r as &mut dyn Kv, &mut f] {
             let (rate, p50, p99) = run(kv, batch, total);

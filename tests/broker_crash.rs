@@ -51,14 +51,29 @@ fn sigkill_mid_stream_loses_nothing_and_applies_nothing_twice() {
     let mut broker = Broker::start(
         &kafka,
         &[("jobs.yaml", JOBS)],
-        &[("FLOWBROKER_FUNCTIONS", &format!("work={}", fns.url("/work")))],
+        &[(
+            "FLOWBROKER_FUNCTIONS",
+            &format!("work={}", fns.url("/work")),
+        )],
     );
     let p = kafka.producer();
     let job = |i: usize| format!("J{i:03}");
     // first half: created + confirmed
     for i in 0..N / 2 {
-        p.send(&event(&format!("c{i}"), "/jobs", "job.created", &[("jobid", &job(i))], json!({})));
-        p.send(&event(&format!("k{i}"), "/jobs", "job.confirmed", &[("jobid", &job(i))], json!({"ok": true})));
+        p.send(&event(
+            &format!("c{i}"),
+            "/jobs",
+            "job.created",
+            &[("jobid", &job(i))],
+            json!({}),
+        ));
+        p.send(&event(
+            &format!("k{i}"),
+            "/jobs",
+            "job.confirmed",
+            &[("jobid", &job(i))],
+            json!({"ok": true}),
+        ));
     }
     // kill while calls, timers and buffered events are in flight
     out.wait_events("flowbroker.instance.started", 5, 60);
@@ -67,11 +82,23 @@ fn sigkill_mid_stream_loses_nothing_and_applies_nothing_twice() {
     assert!(before_restart < N, "the crash happened mid-stream");
     // the rest arrives while the broker is down
     for i in N / 2..N {
-        p.send(&event(&format!("c{i}"), "/jobs", "job.created", &[("jobid", &job(i))], json!({})));
+        p.send(&event(
+            &format!("c{i}"),
+            "/jobs",
+            "job.created",
+            &[("jobid", &job(i))],
+            json!({}),
+        ));
     }
     broker.restart();
     for i in N / 2..N {
-        p.send(&event(&format!("k{i}"), "/jobs", "job.confirmed", &[("jobid", &job(i))], json!({"ok": true})));
+        p.send(&event(
+            &format!("k{i}"),
+            "/jobs",
+            "job.confirmed",
+            &[("jobid", &job(i))],
+            json!({"ok": true}),
+        ));
     }
     // a second crash while the second half is being processed
     out.wait_events("flowbroker.instance.started", before_restart + 5, 60);
@@ -86,7 +113,12 @@ fn sigkill_mid_stream_loses_nothing_and_applies_nothing_twice() {
             let summary: Vec<String> = broker
                 .instances("jobs")
                 .iter()
-                .map(|i| format!("{}:{}:{}", i["correlation"]["jobid"], i["status"], i["state"]))
+                .map(|i| {
+                    format!(
+                        "{}:{}:{}",
+                        i["correlation"]["jobid"], i["status"], i["state"]
+                    )
+                })
                 .collect();
             eprintln!("done {} / {N}: {}", d.len(), summary.join(" "));
             std::thread::sleep(std::time::Duration::from_secs(2));

@@ -74,7 +74,10 @@ fn edit_break_and_delete_a_workflow_file_while_running() {
     assert_eq!(current_version(&broker), Some(v2.clone()));
     let i3 = start();
     assert_eq!(broker.wait_status(&i3, "WAITING", 10)["version"], json!(v2));
-    assert!(broker.log().contains("rejected"), "the log reports the file");
+    assert!(
+        broker.log().contains("rejected"),
+        "the log reports the file"
+    );
 
     // delete: no new starts; running instances finish on their version
     std::fs::remove_file(broker.workflow_path("greet.yaml")).unwrap();

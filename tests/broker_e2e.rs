@@ -46,7 +46,10 @@ fn reserve_server(delay_ms: u64) -> Functions {
 }
 
 fn id_of(e: &flowbroker::engine::Event) -> String {
-    e.data.as_ref().unwrap()["instanceId"].as_str().unwrap().to_string()
+    e.data.as_ref().unwrap()["instanceId"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 #[test]
@@ -63,7 +66,13 @@ fn event_start_correlated_continuation_early_event_and_lifecycle() {
     );
     let p = kafka.producer();
     // A: created, then paid once it waits
-    p.send(&event("a1", "/shop", "order.created", &[("orderid", "A")], json!({"item": "x"})));
+    p.send(&event(
+        "a1",
+        "/shop",
+        "order.created",
+        &[("orderid", "A")],
+        json!({"item": "x"}),
+    ));
     let started = out.wait_events("flowbroker.instance.started", 1, 30);
     let a = id_of(&started[0]);
     wait_for(30, "A to wait for payment", || {
@@ -71,20 +80,44 @@ fn event_start_correlated_continuation_early_event_and_lifecycle() {
             && broker.instance(&a)["status"] == json!("WAITING"))
         .then_some(())
     });
-    p.send(&event("a2", "/shop", "order.paid", &[("orderid", "A")], json!({"amount": 10})));
+    p.send(&event(
+        "a2",
+        "/shop",
+        "order.paid",
+        &[("orderid", "A")],
+        json!({"amount": 10}),
+    ));
     let done_a = broker.wait_status(&a, "COMPLETED", 30);
     assert_eq!(done_a["output"]["amount"], json!(10));
     assert_eq!(done_a["output"]["reserved"], json!("A"));
     assert_eq!(done_a["output"]["orderid"], json!("A"));
 
     // B: paid arrives while the function call is still out -> buffered, delivered later
-    p.send(&event("b1", "/shop", "order.created", &[("orderid", "B")], json!({})));
-    p.send(&event("b2", "/shop", "order.paid", &[("orderid", "B")], json!({"amount": 20})));
+    p.send(&event(
+        "b1",
+        "/shop",
+        "order.created",
+        &[("orderid", "B")],
+        json!({}),
+    ));
+    p.send(&event(
+        "b2",
+        "/shop",
+        "order.paid",
+        &[("orderid", "B")],
+        json!({"amount": 20}),
+    ));
     let started = out.wait_events("flowbroker.instance.started", 2, 30);
     let b = started.iter().map(id_of).find(|i| *i != a).unwrap();
     let done_b = broker.wait_status(&b, "COMPLETED", 30);
     assert_eq!(done_b["output"]["amount"], json!(20));
-    let (_, metrics) = (0, reqwest::blocking::get(format!("http://{}/metrics", broker.http)).unwrap().text().unwrap());
+    let (_, metrics) = (
+        0,
+        reqwest::blocking::get(format!("http://{}/metrics", broker.http))
+            .unwrap()
+            .text()
+            .unwrap(),
+    );
     assert!(
         metrics.contains("flowbroker_buffered_events_total{outcome=\"delivered\"} 1"),
         "the early payment was buffered and delivered:\n{metrics}"
@@ -100,7 +133,11 @@ fn event_start_correlated_continuation_early_event_and_lifecycle() {
     let rec = out
         .all()
         .into_iter()
-        .find(|r| r.event.as_ref().is_some_and(|e| e.event_type == "order.done" && e.data.as_ref().unwrap()["orderid"] == json!("A")))
+        .find(|r| {
+            r.event.as_ref().is_some_and(|e| {
+                e.event_type == "order.done" && e.data.as_ref().unwrap()["orderid"] == json!("A")
+            })
+        })
         .unwrap();
     assert_eq!(rec.key.as_deref(), Some("A"));
     // lifecycle: started and completed, once each per instance
@@ -111,7 +148,10 @@ fn event_start_correlated_continuation_early_event_and_lifecycle() {
     assert_eq!(out.events("flowbroker.instance.completed").len(), 2);
     // the history lists inputs and decisions in order
     let h = broker.instance(&a)["history"].as_array().unwrap().clone();
-    let kinds: Vec<&str> = h.iter().map(|e| e["input"]["kind"].as_str().unwrap()).collect();
+    let kinds: Vec<&str> = h
+        .iter()
+        .map(|e| e["input"]["kind"].as_str().unwrap())
+        .collect();
     assert_eq!(kinds, ["start", "actionResult", "event"]);
     // one call per order, each with its own idempotency key
     let keys: std::collections::BTreeSet<String> = fns.calls().into_iter().map(|c| c.1).collect();
@@ -215,13 +255,34 @@ fn join_callback_foreach_request_reply_and_dead_letters() {
     let p = kafka.producer();
 
     // all-events start join: one instance per key, created when both parts are in
-    p.send(&event("l1", "/parts", "part.left", &[("pairid", "P1")], json!({"left": 1})));
-    p.send(&event("l2", "/parts", "part.left", &[("pairid", "P2")], json!({"left": 2})));
-    p.send_structured(&event("r1", "/parts", "part.right", &[("pairid", "P1")], json!({"right": 1})));
+    p.send(&event(
+        "l1",
+        "/parts",
+        "part.left",
+        &[("pairid", "P1")],
+        json!({"left": 1}),
+    ));
+    p.send(&event(
+        "l2",
+        "/parts",
+        "part.left",
+        &[("pairid", "P2")],
+        json!({"left": 2}),
+    ));
+    p.send_structured(&event(
+        "r1",
+        "/parts",
+        "part.right",
+        &[("pairid", "P1")],
+        json!({"right": 1}),
+    ));
     let started = out.wait_events("flowbroker.instance.started", 1, 30);
     let j = id_of(&started[0]);
     let done = broker.wait_status(&j, "COMPLETED", 30);
-    assert_eq!(done["output"], json!({"left": 1, "right": 1, "pairid": "P1"}));
+    assert_eq!(
+        done["output"],
+        json!({"left": 1, "right": 1, "pairid": "P1"})
+    );
     assert_eq!(broker.instances("join").len(), 1, "P2 is still pending");
 
     // callback completed by an event routed by workflowinstanceid
@@ -232,17 +293,29 @@ fn join_callback_foreach_request_reply_and_dead_letters() {
         (broker.instance(&cb)["status"] == json!("WAITING")).then_some(())
     });
     assert_eq!(broker.instance(&cb)["data"]["asked"], json!("ann"));
-    p.send(&event("d1", "/approver", "approval.decided", &[("workflowinstanceid", &cb)], json!({"decision": "yes"})));
+    p.send(&event(
+        "d1",
+        "/approver",
+        "approval.decided",
+        &[("workflowinstanceid", &cb)],
+        json!({"decision": "yes"}),
+    ));
     let done = broker.wait_status(&cb, "COMPLETED", 30);
     assert_eq!(done["output"]["decision"], json!("yes"));
 
     // foreach over HTTP calls, at most two at once, results in input order
-    let (code, v) = broker.post("/v1/workflows/squares/instances", json!({"numbers": [1, 2, 3, 4, 5]}));
+    let (code, v) = broker.post(
+        "/v1/workflows/squares/instances",
+        json!({"numbers": [1, 2, 3, 4, 5]}),
+    );
     assert_eq!(code, 201, "{v}");
     let sq = v["id"].as_str().unwrap().to_string();
     let done = broker.wait_status(&sq, "COMPLETED", 30);
     // a non-object result is merged under `result` (SEMANTICS.md "Data flow")
-    let squares: Vec<Value> = [1, 4, 9, 16, 25].iter().map(|n| json!({"result": n})).collect();
+    let squares: Vec<Value> = [1, 4, 9, 16, 25]
+        .iter()
+        .map(|n| json!({"result": n}))
+        .collect();
     assert_eq!(done["output"]["squares"], json!(squares));
     let square_calls = fns.calls().into_iter().filter(|c| c.0 == "/square").count();
     assert_eq!(square_calls, 5);
@@ -255,27 +328,47 @@ fn join_callback_foreach_request_reply_and_dead_letters() {
     let req = out.wait_events("quote.requested", 1, 30).remove(0);
     assert_eq!(req.data, Some(json!({"sku": "s-1"})));
     assert_eq!(req.extensions["workflowinstanceid"], json!(q));
-    p.send(&event("g1", "/pricing", "quote.given", &[("workflowinstanceid", &q)], json!({"price": 5})));
+    p.send(&event(
+        "g1",
+        "/pricing",
+        "quote.given",
+        &[("workflowinstanceid", &q)],
+        json!({"price": 5}),
+    ));
     let done = broker.wait_status(&q, "COMPLETED", 30);
     assert_eq!(done["output"]["price"], json!(5));
 
     // a malformed record goes to the DLQ with its origin; the stream moves on
     p.send_raw(b"this is not a cloudevent");
-    p.send(&event("l3", "/parts", "part.left", &[("pairid", "P3")], json!({"left": 3})));
-    p.send(&event("r3", "/parts", "part.right", &[("pairid", "P3")], json!({"right": 3})));
+    p.send(&event(
+        "l3",
+        "/parts",
+        "part.left",
+        &[("pairid", "P3")],
+        json!({"left": 3}),
+    ));
+    p.send(&event(
+        "r3",
+        "/parts",
+        "part.right",
+        &[("pairid", "P3")],
+        json!({"right": 3}),
+    ));
     let dlq = wait_for(30, "a dead letter", || {
         out.all().into_iter().find(|r| r.topic == "flowbroker.dlq")
     });
-    assert_eq!(dlq.payload.as_deref(), Some(&b"this is not a cloudevent"[..]));
+    assert_eq!(
+        dlq.payload.as_deref(),
+        Some(&b"this is not a cloudevent"[..])
+    );
     assert_eq!(dlq.headers["flowbroker-dlq-topic"], "flowbroker.in");
     assert_eq!(dlq.headers["flowbroker-dlq-kind"], "not_cloudevent");
     assert!(dlq.headers.contains_key("flowbroker-dlq-offset"));
     assert!(dlq.headers["flowbroker-dlq-reason"].contains("not a structured CloudEvent"));
     wait_for(30, "P3 to complete after the bad record", || {
-        broker
-            .instances("join")
-            .into_iter()
-            .find(|i| i["correlation"]["pairid"] == json!("P3") && i["status"] == json!("COMPLETED"))
+        broker.instances("join").into_iter().find(|i| {
+            i["correlation"]["pairid"] == json!("P3") && i["status"] == json!("COMPLETED")
+        })
     });
 }
 

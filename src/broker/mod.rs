@@ -40,6 +40,30 @@ impl Clock for SystemClock {
     }
 }
 
+/// A clock that moves only when told (tests, replays).
+pub struct ManualClock(std::sync::Mutex<DateTime<Utc>>);
+
+impl ManualClock {
+    pub fn new(at: DateTime<Utc>) -> ManualClock {
+        ManualClock(std::sync::Mutex::new(at))
+    }
+
+    pub fn set(&self, at: DateTime<Utc>) {
+        *self.0.lock().expect("clock lock") = at;
+    }
+
+    pub fn advance(&self, by: chrono::Duration) {
+        let mut t = self.0.lock().expect("clock lock");
+        *t += by;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> DateTime<Utc> {
+        *self.0.lock().expect("clock lock")
+    }
+}
+
 /// A metric to count once the batch that made it true has committed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Stat {

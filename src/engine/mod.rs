@@ -17,8 +17,8 @@ mod produce;
 mod run;
 
 pub use events::{correlates, waits_for};
-pub use produce::event_id as produce_event_id;
 pub use instance::{Activity, ErrorInfo, Event, Instance, Lane, Run, Slot, Source, Status};
+pub use produce::event_id as produce_event_id;
 
 use crate::definition::Definition;
 use crate::model::State;

@@ -27,10 +27,7 @@ pub enum StoreError {
         source: serde_json::Error,
     },
     #[error("cannot create data directory {dir}: {source}")]
-    Dir {
-        dir: String,
-        source: std::io::Error,
-    },
+    Dir { dir: String, source: std::io::Error },
 }
 
 impl From<fjall::Error> for StoreError {
@@ -157,7 +154,11 @@ impl Txn<'_> {
     }
 
     /// Entries whose key starts with `prefix`, in key order.
-    pub fn prefix<T: DeserializeOwned>(&self, table: Table, prefix: &str) -> Result<Vec<(String, T)>> {
+    pub fn prefix<T: DeserializeOwned>(
+        &self,
+        table: Table,
+        prefix: &str,
+    ) -> Result<Vec<(String, T)>> {
         let part = self.store.part(table);
         self.with(|tx| collect(table, tx.prefix(part, prefix), |_| false, usize::MAX))
     }
@@ -214,7 +215,11 @@ impl Snapshot<'_> {
         v.map(|b| decode(table, key, &b)).transpose()
     }
 
-    pub fn prefix<T: DeserializeOwned>(&self, table: Table, prefix: &str) -> Result<Vec<(String, T)>> {
+    pub fn prefix<T: DeserializeOwned>(
+        &self,
+        table: Table,
+        prefix: &str,
+    ) -> Result<Vec<(String, T)>> {
         collect(
             table,
             self.tx.prefix(self.store.part(table), prefix),

@@ -74,7 +74,13 @@ impl Kafka {
         let port = free_port();
         let url = format!("tcp://127.0.0.1:{port}");
         let child = Command::new(&bin)
-            .args(["broker", "--listener-url", &url, "--advertised-listener-url", &url])
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -235,9 +241,11 @@ impl Collector {
     pub fn lifecycle(&self, id: &str, what: &str, secs: u64) -> Event {
         let ty = format!("flowbroker.instance.{what}");
         wait_for(secs, &format!("{ty} of {id}"), || {
-            self.events(&ty)
-                .into_iter()
-                .find(|e| e.data.as_ref().is_some_and(|d| d["instanceId"] == json!(id)))
+            self.events(&ty).into_iter().find(|e| {
+                e.data
+                    .as_ref()
+                    .is_some_and(|d| d["instanceId"] == json!(id))
+            })
         })
     }
 }
@@ -285,7 +293,9 @@ impl Publisher {
             .and_then(|v| v.as_str())
             .unwrap_or(&e.id)
             .to_string();
-        let rec = FutureRecord::to("flowbroker.in").key(&key).message_record(&mr);
+        let rec = FutureRecord::to("flowbroker.in")
+            .key(&key)
+            .message_record(&mr);
         block(self.p.send(rec, Duration::from_secs(10))).expect("publish");
     }
 
@@ -338,7 +348,10 @@ impl Broker {
             ("FLOWBROKER_KAFKA_GROUP_ID".into(), "flowbroker-test".into()),
             ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS".into(), "10".into()),
             ("FLOWBROKER_KAFKA_SESSION_TIMEOUT_MS".into(), "6000".into()),
-            ("FLOWBROKER_DATA_DIR".into(), dir.join("data").display().to_string()),
+            (
+                "FLOWBROKER_DATA_DIR".into(),
+                dir.join("data").display().to_string(),
+            ),
             (
                 "FLOWBROKER_WORKFLOWS_DIR".into(),
                 dir.join("workflows").display().to_string(),
@@ -471,7 +484,9 @@ pub struct Functions {
 type Handler = Arc<dyn Fn(&str, &Value) -> (u16, Value) + Send + Sync>;
 
 impl Functions {
-    pub fn start(handler: impl Fn(&str, &Value) -> (u16, Value) + Send + Sync + 'static) -> Functions {
+    pub fn start(
+        handler: impl Fn(&str, &Value) -> (u16, Value) + Send + Sync + 'static,
+    ) -> Functions {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -485,9 +500,7 @@ impl Functions {
         let base = format!("http://{}", listener.local_addr().unwrap());
         let c2 = calls.clone();
         let app = axum::Router::new().fallback(
-            move |uri: axum::http::Uri,
-                  headers: axum::http::HeaderMap,
-                  body: axum::body::Bytes| {
+            move |uri: axum::http::Uri, headers: axum::http::HeaderMap, body: axum::body::Bytes| {
                 let (calls, handler) = (c2.clone(), handler.clone());
                 async move {
                     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
@@ -496,7 +509,10 @@ impl Functions {
                         .and_then(|h| h.to_str().ok())
                         .unwrap_or_default()
                         .to_string();
-                    calls.lock().unwrap().push((uri.path().to_string(), key, v.clone()));
+                    calls
+                        .lock()
+                        .unwrap()
+                        .push((uri.path().to_string(), key, v.clone()));
                     let (code, out) = handler(uri.path(), &v);
                     (
                         axum::http::StatusCode::from_u16(code).unwrap(),
