@@ -3,8 +3,9 @@
 //!
 //! # Layout
 //!
-//! Text flows top to bottom; the engine sits in the middle and never does I/O.
+//! The language and the pure engine in the middle; every piece of I/O at the edge.
 //!
+//! Language (text -> a runnable definition):
 //! - [`load`]: JSON/YAML text -> [`model`], each event/function/state read on its own so every
 //!   problem is reported; unknown fields become warnings. Syntax errors carry line and column.
 //! - [`model`]: the definition as data (workflow, functions, events, the nine state types,
@@ -15,13 +16,27 @@
 //! - [`expr`]: `{{ JsonPath }}` expressions, interpolation, truthiness (glue over jsonpath-rust).
 //! - [`time`]: ISO 8601 durations and intervals, cron, IANA zones (glue over iso8601-duration,
 //!   croner, chrono-tz).
-//! - [`engine`]: the pure state machine. `engine::apply(definition, instance, input, now)` ->
-//!   next instance + [`engine::Action`]s (produce, invoke, arm/cancel timer, start/cancel child,
+//! - [`diag`]: located diagnostics and "did you mean" suggestions.
+//!
+//! Engine (pure, no I/O, no clock):
+//! - [`engine`]: `engine::apply(definition, instance, input, now)` -> next instance +
+//!   [`engine::Action`]s (produce, invoke, arm/cancel timer, start/cancel child,
 //!   complete/terminate/fail). Inputs and instances are serde data, so runs can be stored and
 //!   replayed.
-//! - [`graph`]: Mermaid flowcharts of a definition.
-//! - [`cli`]: the `flowbroker` command (`validate`, `graph`).
-//! - [`diag`]: located diagnostics and "did you mean" suggestions.
+//!
+//! Broker (the running service, `flowbroker run`):
+//! - [`server`]: builds everything from [`config::Config`] and wires the tasks.
+//! - [`broker`]: the single-writer core. Commands (records, HTTP events, admin requests,
+//!   function results, outbox acks, file changes, due timers) -> one [`store`] transaction per
+//!   batch -> effects after commit. Inside: correlation router and index, registry of deployed
+//!   versions, cron schedules and interval windows.
+//! - [`store`]: the embedded store (fjall): tables of JSON records, one transaction per batch.
+//! - [`kafka`]: consumer (records -> decoded CloudEvents in batches), producer (outbox ->
+//!   Kafka, acks back to the core), topic creation; [`cloudevent`] converts SDK events.
+//! - [`http`]: CloudEvents HTTP ingress, admin API, health, Prometheus [`metrics`].
+//! - [`invoke`]: function calls over HTTP with idempotency keys.
+//! - [`watch`]: the workflow directory, polled.
+//! - [`cli`]: the `flowbroker` command (`run`, `validate`, `graph`); [`graph`]: Mermaid charts.
 
 pub mod broker;
 pub mod cli;

@@ -111,16 +111,19 @@ fn event_start_correlated_continuation_early_event_and_lifecycle() {
     let b = started.iter().map(id_of).find(|i| *i != a).unwrap();
     let done_b = broker.wait_status(&b, "COMPLETED", 30);
     assert_eq!(done_b["output"]["amount"], json!(20));
-    let (_, metrics) = (
-        0,
-        reqwest::blocking::get(format!("http://{}/metrics", broker.http))
-            .unwrap()
-            .text()
-            .unwrap(),
-    );
-    assert!(
-        metrics.contains("flowbroker_buffered_events_total{outcome=\"delivered\"} 1"),
-        "the early payment was buffered and delivered:\n{metrics}"
+    // metrics are counted just after the commit the status shows: wait for them
+    wait_for(
+        10,
+        "the early payment to count as buffered and delivered",
+        || {
+            let m = reqwest::blocking::get(format!("http://{}/metrics", broker.http))
+                .ok()?
+                .text()
+                .ok()?;
+            (m.contains("flowbroker_buffered_events_total{outcome=\"buffered\"} 1")
+                && m.contains("flowbroker_buffered_events_total{outcome=\"delivered\"} 1"))
+            .then_some(())
+        },
     );
 
     // produced events: deterministic ids, keyed by the correlation value, with extensions

@@ -37,7 +37,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Map, Value};
 
 /// Ticks enumerated at most when catching up (older ones are skipped without enumeration).
-const MAX_ENUMERATED: usize = 100_000;
+pub const MAX_ENUMERATED: usize = 100_000;
 
 fn timer_id(workflow: &str) -> String {
     format!("cron{SEP}{workflow}")

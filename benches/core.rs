@@ -1,0 +1,112 @@
+//! Broker core throughput without Kafka: decoded records in batches through the real core
+//! (correlation index, engine, history, outbox, offsets; one fsynced store transaction per
+//! batch). Each of `n` orders is started by one event and continued by a second, correlated
+//! one; the instance then completes and produces an event. `cargo bench --bench core`;
+//! under `cargo test` a small smoke run. Results: docs/performance.md.
+
+use flowbroker::broker::core::{Core, Outlets, Shared};
+use flowbroker::broker::{Cmd, Record, SystemClock};
+use flowbroker::config::Config;
+use flowbroker::engine::Event;
+use flowbroker::metrics::Metrics;
+use flowbroker::store::Store;
+use serde_json::{json, Map};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::sync::mpsc;
+
+const ORDERS: &str = r#"
+id: orders
+name: orders
+events:
+- {name: Created, type: order.created, source: /shop, correlation: [{contextAttributeName: orderid}]}
+- {name: Paid, type: order.paid, source: /shop, correlation: [{contextAttributeName: orderid}]}
+- {name: Done, type: order.done, kind: produced}
+states:
+- name: Received
+  type: event
+  start: {kind: default}
+  eventsActions: [{eventRefs: [Created]}]
+  transition: {nextState: AwaitPayment}
+- name: AwaitPayment
+  type: event
+  eventsActions:
+  - eventRefs: [Paid]
+    eventDataFilter: {dataOutputPath: "{{ $.data.amount }}"}
+  end: {kind: event, produceEvent: {eventRef: Done, data: "{{ $ }}"}}
+"#;
+
+fn record(offset: i64, id: String, ty: &str, order: usize) -> Record {
+    let mut ext = Map::new();
+    ext.insert("orderid".into(), json!(format!("o{order}")));
+    Record {
+        topic: "flowbroker.in".into(),
+        partition: 0,
+        offset,
+        event: Ok(Event {
+            id,
+            source: "/shop".into(),
+            event_type: ty.into(),
+            time: None,
+            datacontenttype: Some("application/json".into()),
+            subject: None,
+            data: Some(json!({"amount": order, "items": [{"sku": "a", "quantity": 1}]})),
+            extensions: ext,
+        }),
+        key: None,
+        payload: None,
+        headers: vec![],
+    }
+}
+
+fn run(n: usize, batch: usize) -> (f64, usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Arc::new(Store::open(&dir.path().join("store")).unwrap());
+    let (ptx, mut prx) = mpsc::unbounded_channel();
+    let (itx, _irx) = mpsc::unbounded_channel();
+    let mut core = Core::new(
+        store,
+        Arc::new(Config::default()),
+        Arc::new(Metrics::new()),
+        Arc::new(SystemClock),
+        Outlets {
+            produce: ptx,
+            invoke: itx,
+            commit_offsets: Box::new(|_| {}),
+        },
+        Arc::new(Shared::default()),
+    )
+    .unwrap();
+    let files = [("/wf/orders.yaml".to_string(), ORDERS.to_string())].into();
+    core.process(vec![Cmd::Files(files)]).unwrap();
+    let mut records = Vec::with_capacity(2 * n);
+    for i in 0..n {
+        records.push(record(2 * i as i64, format!("c{i}"), "order.created", i));
+        records.push(record(2 * i as i64 + 1, format!("p{i}"), "order.paid", i));
+    }
+    let t0 = Instant::now();
+    let mut it = records.into_iter().peekable();
+    while it.peek().is_some() {
+        let chunk: Vec<Record> = it.by_ref().take(batch).collect();
+        core.process(vec![Cmd::Records(chunk)]).unwrap();
+    }
+    let secs = t0.elapsed().as_secs_f64();
+    let mut produced = 0;
+    while let Ok(b) = prx.try_recv() {
+        produced += b.len();
+    }
+    ((2 * n) as f64 / secs, produced)
+}
+
+fn main() {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let n = if measuring { 20_000 } else { 200 };
+    println!("| batch | events | events/s | records produced |");
+    println!("|---|---|---|---|");
+    for batch in [1, 50, 500] {
+        let n = if batch == 1 { n / 10 } else { n };
+        let (rate, produced) = run(n, batch);
+        assert_eq!(produced, 3 * n, "started, done and completed per order");
+        println!("| {batch} | {} | {rate:.0} | {produced} |", 2 * n);
+    }
+}
