@@ -54,7 +54,11 @@ pub async fn serve(cfg: Config) -> Result<(), ServeError> {
         topics.extend(k.topics.values().cloned());
         topics.sort();
         topics.dedup();
-        crate::kafka::ensure_topics(k, &topics).await?;
+        // Not fatal: the topics may be managed elsewhere, or Kafka may come up later (the
+        // clients reconnect on their own).
+        if let Err(e) = crate::kafka::ensure_topics(k, &topics).await {
+            tracing::warn!(error = %e, "could not create topics at start; continuing");
+        }
     }
     let producer = crate::kafka::producer::create(k)?;
     let (consumer, assigned) = crate::kafka::consumer::create(k)?;

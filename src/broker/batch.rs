@@ -140,9 +140,24 @@ impl<'a, 's> Batch<'a, 's> {
         };
         let def = &d.def;
         let before = rec.instance.clone();
-        let step = match engine::apply(def, &before, input.clone(), self.now) {
-            Ok(s) => s,
-            Err(e) => return Ok(Err(e)),
+        // A bug in the engine must not become a crash loop on the same record: the input is
+        // refused (and logged) and the stream moves on.
+        let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            engine::apply(def, &before, input.clone(), self.now)
+        }));
+        let step = match applied {
+            Ok(Ok(s)) => s,
+            Ok(Err(e)) => return Ok(Err(e)),
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                tracing::error!(instance = id, input = ?input, panic = %why,
+                    "the engine panicked on this input; input dropped (please report this)");
+                return Ok(Err(EngineError::UnknownState(format!("engine panic: {why}"))));
+            }
         };
         let entry = HistoryEntry {
             at: self.now,

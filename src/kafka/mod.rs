@@ -50,7 +50,9 @@ pub async fn ensure_topics(cfg: &KafkaConfig, topics: &[String]) -> Result<(), K
         .iter()
         .map(|t| NewTopic::new(t, cfg.topic_partitions, TopicReplication::Fixed(1)))
         .collect();
-    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(10)));
+    let opts = AdminOptions::new()
+        .operation_timeout(Some(Duration::from_secs(10)))
+        .request_timeout(Some(Duration::from_secs(10)));
     let results = admin
         .create_topics(new.iter(), &opts)
         .await
