@@ -27,6 +27,9 @@ pub struct Config {
     /// How long an event that arrived before its instance waits for it is kept (ISO 8601
     /// duration). An event definition's `metadata.bufferTtl` overrides it.
     pub buffer_ttl: String,
+    /// Consumed events with the `source` and `id` of one seen within this window (ISO 8601
+    /// duration) are duplicates: dropped and counted, never applied twice. `PT0S` turns it off.
+    pub dedupe_window: String,
     /// IANA zone for cron schedules without a `timezone` (empty: the machine's zone, else UTC).
     pub timezone: String,
     pub kafka: KafkaConfig,
@@ -122,6 +125,7 @@ impl Default for Config {
             watch_interval_ms: 1000,
             event_source: "/flowbroker/{workflowId}".into(),
             buffer_ttl: "PT24H".into(),
+            dedupe_window: "PT10M".into(),
             timezone: String::new(),
             kafka: KafkaConfig::default(),
             http: HttpConfig::default(),

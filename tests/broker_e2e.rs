@@ -184,7 +184,7 @@ name: approval
 events:
 - {name: Decision, type: approval.decided, source: /approver}
 functions:
-- {name: ask, resource: "FN/ask"}
+- {name: ask, resource: "http://myapis.org/approvals.json#ask"}
 states:
 - name: Ask
   type: callback
@@ -243,17 +243,18 @@ fn join_callback_foreach_request_reply_and_dead_letters() {
         }
         _ => (404, json!({})),
     });
-    let callback = CALLBACK.replace("FN", &fns.base);
+    // the callback's resource is an OpenAPI-style operation: the config maps it by name
+    let ask = format!("ask={}", fns.url("/ask"));
     let foreach = FOREACH.replace("FN", &fns.base);
     let broker = Broker::start(
         &kafka,
         &[
             ("join.yaml", JOIN),
-            ("approval.yaml", &callback),
+            ("approval.yaml", CALLBACK),
             ("squares.yaml", &foreach),
             ("quote.yaml", REQUEST_REPLY),
         ],
-        &[],
+        &[("FLOWBROKER_FUNCTIONS", &ask)],
     );
     let p = kafka.producer();
 
@@ -397,6 +398,10 @@ fn http_ingress_and_admin_errors() {
     assert_eq!(r.status().as_u16(), 202);
     let v: Value = r.json().unwrap();
     assert_eq!(v["joined"].as_array().unwrap().len(), 1, "{v}");
+    // the same event again (a client retry): dropped, never applied twice
+    let v: Value = post("h1", "part.left", "H").json().unwrap();
+    assert!(v["rejected"].as_str().unwrap().contains("duplicate"), "{v}");
+    assert!(v["joined"].as_array().unwrap().is_empty(), "{v}");
     let v: Value = post("h2", "part.right", "H").json().unwrap();
     assert_eq!(v["started"].as_array().unwrap().len(), 1, "{v}");
     let id = v["started"][0].as_str().unwrap().to_string();

@@ -156,7 +156,9 @@ impl<'a, 's> Batch<'a, 's> {
                     .unwrap_or_default();
                 tracing::error!(instance = id, input = ?input, panic = %why,
                     "the engine panicked on this input; input dropped (please report this)");
-                return Ok(Err(EngineError::UnknownState(format!("engine panic: {why}"))));
+                return Ok(Err(EngineError::UnknownState(format!(
+                    "engine panic: {why}"
+                ))));
             }
         };
         let entry = HistoryEntry {
@@ -266,8 +268,9 @@ impl<'a, 's> Batch<'a, 's> {
                     let error = ErrorInfo::new(
                         "FunctionNotConfigured",
                         format!(
-                            "function {function:?} has resource {resource:?}, which is not an \
-                             http(s) URL and is not in the [functions] table of the broker config"
+                            "function {function:?} has resource {resource:?}, which is not a plain \
+                             http(s) URL; map {function:?} to a URL in the [functions] table of the \
+                             broker config (or FLOWBROKER_FUNCTIONS)"
                         ),
                     );
                     self.queue(&id, Input::ActionFailed { key, error });
@@ -384,17 +387,21 @@ impl<'a, 's> Batch<'a, 's> {
         Ok(())
     }
 
-    /// The URL of a function: its resource when that is an http(s) URL, else the config's
-    /// `[functions]` entry for the function name or the resource.
+    /// The URL of a function: the config's `[functions]` entry for the function name, else
+    /// for its resource, else the resource itself when it is a plain http(s) URL. A resource
+    /// with a `#fragment` names an operation in an API document (OpenAPI style, as in the
+    /// spec's examples); it needs a `[functions]` entry.
     fn resolve(&self, function: &str, resource: &str) -> Option<String> {
-        if resource.starts_with("http://") || resource.starts_with("https://") {
-            return Some(resource.to_string());
-        }
-        self.cfg
+        if let Some(url) = self
+            .cfg
             .functions
             .get(function)
             .or_else(|| self.cfg.functions.get(resource))
-            .cloned()
+        {
+            return Some(url.clone());
+        }
+        let http = resource.starts_with("http://") || resource.starts_with("https://");
+        (http && !resource.contains('#')).then(|| resource.to_string())
     }
 
     /// Queues buffered events the instance now waits for.

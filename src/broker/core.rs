@@ -218,7 +218,11 @@ impl Core {
                 Cmd::Event { event, reply } => {
                     b.fx.stats
                         .push(Stat::Consumed("http", event.event_type.clone()));
-                    let routed = b.route(event)?;
+                    let routed = if b.seen_before(&event)? {
+                        super::router::Routed::duplicate()
+                    } else {
+                        b.route(event)?
+                    };
                     replies.push(Box::new(move || {
                         let _ = reply.send(Ok(routed));
                     }));
@@ -281,6 +285,7 @@ impl Core {
         fire_timers(&mut b)?;
         if now >= self.last_sweep + chrono::Duration::seconds(SWEEP_EVERY_SECS) {
             sweep_buffer(&mut b)?;
+            b.sweep_seen()?;
             self.last_sweep = now;
         }
         b.drain()?;
@@ -326,6 +331,7 @@ impl Core {
                 Stat::DeadLettered(reason) => m.dead_lettered.with_label_values(&[reason]).inc(),
                 Stat::Unmatched(ty) => m.unmatched.with_label_values(&[&ty]).inc(),
                 Stat::Duplicate => m.duplicates.inc(),
+                Stat::DuplicateEvent(ty) => m.duplicate_events.with_label_values(&[&ty]).inc(),
                 Stat::Buffered => m.buffered.with_label_values(&["buffered"]).inc(),
                 Stat::BufferDelivered => m.buffered.with_label_values(&["delivered"]).inc(),
                 Stat::BufferExpired => m.buffered.with_label_values(&["expired"]).inc(),
@@ -433,6 +439,9 @@ fn consume(b: &mut Batch<'_, '_>, r: Record) -> Result<(), StoreError> {
         Ok(event) => {
             b.fx.stats
                 .push(Stat::Consumed("kafka", event.event_type.clone()));
+            if b.seen_before(&event)? {
+                return Ok(());
+            }
             let routed = b.route(event)?;
             if !routed.matched() && b.cfg.kafka.dlq_unmatched {
                 let reason = routed

@@ -6,6 +6,7 @@
 //! - [`batch`]: applying inputs to instances inside a transaction (indexes, actions, children,
 //!   lifecycle events, outbox, calls, timers).
 //! - [`router`]: correlating a consumed event to instances or starts.
+//! - [`dedupe`]: dropping events whose source and id were already consumed.
 //! - [`index`]: correlation keys and index entries.
 //! - [`registry`]: deployed workflow versions and the event-type index.
 //! - [`schedule`]: cron starts, exactly once, with catch-up.
@@ -14,6 +15,7 @@
 
 pub mod batch;
 pub mod core;
+pub mod dedupe;
 pub mod index;
 pub mod records;
 pub mod registry;
@@ -71,6 +73,8 @@ pub enum Stat {
     DeadLettered(&'static str),
     Unmatched(String),
     Duplicate,
+    /// An event whose source and id were seen within the dedupe window.
+    DuplicateEvent(String),
     Buffered,
     BufferDelivered,
     BufferExpired,

@@ -39,6 +39,19 @@ pub struct Routed {
 }
 
 impl Routed {
+    /// The answer for an event already consumed within the dedupe window.
+    pub fn duplicate() -> Routed {
+        Routed {
+            delivered: vec![],
+            buffered: vec![],
+            started: vec![],
+            joined: vec![],
+            rejected: Some(
+                "duplicate: an event with this source and id was already consumed".into(),
+            ),
+        }
+    }
+
     pub fn matched(&self) -> bool {
         !(self.delivered.is_empty()
             && self.buffered.is_empty()

@@ -66,8 +66,10 @@ pub fn run(cli: Cli) -> ExitCode {
 }
 
 fn run_broker(config: Option<PathBuf>) -> ExitCode {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("FLOWBROKER_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,rdkafka=warn,fjall=warn,lsm_tree=warn"));
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("FLOWBROKER_LOG").unwrap_or_else(|_| {
+            tracing_subscriber::EnvFilter::new("info,rdkafka=warn,fjall=warn,lsm_tree=warn")
+        });
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

@@ -35,10 +35,14 @@ pub enum Table {
     Versions,
     /// workflow id -> schedule state (last fired tick).
     Schedules,
+    /// `source SEP id` of a consumed event -> when it stops counting as a duplicate.
+    Seen,
+    /// `expires_ms(20) SEP source SEP id` -> (): `Seen` by expiry, for sweeping.
+    SeenExpiry,
 }
 
 impl Table {
-    pub const ALL: [Table; 14] = [
+    pub const ALL: [Table; 16] = [
         Table::Instances,
         Table::History,
         Table::Active,
@@ -53,6 +57,8 @@ impl Table {
         Table::Meta,
         Table::Versions,
         Table::Schedules,
+        Table::Seen,
+        Table::SeenExpiry,
     ];
 
     pub fn name(self) -> &'static str {
@@ -71,6 +77,8 @@ impl Table {
             Table::Meta => "meta",
             Table::Versions => "versions",
             Table::Schedules => "schedules",
+            Table::Seen => "seen",
+            Table::SeenExpiry => "seen_expiry",
         }
     }
 }
