@@ -62,14 +62,32 @@ fn tansu_binary() -> PathBuf {
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
-/// A tansu broker process on a free loopback port, killed on drop.
+/// What serves Kafka for a test.
+enum Proc {
+    Tansu(Child),
+    #[cfg(feature = "docker-tests")]
+    Docker(
+        Box<
+            testcontainers_modules::testcontainers::Container<
+                testcontainers_modules::kafka::apache::Kafka,
+            >,
+        >,
+    ),
+}
+
+/// A Kafka-protocol broker on a free loopback port, stopped on drop: a tansu process by
+/// default; Apache Kafka in a container with `FLOWBROKER_TEST_KAFKA=docker` and
+/// `--features docker-tests` (needs a Docker engine).
 pub struct Kafka {
-    child: Child,
+    proc: Proc,
     pub port: u16,
 }
 
 impl Kafka {
     pub fn start() -> Kafka {
+        if std::env::var("FLOWBROKER_TEST_KAFKA").as_deref() == Ok("docker") {
+            return Kafka::docker();
+        }
         let bin = tansu_binary();
         let port = free_port();
         let url = format!("tcp://127.0.0.1:{port}");
@@ -88,11 +106,37 @@ impl Kafka {
         wait_for(20, "tansu to listen", || {
             std::net::TcpStream::connect(("127.0.0.1", port)).ok()
         });
-        let k = Kafka { child, port };
+        let k = Kafka {
+            proc: Proc::Tansu(child),
+            port,
+        };
         for t in TOPICS {
             k.create_topic(t, 3);
         }
         k
+    }
+
+    #[cfg(feature = "docker-tests")]
+    fn docker() -> Kafka {
+        use testcontainers_modules::kafka::apache;
+        use testcontainers_modules::testcontainers::runners::SyncRunner;
+        let node = apache::Kafka::default().start().expect(
+            "FLOWBROKER_TEST_KAFKA=docker: cannot start Apache Kafka (is a Docker engine running?)",
+        );
+        let port = node.get_host_port_ipv4(apache::KAFKA_PORT).unwrap();
+        let k = Kafka {
+            proc: Proc::Docker(Box::new(node)),
+            port,
+        };
+        for t in TOPICS {
+            k.create_topic(t, 3);
+        }
+        k
+    }
+
+    #[cfg(not(feature = "docker-tests"))]
+    fn docker() -> Kafka {
+        panic!("FLOWBROKER_TEST_KAFKA=docker needs `cargo test --features docker-tests`");
     }
 
     pub fn brokers(&self) -> String {
@@ -100,22 +144,22 @@ impl Kafka {
     }
 
     pub fn create_topic(&self, name: &str, partitions: u32) {
-        let bin = tansu_binary();
-        let status = Command::new(bin)
-            .args([
-                "topic",
-                "create",
-                "--broker",
-                &format!("tcp://127.0.0.1:{}", self.port),
-                "--partitions",
-                &partitions.to_string(),
-                name,
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
+        use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+        let admin: AdminClient<rdkafka::client::DefaultClientContext> = ClientConfig::new()
+            .set("bootstrap.servers", self.brokers())
+            .create()
             .unwrap();
-        assert!(status.success(), "tansu topic create {name} failed");
+        let topic = NewTopic::new(name, partitions as i32, TopicReplication::Fixed(1));
+        let r = block(admin.create_topics([&topic], &AdminOptions::new())).expect("create topic");
+        for x in r {
+            if let Err((t, code)) = x {
+                assert_eq!(
+                    code,
+                    rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists,
+                    "create topic {t}"
+                );
+            }
+        }
     }
 
     pub fn producer(&self) -> Publisher {
@@ -161,8 +205,11 @@ impl Kafka {
 
 impl Drop for Kafka {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        #[allow(irrefutable_let_patterns)]
+        if let Proc::Tansu(child) = &mut self.proc {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
 
