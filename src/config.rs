@@ -30,6 +30,9 @@ pub struct Config {
     /// Consumed events with the `source` and `id` of one seen within this window (ISO 8601
     /// duration) are duplicates: dropped and counted, never applied twice. `PT0S` turns it off.
     pub dedupe_window: String,
+    /// How long finished instances and their history are kept (ISO 8601 duration); empty keeps
+    /// them forever.
+    pub retention: String,
     /// IANA zone for cron schedules without a `timezone` (empty: the machine's zone, else UTC).
     pub timezone: String,
     pub kafka: KafkaConfig,
@@ -126,6 +129,7 @@ impl Default for Config {
             event_source: "/flowbroker/{workflowId}".into(),
             buffer_ttl: "PT24H".into(),
             dedupe_window: "PT10M".into(),
+            retention: "P7D".into(),
             timezone: String::new(),
             kafka: KafkaConfig::default(),
             http: HttpConfig::default(),
@@ -250,10 +254,37 @@ impl Config {
         } else {
             origin
         };
-        Config::deserialize(toml::Value::Table(root)).map_err(|e| ConfigError::Invalid {
-            origin,
-            message: e.to_string(),
-        })
+        let cfg =
+            Config::deserialize(toml::Value::Table(root)).map_err(|e| ConfigError::Invalid {
+                origin: origin.clone(),
+                message: e.to_string(),
+            })?;
+        cfg.check()
+            .map_err(|message| ConfigError::Invalid { origin, message })?;
+        Ok(cfg)
+    }
+
+    /// Values serde cannot check: durations and the time zone.
+    fn check(&self) -> Result<(), String> {
+        let durations = [
+            ("buffer_ttl", &self.buffer_ttl, false),
+            ("dedupe_window", &self.dedupe_window, false),
+            ("retention", &self.retention, true),
+        ];
+        for (name, value, may_be_empty) in durations {
+            if value.is_empty() && may_be_empty {
+                continue;
+            }
+            crate::time::Duration::parse(value).map_err(|e| {
+                format!(
+                    "{name} = {value:?}: {e} (an ISO 8601 duration such as \"PT10M\" or \"P7D\")"
+                )
+            })?;
+        }
+        if !self.timezone.is_empty() {
+            crate::time::parse_timezone(&self.timezone).map_err(|e| format!("timezone: {e}"))?;
+        }
+        Ok(())
     }
 
     /// The store directory.
@@ -394,6 +425,20 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("FLOWBROKER_KAFKA_BROKERS"), "{e}");
+    }
+
+    #[test]
+    fn durations_and_zone_are_checked() {
+        let e = Config::load(None, env(&[("FLOWBROKER_RETENTION", "7 days")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("retention") && e.contains("P7D"), "{e}");
+        let e = Config::load(None, env(&[("FLOWBROKER_TIMEZONE", "Mars/Olympus")]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("timezone"), "{e}");
+        let c = Config::load(None, env(&[("FLOWBROKER_RETENTION", "")])).unwrap();
+        assert_eq!(c.retention, "");
     }
 
     #[test]

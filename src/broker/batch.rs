@@ -372,8 +372,12 @@ impl<'a, 's> Batch<'a, 's> {
         }
     }
 
-    /// A finished instance waits for nothing: its timers and buffered events go.
+    /// A finished instance waits for nothing: its timers and buffered events go, and it is
+    /// remembered for retention.
     fn finish(&mut self, rec: &InstanceRecord) -> Result<()> {
+        let ms = self.now.timestamp_millis().max(0) as u64;
+        self.tx
+            .put(Table::Finished, &key(&[&num(ms), &rec.instance.id]), &())?;
         for t in &rec.instance.timers {
             self.disarm(t)?;
         }

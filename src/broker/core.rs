@@ -286,6 +286,7 @@ impl Core {
         if now >= self.last_sweep + chrono::Duration::seconds(SWEEP_EVERY_SECS) {
             sweep_buffer(&mut b)?;
             b.sweep_seen()?;
+            b.sweep_finished()?;
             self.last_sweep = now;
         }
         b.drain()?;

@@ -11,6 +11,7 @@
 //! - [`registry`]: deployed workflow versions and the event-type index.
 //! - [`schedule`]: cron starts, exactly once, with catch-up.
 //! - [`window`]: interval windows and `directInvoke`.
+//! - [`retention`]: forgetting finished instances after `retention`.
 //! - [`records`]: what the store's tables hold.
 
 pub mod batch;
@@ -19,6 +20,7 @@ pub mod dedupe;
 pub mod index;
 pub mod records;
 pub mod registry;
+pub mod retention;
 pub mod router;
 pub mod schedule;
 pub mod window;

@@ -39,10 +39,12 @@ pub enum Table {
     Seen,
     /// `expires_ms(20) SEP source SEP id` -> (): `Seen` by expiry, for sweeping.
     SeenExpiry,
+    /// `finished_ms(20) SEP instance` -> (): finished instances, for retention.
+    Finished,
 }
 
 impl Table {
-    pub const ALL: [Table; 16] = [
+    pub const ALL: [Table; 17] = [
         Table::Instances,
         Table::History,
         Table::Active,
@@ -59,6 +61,7 @@ impl Table {
         Table::Schedules,
         Table::Seen,
         Table::SeenExpiry,
+        Table::Finished,
     ];
 
     pub fn name(self) -> &'static str {
@@ -79,6 +82,7 @@ impl Table {
             Table::Schedules => "schedules",
             Table::Seen => "seen",
             Table::SeenExpiry => "seen_expiry",
+            Table::Finished => "finished",
         }
     }
 }

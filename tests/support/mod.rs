@@ -4,6 +4,8 @@
 //! test that cannot get its broker panics with the reason.
 #![allow(dead_code)]
 
+pub mod manual;
+
 use flowbroker::engine::Event;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};

@@ -1,0 +1,220 @@
+//! The broker core driven in-process with a manual clock: store on disk, registry, timers,
+//! schedules, no Kafka. What the core would produce is read from its outbox channel; restarts
+//! are simulated by reopening the store.
+
+use chrono::{DateTime, Utc};
+use flowbroker::broker::core::{Core, Outlets, Shared};
+use flowbroker::broker::records::OutRecord;
+use flowbroker::broker::{Cmd, ManualClock};
+use flowbroker::config::Config;
+use flowbroker::metrics::Metrics;
+use flowbroker::store::Store;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+pub struct Harness {
+    pub dir: tempfile::TempDir,
+    pub clock: Arc<ManualClock>,
+    cfg: Config,
+    core: Option<Core>,
+    store: Option<Arc<Store>>,
+    out: mpsc::UnboundedReceiver<Vec<(String, OutRecord)>>,
+    files: BTreeMap<String, String>,
+    /// Every `flowbroker.instance.started` seen: (instance id, workflow, input).
+    pub started: Vec<(String, String, Value)>,
+}
+
+pub fn t(s: &str) -> DateTime<Utc> {
+    s.parse().unwrap()
+}
+
+impl Harness {
+    pub fn new(at: &str, cfg: impl FnOnce(&mut Config)) -> Harness {
+        let mut c = Config {
+            timezone: "UTC".into(),
+            ..Config::default()
+        };
+        cfg(&mut c);
+        let (_, rx) = mpsc::unbounded_channel();
+        let mut h = Harness {
+            dir: tempfile::tempdir().unwrap(),
+            clock: Arc::new(ManualClock::new(t(at))),
+            cfg: c,
+            core: None,
+            store: None,
+            out: rx,
+            files: BTreeMap::new(),
+            started: vec![],
+        };
+        h.boot();
+        h
+    }
+
+    /// (Re)opens the store and builds a core, as a broker start does.
+    pub fn boot(&mut self) {
+        self.core = None; // a crash: nothing but committed state survives
+        self.store = None;
+        let store = Arc::new(Store::open(&self.dir.path().join("store")).unwrap());
+        self.store = Some(store.clone());
+        let (ptx, prx) = mpsc::unbounded_channel();
+        let (itx, _irx) = mpsc::unbounded_channel();
+        std::mem::forget(_irx);
+        let mut core = Core::new(
+            store,
+            Arc::new(self.cfg.clone()),
+            Arc::new(Metrics::new()),
+            self.clock.clone(),
+            Outlets {
+                produce: ptx,
+                invoke: itx,
+                commit_offsets: Box::new(|_| {}),
+            },
+            Arc::new(Shared::default()),
+        )
+        .unwrap();
+        core.process(vec![Cmd::Files(self.files.clone())]).unwrap();
+        self.out = prx;
+        self.core = Some(core);
+        self.drain();
+    }
+
+    pub fn deploy(&mut self, name: &str, text: &str) {
+        self.files.insert(format!("/wf/{name}"), text.to_string());
+        self.sync();
+    }
+
+    pub fn remove(&mut self, name: &str) {
+        self.files.remove(&format!("/wf/{name}"));
+        self.sync();
+    }
+
+    pub fn sync(&mut self) {
+        let files = self.files.clone();
+        self.core
+            .as_mut()
+            .unwrap()
+            .process(vec![Cmd::Files(files)])
+            .unwrap();
+        self.drain();
+    }
+
+    /// Moves the clock and lets the core fire what is due (as its timer would).
+    pub fn at(&mut self, when: &str) {
+        self.clock.set(t(when));
+        self.core.as_mut().unwrap().process(vec![]).unwrap();
+        self.drain();
+    }
+
+    pub fn drain(&mut self) {
+        while let Ok(batch) = self.out.try_recv() {
+            for (_, rec) in batch {
+                if let OutRecord::Event { event, .. } = rec {
+                    if event.event_type == "flowbroker.instance.started" {
+                        let d = event.data.unwrap();
+                        self.started.push((
+                            d["instanceId"].as_str().unwrap().to_string(),
+                            d["workflowId"].as_str().unwrap().to_string(),
+                            d["input"].clone(),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Scheduled times of the instances started for `wf`, in order.
+    pub fn ticks(&self, wf: &str) -> Vec<String> {
+        self.started
+            .iter()
+            .filter(|s| s.1 == wf)
+            .map(|s| s.2["scheduledTime"].as_str().unwrap_or("-").to_string())
+            .collect()
+    }
+
+    /// The stored instance record, if any (as `GET /v1/instances/{id}` reads it).
+    pub fn stored(&self, id: &str) -> Option<Value> {
+        let store = self.store.as_ref()?;
+        let snap = store.read().unwrap();
+        snap.get::<Value>(flowbroker::store::Table::Instances, id)
+            .unwrap()
+    }
+
+    /// History entries stored for an instance.
+    pub fn history_len(&self, id: &str) -> usize {
+        let store = self.store.as_ref().unwrap();
+        let snap = store.read().unwrap();
+        let prefix = format!("{id}{}", flowbroker::store::SEP);
+        snap.prefix::<Value>(flowbroker::store::Table::History, &prefix)
+            .unwrap()
+            .len()
+    }
+
+    /// Lets the core do what is due now (timers, sweeps), as its loop would.
+    pub fn tick(&mut self) {
+        self.core.as_mut().unwrap().process(vec![]).unwrap();
+        self.drain();
+    }
+
+    pub fn cancel(&mut self, id: &str) {
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
+        self.core
+            .as_mut()
+            .unwrap()
+            .process(vec![Cmd::Cancel {
+                id: id.into(),
+                reply: tx,
+            }])
+            .unwrap();
+        self.drain();
+        rx.try_recv().unwrap().unwrap();
+    }
+
+    /// The instances-by-status gauge for `status`.
+    pub fn gauge(&self, status: &str) -> i64 {
+        let text = flowbroker::broker::core::gauges(self.store.as_ref().unwrap()).unwrap();
+        let line = format!("flowbroker_instances{{status=\"{status}\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&line))
+            .unwrap()
+            .parse()
+            .unwrap()
+    }
+
+    pub fn start(&mut self, wf: &str) -> Result<String, String> {
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
+        self.core
+            .as_mut()
+            .unwrap()
+            .process(vec![Cmd::Start {
+                workflow: wf.into(),
+                input: json!({}),
+                reply: tx,
+            }])
+            .unwrap();
+        self.drain();
+        rx.try_recv().unwrap().map_err(|e| e.to_string())
+    }
+
+    pub fn event(&mut self, id: &str, source: &str, ty: &str) -> Value {
+        let (tx, mut rx) = tokio::sync::oneshot::channel();
+        let event = flowbroker::engine::Event {
+            id: id.into(),
+            source: source.into(),
+            event_type: ty.into(),
+            time: None,
+            datacontenttype: None,
+            subject: None,
+            data: Some(json!({})),
+            extensions: Default::default(),
+        };
+        self.core
+            .as_mut()
+            .unwrap()
+            .process(vec![Cmd::Event { event, reply: tx }])
+            .unwrap();
+        self.drain();
+        serde_json::to_value(rx.try_recv().unwrap().unwrap()).unwrap()
+    }
+}
