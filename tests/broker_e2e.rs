@@ -342,8 +342,20 @@ fn join_callback_foreach_request_reply_and_dead_letters() {
     let done = broker.wait_status(&q, "COMPLETED", 30);
     assert_eq!(done["output"]["price"], json!(5));
 
-    // a malformed record goes to the DLQ with its origin; the stream moves on
+    // malformed records go to the DLQ with their origin; the stream moves on
     p.send_raw(b"this is not a cloudevent");
+    let ce = [
+        ("ce_specversion", Some("1.0")),
+        ("ce_id", Some("bad1")),
+        ("ce_source", Some("/parts")),
+        ("ce_type", Some("part.left")),
+        ("content-type", Some("application/json")),
+    ];
+    p.send_with_headers(b"{not json", &ce);
+    let mut null_header = ce.to_vec();
+    null_header[1] = ("ce_id", Some("bad2"));
+    null_header.push(("ce_pairid", None));
+    p.send_with_headers(b"{}", &null_header);
     p.send(&event(
         "l3",
         "/parts",
@@ -358,9 +370,30 @@ fn join_callback_foreach_request_reply_and_dead_letters() {
         &[("pairid", "P3")],
         json!({"right": 3}),
     ));
-    let dlq = wait_for(30, "a dead letter", || {
-        out.all().into_iter().find(|r| r.topic == "flowbroker.dlq")
+    let dead = wait_for(30, "three dead letters", || {
+        let d: Vec<Received> = out
+            .all()
+            .into_iter()
+            .filter(|r| r.topic == "flowbroker.dlq")
+            .collect();
+        (d.len() >= 3).then_some(d)
     });
+    // input records without a key land on any partition: find each by its reason
+    let by_reason = |needle: &str| {
+        dead.iter()
+            .find(|r| r.headers["flowbroker-dlq-reason"].contains(needle))
+            .unwrap_or_else(|| panic!("no dead letter with {needle:?}: {dead:?}"))
+            .clone()
+    };
+    let bad = by_reason("not valid JSON");
+    assert_eq!(bad.headers["flowbroker-dlq-kind"], "bad_data");
+    assert_eq!(
+        bad.headers["ce_id"], "bad1",
+        "the original headers are kept"
+    );
+    let null = by_reason("has no value");
+    assert_eq!(null.headers["flowbroker-dlq-kind"], "not_cloudevent");
+    let dlq = by_reason("not a structured CloudEvent");
     assert_eq!(
         dlq.payload.as_deref(),
         Some(&b"this is not a cloudevent"[..])

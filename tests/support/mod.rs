@@ -367,6 +367,18 @@ impl Publisher {
         let rec = FutureRecord::<str, _>::to("flowbroker.in").payload(payload);
         block(self.p.send(rec, Duration::from_secs(10))).expect("publish");
     }
+
+    /// Publishes a payload with the given headers (`None` = a header without a value).
+    pub fn send_with_headers(&self, payload: &[u8], headers: &[(&str, Option<&str>)]) {
+        let mut h = rdkafka::message::OwnedHeaders::new();
+        for (k, v) in headers {
+            h = h.insert(rdkafka::message::Header { key: k, value: *v });
+        }
+        let rec = FutureRecord::<str, _>::to("flowbroker.in")
+            .payload(payload)
+            .headers(h);
+        block(self.p.send(rec, Duration::from_secs(10))).expect("publish");
+    }
 }
 
 fn block<F: std::future::Future>(f: F) -> F::Output {
