@@ -198,6 +198,18 @@ impl Harness {
     }
 
     pub fn event(&mut self, id: &str, source: &str, ty: &str) -> Value {
+        self.event_with(id, source, ty, &[], json!({}))
+    }
+
+    /// Routes an event with extension attributes and data; returns the routing outcome.
+    pub fn event_with(
+        &mut self,
+        id: &str,
+        source: &str,
+        ty: &str,
+        attrs: &[(&str, &str)],
+        data: Value,
+    ) -> Value {
         let (tx, mut rx) = tokio::sync::oneshot::channel();
         let event = flowbroker::engine::Event {
             id: id.into(),
@@ -206,8 +218,11 @@ impl Harness {
             time: None,
             datacontenttype: None,
             subject: None,
-            data: Some(json!({})),
-            extensions: Default::default(),
+            data: Some(data),
+            extensions: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect(),
         };
         self.core
             .as_mut()

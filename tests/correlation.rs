@@ -1,0 +1,157 @@
+//! Correlation through the real core and store (manual clock, no Kafka): keys on several
+//! attributes with a fixed value, case-insensitive names, one active instance per key, early
+//! events buffered with a TTL, and events that match nothing.
+
+mod support;
+use chrono::Duration;
+use serde_json::{json, Value};
+use support::manual::Harness;
+
+const CLAIMS: &str = r#"
+id: claims
+name: claims
+events:
+- name: Filed
+  type: claim.filed
+  source: /claims
+  correlation:
+  - {contextAttributeName: customerId}
+  - {contextAttributeName: region}
+  - {contextAttributeName: channel, contextAttributeValue: web}
+- name: Documented
+  type: claim.documented
+  source: /claims
+  correlation:
+  - {contextAttributeName: customerId}
+  - {contextAttributeName: region}
+  - {contextAttributeName: channel, contextAttributeValue: web}
+  metadata: {bufferTtl: PT1H}
+states:
+- name: Filed
+  type: event
+  start: {kind: default}
+  eventsActions: [{eventRefs: [Filed]}]
+  transition: {nextState: Pause}
+- name: Pause
+  type: delay
+  timeDelay: PT10M
+  transition: {nextState: Docs}
+- name: Docs
+  type: event
+  eventsActions:
+  - eventRefs: [Documented]
+    eventDataFilter: {dataOutputPath: "{{ $.data.doc }}"}
+  end: {kind: default}
+"#;
+
+fn list(v: &Value, field: &str) -> Vec<String> {
+    v[field]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn several_attributes_fixed_values_one_active_instance_and_early_events() {
+    let mut h = Harness::new("2024-01-01T00:00:00Z", |_| {});
+    h.deploy("claims.yaml", CLAIMS);
+    let web = |c: &'static str, r: &'static str| {
+        vec![("customerid", c), ("region", r), ("channel", "web")]
+    };
+    // two keys differing in one attribute: two instances
+    let a = h.event_with("f1", "/claims", "claim.filed", &web("c1", "eu"), json!({}));
+    let b = h.event_with("f2", "/claims", "claim.filed", &web("c1", "us"), json!({}));
+    let (a, b) = (
+        list(&a, "started")[0].clone(),
+        list(&b, "started")[0].clone(),
+    );
+    assert_ne!(a, b);
+    // the same key again while active: no second instance (it is buffered for the first, and
+    // dropped when that one finishes without waiting for it)
+    let again = h.event_with("f3", "/claims", "claim.filed", &web("c1", "eu"), json!({}));
+    assert!(list(&again, "started").is_empty(), "{again}");
+    assert_eq!(list(&again, "buffered"), vec![a.clone()]);
+    // the wrong fixed value, or a missing attribute: matches nothing
+    let wrong = h.event_with(
+        "d0",
+        "/claims",
+        "claim.documented",
+        &[("customerid", "c1"), ("region", "eu"), ("channel", "phone")],
+        json!({}),
+    );
+    assert!(
+        !wrong["rejected"].is_string()
+            && list(&wrong, "buffered").is_empty()
+            && list(&wrong, "delivered").is_empty(),
+        "{wrong}"
+    );
+    let missing = h.event_with(
+        "d00",
+        "/claims",
+        "claim.documented",
+        &[("customerid", "c1")],
+        json!({}),
+    );
+    assert!(list(&missing, "buffered").is_empty() && list(&missing, "delivered").is_empty());
+    // early: documents arrive during the delay, attribute names in another case
+    let early = h.event_with(
+        "d1",
+        "/claims",
+        "claim.documented",
+        &[("CustomerId", "c1"), ("REGION", "eu"), ("channel", "web")],
+        json!({"doc": "A"}),
+    );
+    assert_eq!(list(&early, "buffered"), vec![a.clone()]);
+    let early_b = h.event_with(
+        "d2",
+        "/claims",
+        "claim.documented",
+        &web("c1", "us"),
+        json!({"doc": "B"}),
+    );
+    assert_eq!(list(&early_b, "buffered"), vec![b.clone()]);
+    // both delays end within the TTL: each buffered event goes to its own instance
+    h.clock.advance(Duration::minutes(10));
+    h.tick();
+    let ia = h.stored(&a).unwrap();
+    assert_eq!(ia["instance"]["status"], "COMPLETED", "{ia}");
+    assert_eq!(ia["instance"]["data"]["doc"], "A");
+    assert_eq!(
+        ia["instance"]["data"]["region"], "eu",
+        "correlation values join the data"
+    );
+    let ib = h.stored(&b).unwrap();
+    assert_eq!(ib["instance"]["status"], "COMPLETED", "{ib}");
+    // keys are index entries: a finished instance frees its key for a new start
+    let c = h.event_with("f4", "/claims", "claim.filed", &web("c1", "eu"), json!({}));
+    assert_eq!(list(&c, "started").len(), 1, "{c}");
+}
+
+#[test]
+fn buffered_events_expire_after_their_ttl() {
+    let mut h = Harness::new("2024-01-01T00:00:00Z", |_| {});
+    h.deploy(
+        "claims.yaml",
+        &CLAIMS.replace("timeDelay: PT10M", "timeDelay: PT2H"),
+    );
+    let web = [("customerid", "c9"), ("region", "eu"), ("channel", "web")];
+    let s = h.event_with("f1", "/claims", "claim.filed", &web, json!({}));
+    let id = list(&s, "started")[0].clone();
+    let e = h.event_with(
+        "d1",
+        "/claims",
+        "claim.documented",
+        &web,
+        json!({"doc": "late"}),
+    );
+    assert_eq!(list(&e, "buffered"), vec![id.clone()]);
+    h.clock.advance(Duration::minutes(61));
+    h.tick(); // sweeps the expired event
+    h.clock.advance(Duration::minutes(60));
+    h.tick(); // the delay ends; nothing buffered is left
+    let inst = h.stored(&id).unwrap();
+    assert_eq!(inst["instance"]["state"], "Docs");
+    assert_eq!(inst["instance"]["status"], "WAITING", "{inst}");
+}
