@@ -116,10 +116,14 @@ fn children_retries_timeouts_and_cancel() {
             ("visa.yaml", SWITCH),
             ("hold.yaml", HOLD),
         ],
-        &[(
-            "FLOWBROKER_FUNCTIONS",
-            &format!("charge={}", fns.url("/charge")),
-        )],
+        &[
+            (
+                "FLOWBROKER_FUNCTIONS",
+                &format!("charge={}", fns.url("/charge")),
+            ),
+            // lifecycle events in structured mode (application/cloudevents+json)
+            ("FLOWBROKER_KAFKA_OUTPUT_MODE", "structured"),
+        ],
     );
     let start = |wf: &str, input: serde_json::Value| {
         let (code, v) = broker.post(&format!("/v1/workflows/{wf}/instances"), input);
@@ -174,6 +178,9 @@ fn children_retries_timeouts_and_cancel() {
     assert_eq!(code, 202);
     broker.wait_status(&c, "CANCELLED", 10);
     out.lifecycle(&c, "cancelled", 10);
+    let structured = out.all().into_iter().find(|r| r.event.is_some()).unwrap();
+    assert!(structured.headers["content-type"].starts_with("application/cloudevents+json"));
+    assert!(!structured.headers.contains_key("ce_id"));
     let (code, _) = broker.post(&format!("/v1/instances/{c}/cancel"), json!({}));
     assert_eq!(code, 409, "already finished");
 }

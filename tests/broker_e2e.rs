@@ -234,7 +234,13 @@ states:
 #[test]
 fn join_callback_foreach_request_reply_and_dead_letters() {
     let kafka = Kafka::start();
-    let out = kafka.collect(&["flowbroker.out", "flowbroker.lifecycle", "flowbroker.dlq"]);
+    kafka.create_topic("flowbroker.requests", 3);
+    let out = kafka.collect(&[
+        "flowbroker.out",
+        "flowbroker.lifecycle",
+        "flowbroker.dlq",
+        "flowbroker.requests",
+    ]);
     let fns = Functions::start(|path, body| match path {
         "/ask" => (202, json!({"asked": body["who"]})),
         "/square" => {
@@ -254,7 +260,14 @@ fn join_callback_foreach_request_reply_and_dead_letters() {
             ("squares.yaml", &foreach),
             ("quote.yaml", REQUEST_REPLY),
         ],
-        &[("FLOWBROKER_FUNCTIONS", &ask)],
+        &[
+            ("FLOWBROKER_FUNCTIONS", &ask),
+            // produced events of this type go to their own topic
+            (
+                "FLOWBROKER_KAFKA_TOPICS",
+                "quote.requested=flowbroker.requests",
+            ),
+        ],
     );
     let p = kafka.producer();
 
@@ -330,6 +343,11 @@ fn join_callback_foreach_request_reply_and_dead_letters() {
     assert_eq!(code, 201, "{v}");
     let q = v["id"].as_str().unwrap().to_string();
     let req = out.wait_events("quote.requested", 1, 30).remove(0);
+    assert!(out
+        .all()
+        .iter()
+        .any(|r| r.topic == "flowbroker.requests"
+            && r.event.as_ref().is_some_and(|e| e.id == req.id)));
     assert_eq!(req.data, Some(json!({"sku": "s-1"})));
     assert_eq!(req.extensions["workflowinstanceid"], json!(q));
     p.send(&event(
