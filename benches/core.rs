@@ -4,16 +4,14 @@
 //! one; the instance then completes and produces an event. `cargo bench --bench core`;
 //! under `cargo test` a small smoke run. Results: docs/performance.md.
 
-use flowbroker::broker::core::{Core, Outlets, Shared};
+use flowbroker::broker::core::Core;
 use flowbroker::broker::{Cmd, Record, SystemClock};
 use flowbroker::config::Config;
 use flowbroker::engine::Event;
-use flowbroker::metrics::Metrics;
 use flowbroker::store::Store;
 use serde_json::{json, Map};
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::sync::mpsc;
 
 const ORDERS: &str = r#"
 id: orders
@@ -62,21 +60,8 @@ fn record(offset: i64, id: String, ty: &str, order: usize) -> Record {
 fn run(n: usize, batch: usize) -> (f64, usize) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(&dir.path().join("store")).unwrap());
-    let (ptx, mut prx) = mpsc::unbounded_channel();
-    let (itx, _irx) = mpsc::unbounded_channel();
-    let mut core = Core::new(
-        store,
-        Arc::new(Config::default()),
-        Arc::new(Metrics::new()),
-        Arc::new(SystemClock),
-        Outlets {
-            produce: ptx,
-            invoke: itx,
-            commit_offsets: Box::new(|_| {}),
-        },
-        Arc::new(Shared::default()),
-    )
-    .unwrap();
+    let (mut core, mut prx, _calls) =
+        Core::detached(store, Config::default(), Arc::new(SystemClock)).unwrap();
     let files = [("/wf/orders.yaml".to_string(), ORDERS.to_string())].into();
     core.process(vec![Cmd::Files(files)]).unwrap();
     let mut records = Vec::with_capacity(2 * n);

@@ -7,11 +7,10 @@
 //! scenario; under `cargo test` a 3 s smoke run. Results: docs/schedules.md.
 
 use chrono::{DateTime, Utc};
-use flowbroker::broker::core::{Core, Outlets, Shared};
+use flowbroker::broker::core::Core;
 use flowbroker::broker::records::OutRecord;
 use flowbroker::broker::{Cmd, SystemClock};
 use flowbroker::config::Config;
-use flowbroker::metrics::Metrics;
 use flowbroker::store::Store;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -27,25 +26,11 @@ fn workflow(i: usize, cron: &str) -> String {
 fn scenario(name: &str, total: usize, every_second: usize, secs: u64) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(&dir.path().join("store")).unwrap());
-    let (ptx, mut prx) = mpsc::unbounded_channel::<Vec<(String, OutRecord)>>();
-    let (itx, _irx) = mpsc::unbounded_channel();
     let cfg = Config {
         timezone: "UTC".into(),
         ..Config::default()
     };
-    let mut core = Core::new(
-        store,
-        Arc::new(cfg),
-        Arc::new(Metrics::new()),
-        Arc::new(SystemClock),
-        Outlets {
-            produce: ptx,
-            invoke: itx,
-            commit_offsets: Box::new(|_| {}),
-        },
-        Arc::new(Shared::default()),
-    )
-    .unwrap();
+    let (mut core, mut prx, _calls) = Core::detached(store, cfg, Arc::new(SystemClock)).unwrap();
     let files: BTreeMap<String, String> = (0..total)
         .map(|i| {
             let cron = if i < every_second {

@@ -174,7 +174,10 @@ impl<'a, 's> Batch<'a, 's> {
         rec.updated = self.now;
         if tracing::enabled!(tracing::Level::DEBUG) {
             let kind = serde_json::to_value(&input).ok();
-            let kind = kind.as_ref().and_then(|k| k["kind"].as_str()).unwrap_or("?");
+            let kind = kind
+                .as_ref()
+                .and_then(|k| k["kind"].as_str())
+                .unwrap_or("?");
             tracing::debug!(instance = id, workflow = %step.instance.workflow_id, input = kind,
                 state = ?step.instance.state, status = step.instance.status.as_str(),
                 actions = step.actions.len(), "applied");

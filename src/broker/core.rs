@@ -104,6 +104,38 @@ impl Core {
         })
     }
 
+    /// A core whose effects go to channels the caller reads (tests, benches, replays): the
+    /// receivers of produced records and of function calls; offsets are not committed anywhere.
+    #[allow(clippy::type_complexity)]
+    pub fn detached(
+        store: Arc<Store>,
+        cfg: Config,
+        clock: Arc<dyn Clock>,
+    ) -> Result<
+        (
+            Core,
+            mpsc::UnboundedReceiver<Vec<(String, OutRecord)>>,
+            mpsc::UnboundedReceiver<Call>,
+        ),
+        StoreError,
+    > {
+        let (produce, out) = mpsc::unbounded_channel();
+        let (invoke, calls) = mpsc::unbounded_channel();
+        let core = Core::new(
+            store,
+            Arc::new(cfg),
+            Arc::new(Metrics::new()),
+            clock,
+            Outlets {
+                produce,
+                invoke,
+                commit_offsets: Box::new(|_| {}),
+            },
+            Arc::new(Shared::default()),
+        )?;
+        Ok((core, out, calls))
+    }
+
     /// Re-sends the outbox and re-invokes calls in flight (after a restart).
     pub fn recover(&mut self) -> Result<(), StoreError> {
         let tx = self.store.read()?;
@@ -434,9 +466,36 @@ async fn sleep(wait: Option<std::time::Duration>) {
     }
 }
 
+/// Where a record came from, kept for the dead-letter copy.
+struct Origin {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    key: Option<Vec<u8>>,
+    payload: Option<Vec<u8>>,
+    headers: Vec<(String, Vec<u8>)>,
+}
+
 /// One Kafka record: route its event, or dead-letter it.
 fn consume(b: &mut Batch<'_, '_>, r: Record) -> Result<(), StoreError> {
-    match r.event {
+    let Record {
+        topic,
+        partition,
+        offset,
+        event,
+        key,
+        payload,
+        headers,
+    } = r;
+    let origin = Origin {
+        topic,
+        partition,
+        offset,
+        key,
+        payload,
+        headers,
+    };
+    match event {
         Ok(event) => {
             b.fx.stats
                 .push(Stat::Consumed("kafka", event.event_type.clone()));
@@ -448,67 +507,44 @@ fn consume(b: &mut Batch<'_, '_>, r: Record) -> Result<(), StoreError> {
                 let reason = routed
                     .rejected
                     .unwrap_or_else(|| "no workflow or instance matches this event".into());
-                dead_letter(
-                    b,
-                    r.key,
-                    r.payload,
-                    r.headers,
-                    &r.topic,
-                    r.partition,
-                    r.offset,
-                    "unmatched",
-                    &reason,
-                )?;
+                dead_letter(b, origin, "unmatched", &reason)?;
             }
         }
         Err(e) => {
-            tracing::warn!(topic = %r.topic, partition = r.partition, offset = r.offset, error = %e,
+            tracing::warn!(topic = %origin.topic, partition = origin.partition,
+                offset = origin.offset, error = %e,
                 "record is not a usable CloudEvent; sent to the dead-letter topic");
-            dead_letter(
-                b,
-                r.key,
-                r.payload,
-                r.headers,
-                &r.topic,
-                r.partition,
-                r.offset,
-                e.kind(),
-                &e.to_string(),
-            )?;
+            dead_letter(b, origin, e.kind(), &e.to_string())?;
         }
     }
     Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
+/// Copies a record to the dead-letter topic with the reason and its origin in headers.
 fn dead_letter(
     b: &mut Batch<'_, '_>,
-    key: Option<Vec<u8>>,
-    payload: Option<Vec<u8>>,
-    mut headers: Vec<(String, Vec<u8>)>,
-    topic: &str,
-    partition: i32,
-    offset: i64,
+    o: Origin,
     kind: &'static str,
     reason: &str,
 ) -> Result<(), StoreError> {
+    let mut headers = o.headers;
     headers.push(("flowbroker-dlq-reason".into(), reason.as_bytes().to_vec()));
     headers.push(("flowbroker-dlq-kind".into(), kind.as_bytes().to_vec()));
-    headers.push(("flowbroker-dlq-topic".into(), topic.as_bytes().to_vec()));
+    headers.push(("flowbroker-dlq-topic".into(), o.topic.into_bytes()));
     headers.push((
         "flowbroker-dlq-partition".into(),
-        partition.to_string().into_bytes(),
+        o.partition.to_string().into_bytes(),
     ));
     headers.push((
         "flowbroker-dlq-offset".into(),
-        offset.to_string().into_bytes(),
+        o.offset.to_string().into_bytes(),
     ));
     b.fx.stats.push(Stat::DeadLettered(kind));
     let topic = b.cfg.kafka.dlq_topic.clone();
     b.outbox(OutRecord::Raw {
         topic,
-        key,
-        payload,
+        key: o.key,
+        payload: o.payload,
         headers,
     })
 }
