@@ -29,6 +29,10 @@ if [ -z "$configured" ] && ! listening 9092; then
   trap 'kill $tansu_pid 2>/dev/null || true' EXIT
   for _ in $(seq 1 100); do listening 9092 && break; sleep 0.1; done
   listening 9092 || { echo "error: tansu did not start; see .tansu/broker.log" >&2; exit 1; }
+  # tansu answers a waiting fetch only when fetch.wait.max.ms expires (../shared/docs/KAFKA.md):
+  # keep it short so events flow with ~10 ms latency
+  export FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS="${FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS:-10}"
+  export FLOWBROKER_KAFKA_SESSION_TIMEOUT_MS="${FLOWBROKER_KAFKA_SESSION_TIMEOUT_MS:-6000}"
 fi
 
 cargo build --release --locked --bin flowbroker
