@@ -348,6 +348,30 @@ impl Publisher {
         block(self.p.send(rec, Duration::from_secs(10))).expect("publish");
     }
 
+    /// Enqueues in binary mode without waiting for the acknowledgement (bursts); see `flush`.
+    pub fn send_nowait(&self, e: &Event) {
+        use cloudevents::binding::rdkafka::{FutureRecordExt, MessageRecord};
+        let ce = flowbroker::cloudevent::to_sdk(e).unwrap();
+        let mr = MessageRecord::from_event(ce).unwrap();
+        let key = e.id.clone();
+        loop {
+            let rec = FutureRecord::to("flowbroker.in")
+                .key(&key)
+                .message_record(&mr);
+            match self.p.send_result(rec) {
+                Ok(_) => return,
+                // queue full: let deliveries drain, then retry
+                Err((_, _)) => self.p.poll(Duration::from_millis(10)),
+            }
+        }
+    }
+
+    /// Waits until everything enqueued is acknowledged.
+    pub fn flush(&self) {
+        use rdkafka::producer::Producer;
+        self.p.flush(Duration::from_secs(60)).expect("flush");
+    }
+
     /// Publishes in structured mode (`application/cloudevents+json`).
     pub fn send_structured(&self, e: &Event) {
         let ce = flowbroker::cloudevent::to_sdk(e).unwrap();

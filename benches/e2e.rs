@@ -1,0 +1,133 @@
+//! End to end over Kafka: the real `flowbroker` binary against a tansu broker process.
+//! - latency: one start event at a time, from publishing it to consuming the instance's
+//!   `completed` lifecycle event (two Kafka hops plus the broker);
+//! - throughput: a burst of start events, until every instance's `completed` event is out.
+//!
+//! `cargo bench --bench e2e`; under `cargo test` a small smoke run. Results:
+//! docs/performance.md.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use serde_json::json;
+use std::time::{Duration, Instant};
+use support::{event, Broker, Kafka};
+
+const ECHO: &str = r#"
+id: echo
+name: echo
+events:
+- {name: Ping, type: bench.ping, source: /bench, correlation: [{contextAttributeName: key}]}
+- {name: Pong, type: bench.pong, kind: produced}
+states:
+- name: Receive
+  type: event
+  start: {kind: default}
+  eventsActions: [{eventRefs: [Ping]}]
+  transition: {nextState: Mark}
+- name: Mark
+  type: inject
+  data: {seen: true}
+  end: {kind: event, produceEvent: {eventRef: Pong, data: "{{ $ }}"}}
+"#;
+
+fn completed_counter(kafka: &Kafka) -> BaseConsumer {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", kafka.brokers())
+        .set("group.id", "bench")
+        .set("fetch.wait.max.ms", "10")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..3 {
+        tpl.add_partition_offset("flowbroker.lifecycle", p, Offset::Beginning)
+            .unwrap();
+    }
+    c.assign(&tpl).unwrap();
+    c
+}
+
+/// Waits until `n` more `completed` lifecycle events were read.
+fn wait_completed(c: &BaseConsumer, n: usize, limit: Duration) {
+    let end = Instant::now() + limit;
+    let mut got = 0;
+    while got < n {
+        assert!(
+            Instant::now() < end,
+            "only {got} of {n} instances completed in time"
+        );
+        if let Some(Ok(m)) = c.poll(Duration::from_millis(50)) {
+            let completed = m
+                .headers()
+                .map(|h| {
+                    use rdkafka::message::Headers;
+                    h.iter().any(|x| {
+                        x.key == "ce_type" && x.value == Some(b"flowbroker.instance.completed")
+                    })
+                })
+                .unwrap_or(false);
+            if completed {
+                got += 1;
+            }
+        }
+    }
+}
+
+fn main() {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let (pings, burst) = if measuring { (200, 20_000) } else { (5, 100) };
+    let kafka = Kafka::start();
+    let _broker = Broker::start(&kafka, &[("echo.yaml", ECHO)], &[]);
+    let p = kafka.producer();
+    let c = completed_counter(&kafka);
+
+    let mut lat = Vec::new();
+    for i in 0..pings {
+        let key = format!("l{i}");
+        let t = Instant::now();
+        p.send(&event(
+            &key,
+            "/bench",
+            "bench.ping",
+            &[("key", &key)],
+            json!({"i": i}),
+        ));
+        wait_completed(&c, 1, Duration::from_secs(30));
+        lat.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let pct = |q: f64| lat[((lat.len() as f64 * q) as usize).min(lat.len() - 1)];
+
+    let t = Instant::now();
+    for i in 0..burst {
+        let key = format!("b{i}");
+        p.send_nowait(&event(
+            &key,
+            "/bench",
+            "bench.ping",
+            &[("key", &key)],
+            json!({"i": i}),
+        ));
+    }
+    p.flush();
+    let published = t.elapsed().as_secs_f64();
+    wait_completed(&c, burst, Duration::from_secs(600));
+    let total = t.elapsed().as_secs_f64();
+    println!("| measure | value |");
+    println!("|---|---|");
+    println!(
+        "| round trip p50 (start event -> completed event, {pings} sequential) | {:.1} ms |",
+        pct(0.5)
+    );
+    println!("| round trip p99 | {:.1} ms |", pct(0.99));
+    println!("| burst of {burst} start events published in | {published:.2} s |");
+    println!("| burst fully processed (every completed event consumed) in | {total:.2} s |");
+    println!(
+        "| throughput | {:.0} instances/s ({:.0} Kafka records in+out/s) |",
+        burst as f64 / total,
+        burst as f64 * 4.0 / total
+    );
+}
