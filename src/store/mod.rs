@@ -196,9 +196,22 @@ impl Txn<'_> {
 
     /// Commits and fsyncs: when this returns, the batch survives a crash.
     pub fn commit(self) -> Result<()> {
+        self.commit_with(true)
+    }
+
+    /// Commits without waiting for the disk: for changes that may be lost in a crash without
+    /// harm (they are redone), such as forgetting acknowledged outbox entries. The next
+    /// fsynced commit makes them durable too.
+    pub fn commit_lazy(self) -> Result<()> {
+        self.commit_with(false)
+    }
+
+    fn commit_with(self, sync: bool) -> Result<()> {
         let tx = self.tx.borrow_mut().take().expect("commit once");
         tx.commit()?;
-        self.store.ks.persist(PersistMode::SyncAll)?;
+        if sync {
+            self.store.ks.persist(PersistMode::SyncAll)?;
+        }
         Ok(())
     }
 }
