@@ -9,15 +9,15 @@
 //! the state they produced (records at or below a stored offset are skipped after a restart).
 
 use super::batch::{Batch, Effects};
-use super::records::{Buffered, Call, OutRecord, StoredVersion, TimerEntry};
-use super::registry::{Deployed, Registry, WorkflowView};
-use super::{AdminError, Clock, Cmd, Record, Stat};
+use super::records::{Call, OutRecord, StoredVersion, TimerEntry};
+use super::registry::{Deployed, Registry};
+use super::{AdminError, Clock, Cmd, Stat};
 use crate::config::Config;
-use crate::engine::{Input, Status};
+use crate::engine::Input;
 use crate::metrics::Metrics;
-use crate::store::{key, num, Store, StoreError, Table, SEP};
+use crate::store::{key, Store, StoreError, Table, SEP};
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
 use tokio::sync::mpsc;
@@ -42,19 +42,17 @@ pub struct Shared {
 
 pub struct Core {
     store: Arc<Store>,
-    reg: Registry,
+    pub(super) reg: Registry,
     cfg: Arc<Config>,
     metrics: Arc<Metrics>,
     clock: Arc<dyn Clock>,
     out: Outlets,
-    shared: Arc<Shared>,
+    pub(super) shared: Arc<Shared>,
     last_sweep: DateTime<Utc>,
     /// False until the first workflow directory scan was applied.
     deployed_once: bool,
 }
 
-/// Entries a batch fires at most per due-timer pass.
-const TIMERS_PER_BATCH: usize = 1000;
 /// How often expired buffered events are swept.
 const SWEEP_EVERY_SECS: i64 = 5;
 
@@ -247,7 +245,7 @@ impl Core {
                             continue;
                         }
                         offsets.insert(slot, r.offset + 1);
-                        consume(&mut b, r)?;
+                        super::ingest::consume(&mut b, r)?;
                     }
                 }
                 Cmd::Event { event, reply } => {
@@ -267,7 +265,7 @@ impl Core {
                     input,
                     reply,
                 } => {
-                    let result = start(&mut b, &workflow, input)?;
+                    let result = super::ingest::start(&mut b, &workflow, input)?;
                     replies.push(Box::new(move || {
                         let _ = reply.send(result);
                     }));
@@ -317,9 +315,9 @@ impl Core {
                 Cmd::Files(_) => unreachable!("handled above"),
             }
         }
-        fire_timers(&mut b)?;
+        super::sweep::fire_timers(&mut b)?;
         if now >= self.last_sweep + chrono::Duration::seconds(SWEEP_EVERY_SECS) {
-            sweep_buffer(&mut b)?;
+            super::sweep::sweep_buffer(&mut b)?;
             b.sweep_seen()?;
             b.sweep_finished()?;
             self.last_sweep = now;
@@ -398,73 +396,6 @@ impl Core {
             }
         }
     }
-
-    /// Applies the workflow directory; returns the ids whose current version changed.
-    fn deploy(
-        &mut self,
-        tx: &crate::store::Txn,
-        files: &BTreeMap<String, String>,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<String>, StoreError> {
-        let changes = self.reg.sync(files, now);
-        let mut changed = Vec::new();
-        for d in &changes.deployed {
-            let vk = key(&[&d.id, &d.version]);
-            if tx.get::<StoredVersion>(Table::Versions, &vk)?.is_none() {
-                let v = StoredVersion {
-                    file: d.file.clone(),
-                    source: d.source.clone(),
-                    deployed: now,
-                };
-                tx.put(Table::Versions, &vk, &v)?;
-            }
-            let fk = super::window::first_deployed_key(&d.id);
-            if tx.get::<DateTime<Utc>>(Table::Meta, &fk)?.is_none() {
-                tx.put(Table::Meta, &fk, &now)?;
-            }
-            for w in &d.def.warnings {
-                tracing::warn!(file = %d.file, "{w}");
-            }
-            tracing::info!(workflow = %d.id, version = %d.version, file = %d.file, "deployed");
-            changed.push(d.id.clone());
-        }
-        for id in &changes.undeployed {
-            tracing::info!(workflow = %id, "undeployed (file removed); running instances continue");
-            changed.push(id.clone());
-        }
-        for (file, diags) in &changes.rejected {
-            for d in diags {
-                tracing::error!(file = %file, "{d}");
-            }
-            tracing::error!(file = %file, "workflow file rejected; the previous version (if any) keeps running");
-        }
-        self.publish_workflows();
-        Ok(changed)
-    }
-
-    fn publish_workflows(&self) {
-        let deployed: Vec<WorkflowView> = self
-            .reg
-            .all_current()
-            .map(|d| WorkflowView::from(&**d))
-            .collect();
-        let invalid: Vec<Value> = self
-            .reg
-            .invalid()
-            .iter()
-            .map(|(file, diags)| {
-                json!({
-                    "file": file,
-                    "errors": diags.iter().filter(|d| d.is_error()).map(|d| json!({
-                        "path": d.path, "message": d.message, "text": d.to_string(),
-                    })).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        if let Ok(mut w) = self.shared.workflows.write() {
-            *w = json!({"workflows": deployed, "invalid": invalid});
-        }
-    }
 }
 
 async fn sleep(wait: Option<std::time::Duration>) {
@@ -472,183 +403,4 @@ async fn sleep(wait: Option<std::time::Duration>) {
         Some(d) => tokio::time::sleep(d).await,
         None => std::future::pending().await,
     }
-}
-
-/// Where a record came from, kept for the dead-letter copy.
-struct Origin {
-    topic: String,
-    partition: i32,
-    offset: i64,
-    key: Option<Vec<u8>>,
-    payload: Option<Vec<u8>>,
-    headers: Vec<(String, Vec<u8>)>,
-}
-
-/// One Kafka record: route its event, or dead-letter it.
-fn consume(b: &mut Batch<'_, '_>, r: Record) -> Result<(), StoreError> {
-    let Record {
-        topic,
-        partition,
-        offset,
-        event,
-        key,
-        payload,
-        headers,
-    } = r;
-    let origin = Origin {
-        topic,
-        partition,
-        offset,
-        key,
-        payload,
-        headers,
-    };
-    match event {
-        Ok(event) => {
-            b.fx.stats
-                .push(Stat::Consumed("kafka", event.event_type.clone()));
-            if b.seen_before(&event)? {
-                return Ok(());
-            }
-            let routed = b.route(event)?;
-            if !routed.matched() && b.cfg.kafka.dlq_unmatched {
-                let reason = routed
-                    .rejected
-                    .unwrap_or_else(|| "no workflow or instance matches this event".into());
-                dead_letter(b, origin, "unmatched", &reason)?;
-            }
-        }
-        Err(e) => {
-            tracing::warn!(topic = %origin.topic, partition = origin.partition,
-                offset = origin.offset, error = %e,
-                "record is not a usable CloudEvent; sent to the dead-letter topic");
-            dead_letter(b, origin, e.kind(), &e.to_string())?;
-        }
-    }
-    Ok(())
-}
-
-/// Copies a record to the dead-letter topic with the reason and its origin in headers.
-fn dead_letter(
-    b: &mut Batch<'_, '_>,
-    o: Origin,
-    kind: &'static str,
-    reason: &str,
-) -> Result<(), StoreError> {
-    let mut headers = o.headers;
-    headers.push(("flowbroker-dlq-reason".into(), reason.as_bytes().to_vec()));
-    headers.push(("flowbroker-dlq-kind".into(), kind.as_bytes().to_vec()));
-    headers.push(("flowbroker-dlq-topic".into(), o.topic.into_bytes()));
-    headers.push((
-        "flowbroker-dlq-partition".into(),
-        o.partition.to_string().into_bytes(),
-    ));
-    headers.push((
-        "flowbroker-dlq-offset".into(),
-        o.offset.to_string().into_bytes(),
-    ));
-    b.fx.stats.push(Stat::DeadLettered(kind));
-    let topic = b.cfg.kafka.dlq_topic.clone();
-    b.outbox(OutRecord::Raw {
-        topic,
-        key: o.key,
-        payload: o.payload,
-        headers,
-    })
-}
-
-/// A direct start from the admin API.
-fn start(
-    b: &mut Batch<'_, '_>,
-    workflow: &str,
-    input: Value,
-) -> Result<Result<String, AdminError>, StoreError> {
-    let Some(wf) = b.reg.current(workflow).cloned() else {
-        return Ok(Err(AdminError::NotFound(format!(
-            "no workflow {workflow:?} is deployed (GET /v1/workflows lists them)"
-        ))));
-    };
-    if let Some(why) = b.direct_refused(&wf) {
-        return Ok(Err(AdminError::Refused(why)));
-    }
-    let id = uuid::Uuid::new_v4().to_string();
-    let r = b.create(&id, &wf, input, vec![], None)?;
-    b.drain()?;
-    Ok(match r {
-        Ok(_) => Ok(id),
-        Err(e) => Err(AdminError::Invalid(e.to_string())),
-    })
-}
-
-/// Fires every due timer, each exactly once (its entry goes in the same transaction).
-fn fire_timers(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
-    let end = num(b.now.timestamp_millis().max(0) as u64 + 1);
-    let due: Vec<(String, TimerEntry)> = b.tx.range(Table::Timers, "", &end, TIMERS_PER_BATCH)?;
-    for (k, entry) in due {
-        b.tx.delete(Table::Timers, &k)?;
-        let id = k.split_once(SEP).map(|(_, id)| id).unwrap_or_default();
-        b.tx.delete(Table::TimerIds, id)?;
-        match entry {
-            TimerEntry::Instance { instance, id } => {
-                b.queue(&instance, Input::TimerFired { id });
-            }
-            TimerEntry::Join { workflow, key } => b.expire_join(&workflow, &key)?,
-            TimerEntry::Schedule { workflow } => b.fire_schedule(&workflow)?,
-        }
-        b.drain()?;
-    }
-    Ok(())
-}
-
-/// Drops buffered events past their TTL (counted and logged).
-fn sweep_buffer(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
-    for (k, e) in b.tx.prefix::<Buffered>(Table::Buffer, "")? {
-        if e.expires <= b.now {
-            b.tx.delete(Table::Buffer, &k)?;
-            tracing::info!(event = %e.event.id, r#type = %e.event.event_type,
-                instance = k.split(SEP).next().unwrap_or_default(),
-                "buffered event expired before its instance waited for it");
-            b.fx.stats.push(Stat::BufferExpired);
-        }
-    }
-    Ok(())
-}
-
-/// The store-kept gauges for `/metrics`.
-pub fn gauges(store: &Store) -> Result<String, StoreError> {
-    let tx = store.read()?;
-    let mut s = String::from(
-        "# HELP flowbroker_instances Instances by status.\n# TYPE flowbroker_instances gauge\n",
-    );
-    for st in [
-        Status::Running,
-        Status::Waiting,
-        Status::Completed,
-        Status::Failed,
-        Status::Terminated,
-        Status::Cancelled,
-    ] {
-        let name = serde_json::to_value(st).ok();
-        let name = name.as_ref().and_then(Value::as_str).unwrap_or_default();
-        let n = tx
-            .get::<i64>(Table::Meta, &key(&["status", name]))?
-            .unwrap_or(0);
-        s.push_str(&format!("flowbroker_instances{{status=\"{name}\"}} {n}\n"));
-    }
-    s.push_str("# HELP flowbroker_outbox_pending Events committed but not yet acknowledged by Kafka.\n# TYPE flowbroker_outbox_pending gauge\n");
-    s.push_str(&format!(
-        "flowbroker_outbox_pending {}\n",
-        tx.len(Table::Outbox)?
-    ));
-    s.push_str("# HELP flowbroker_buffered_events Early events waiting for their instance.\n# TYPE flowbroker_buffered_events gauge\n");
-    s.push_str(&format!(
-        "flowbroker_buffered_events {}\n",
-        tx.len(Table::Buffer)?
-    ));
-    s.push_str("# HELP flowbroker_function_calls_in_flight Function calls not yet answered.\n# TYPE flowbroker_function_calls_in_flight gauge\n");
-    s.push_str(&format!(
-        "flowbroker_function_calls_in_flight {}\n",
-        tx.len(Table::Calls)?
-    ));
-    Ok(s)
 }

@@ -3,6 +3,9 @@
 //! - [`core`]: the single writer. It takes commands (Kafka records, HTTP events, admin
 //!   requests, function results, outbox acks, workflow file changes, due timers) in batches,
 //!   applies each batch in one store transaction, commits, then carries out the effects.
+//! - `effects` (outbox, timers, buffer, lifecycle events inside a batch), `deploy`, `ingest`,
+//!   `sweep`: the core's work on file changes, Kafka records and admin
+//!   starts, and due timers and expired buffered events; [`gauges`]: store-kept metrics.
 //! - [`batch`]: applying inputs to instances inside a transaction (indexes, actions, children,
 //!   lifecycle events, outbox, calls, timers).
 //! - [`router`]: correlating a consumed event to instances or starts.
@@ -17,12 +20,17 @@
 pub mod batch;
 pub mod core;
 pub mod dedupe;
+mod deploy;
+mod effects;
+pub mod gauges;
 pub mod index;
+mod ingest;
 pub mod records;
 pub mod registry;
 pub mod retention;
 pub mod router;
 pub mod schedule;
+mod sweep;
 pub mod window;
 
 use crate::engine::Event;

@@ -166,7 +166,7 @@ pub async fn health(State(s): State<AppState>) -> Json<Value> {
 }
 
 pub async fn metrics(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
-    let gauges = crate::broker::core::gauges(&s.store)?;
+    let gauges = crate::broker::gauges::gauges(&s.store)?;
     Ok((
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         s.metrics.render(&gauges),

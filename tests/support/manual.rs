@@ -159,7 +159,7 @@ impl Harness {
 
     /// The instances-by-status gauge for `status`.
     pub fn gauge(&self, status: &str) -> i64 {
-        let text = flowbroker::broker::core::gauges(self.store.as_ref().unwrap()).unwrap();
+        let text = flowbroker::broker::gauges::gauges(self.store.as_ref().unwrap()).unwrap();
         let line = format!("flowbroker_instances{{status=\"{status}\"}} ");
         text.lines()
             .find_map(|l| l.strip_prefix(&line))

@@ -1,0 +1,79 @@
+//! Deploying the workflow directory: the registry diff, stored versions, first-deployment
+//! times (for interval schedules) and the view `GET /v1/workflows` shows.
+
+use super::core::Core;
+use super::records::StoredVersion;
+use super::registry::WorkflowView;
+use crate::store::{key, StoreError, Table, Txn};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+
+impl Core {
+    /// Applies the workflow directory; returns the ids whose current version changed.
+    pub(super) fn deploy(
+        &mut self,
+        tx: &Txn<'_>,
+        files: &BTreeMap<String, String>,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<String>, StoreError> {
+        let changes = self.reg.sync(files, now);
+        let mut changed = Vec::new();
+        for d in &changes.deployed {
+            let vk = key(&[&d.id, &d.version]);
+            if tx.get::<StoredVersion>(Table::Versions, &vk)?.is_none() {
+                let v = StoredVersion {
+                    file: d.file.clone(),
+                    source: d.source.clone(),
+                    deployed: now,
+                };
+                tx.put(Table::Versions, &vk, &v)?;
+            }
+            let fk = super::window::first_deployed_key(&d.id);
+            if tx.get::<DateTime<Utc>>(Table::Meta, &fk)?.is_none() {
+                tx.put(Table::Meta, &fk, &now)?;
+            }
+            for w in &d.def.warnings {
+                tracing::warn!(file = %d.file, "{w}");
+            }
+            tracing::info!(workflow = %d.id, version = %d.version, file = %d.file, "deployed");
+            changed.push(d.id.clone());
+        }
+        for id in &changes.undeployed {
+            tracing::info!(workflow = %id, "undeployed (file removed); running instances continue");
+            changed.push(id.clone());
+        }
+        for (file, diags) in &changes.rejected {
+            for d in diags {
+                tracing::error!(file = %file, "{d}");
+            }
+            tracing::error!(file = %file, "workflow file rejected; the previous version (if any) keeps running");
+        }
+        self.publish_workflows();
+        Ok(changed)
+    }
+
+    fn publish_workflows(&self) {
+        let deployed: Vec<WorkflowView> = self
+            .reg
+            .all_current()
+            .map(|d| WorkflowView::from(&**d))
+            .collect();
+        let invalid: Vec<Value> = self
+            .reg
+            .invalid()
+            .iter()
+            .map(|(file, diags)| {
+                json!({
+                    "file": file,
+                    "errors": diags.iter().filter(|d| d.is_error()).map(|d| json!({
+                        "path": d.path, "message": d.message, "text": d.to_string(),
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        if let Ok(mut w) = self.shared.workflows.write() {
+            *w = json!({"workflows": deployed, "invalid": invalid});
+        }
+    }
+}

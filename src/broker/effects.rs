@@ -1,0 +1,134 @@
+//! Effects stored inside a batch's transaction: the outbox, durable timers, buffered events,
+//! lifecycle events, the status gauge, and where a function call goes.
+
+use super::batch::{Batch, Result};
+use super::records::{Buffered, InstanceRecord, OutRecord, TimerEntry};
+use super::Stat;
+use crate::engine::{Event, Input, Status};
+use crate::store::{key, num, Table};
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+impl Batch<'_, '_> {
+    /// Keeps the instances-by-status gauge in the store.
+    pub(super) fn count_status(&self, old: Option<Status>, new: Status) -> Result<()> {
+        if let Some(o) = old {
+            self.tx.bump(&key(&["status", o.as_str()]), -1)?;
+        }
+        self.tx.bump(&key(&["status", new.as_str()]), 1)?;
+        Ok(())
+    }
+
+    /// The URL of a function: the config's `[functions]` entry for the function name, else
+    /// for its resource, else the resource itself when it is a plain http(s) URL. A resource
+    /// with a `#fragment` names an operation in an API document (OpenAPI style, as in the
+    /// spec's examples); it needs a `[functions]` entry.
+    pub(super) fn resolve(&self, function: &str, resource: &str) -> Option<String> {
+        if let Some(url) = self
+            .cfg
+            .functions
+            .get(function)
+            .or_else(|| self.cfg.functions.get(resource))
+        {
+            return Some(url.clone());
+        }
+        let http = resource.starts_with("http://") || resource.starts_with("https://");
+        (http && !resource.contains('#')).then(|| resource.to_string())
+    }
+
+    /// Keeps an event for an instance that does not wait for it yet.
+    pub fn buffer(&mut self, instance: &str, event: Event, ttl: chrono::Duration) -> Result<()> {
+        let seq = self.tx.bump("buffer.seq", 1)?;
+        let b = Buffered {
+            event,
+            expires: self.now + ttl,
+        };
+        self.tx
+            .put(Table::Buffer, &key(&[instance, &num(seq as u64)]), &b)?;
+        self.fx.stats.push(Stat::Buffered);
+        Ok(())
+    }
+
+    pub fn outbox(&mut self, rec: OutRecord) -> Result<()> {
+        let seq = self.tx.bump("outbox.seq", 1)?;
+        let k = num(seq as u64);
+        self.tx.put(Table::Outbox, &k, &rec)?;
+        self.fx.outbox.push((k, rec));
+        Ok(())
+    }
+
+    /// Arms (or re-arms) a durable timer.
+    pub fn arm(&mut self, id: &str, due: DateTime<Utc>, entry: &TimerEntry) -> Result<()> {
+        self.disarm(id)?;
+        let ms = due.timestamp_millis().max(0) as u64;
+        let k = key(&[&num(ms), id]);
+        self.tx.put(Table::Timers, &k, entry)?;
+        self.tx.put(Table::TimerIds, id, &k)?;
+        Ok(())
+    }
+
+    pub fn disarm(&mut self, id: &str) -> Result<()> {
+        if let Some(k) = self.tx.get::<String>(Table::TimerIds, id)? {
+            self.tx.delete(Table::Timers, &k)?;
+            self.tx.delete(Table::TimerIds, id)?;
+        }
+        Ok(())
+    }
+
+    /// Emits a `flowbroker.instance.<what>` lifecycle event.
+    pub(super) fn lifecycle(
+        &mut self,
+        rec: &InstanceRecord,
+        what: &str,
+        extra: Value,
+    ) -> Result<()> {
+        let inst = &rec.instance;
+        let mut data = json!({
+            "instanceId": inst.id,
+            "workflowId": inst.workflow_id,
+            "version": rec.version,
+            "status": inst.status,
+        });
+        if let (Value::Object(d), Value::Object(e)) = (&mut data, extra) {
+            d.extend(e);
+        }
+        if let Some(p) = &rec.parent {
+            data["parentId"] = json!(p);
+        }
+        let mut extensions = serde_json::Map::new();
+        extensions.insert("workflowid".into(), json!(inst.workflow_id));
+        extensions.insert("workflowinstanceid".into(), json!(inst.id));
+        let event = Event {
+            id: uuid::Uuid::new_v5(
+                &uuid::Uuid::NAMESPACE_URL,
+                format!("{}/lifecycle/{what}", inst.id).as_bytes(),
+            )
+            .to_string(),
+            source: self
+                .cfg
+                .event_source
+                .replace("{workflowId}", &inst.workflow_id),
+            event_type: format!("flowbroker.instance.{what}"),
+            time: Some(
+                self.now
+                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
+            ),
+            datacontenttype: Some("application/json".into()),
+            subject: Some(inst.id.clone()),
+            data: Some(data),
+            extensions,
+        };
+        self.outbox(OutRecord::Event {
+            topic: self.cfg.kafka.lifecycle_topic.clone(),
+            key: inst.id.clone(),
+            event: Box::new(event),
+        })
+    }
+}
+
+pub(super) fn input_of(input: &Input) -> Value {
+    match input {
+        Input::Start { input, .. } => input.clone(),
+        _ => Value::Null,
+    }
+}

@@ -1,0 +1,45 @@
+//! The store-kept gauges `/metrics` appends: instances by status and the sizes of the small
+//! tables (outbox, buffer, calls in flight).
+
+use crate::engine::Status;
+use crate::store::{key, Store, StoreError, Table};
+use serde_json::Value;
+
+/// The store-kept gauges for `/metrics`.
+pub fn gauges(store: &Store) -> Result<String, StoreError> {
+    let tx = store.read()?;
+    let mut s = String::from(
+        "# HELP flowbroker_instances Instances by status.\n# TYPE flowbroker_instances gauge\n",
+    );
+    for st in [
+        Status::Running,
+        Status::Waiting,
+        Status::Completed,
+        Status::Failed,
+        Status::Terminated,
+        Status::Cancelled,
+    ] {
+        let name = serde_json::to_value(st).ok();
+        let name = name.as_ref().and_then(Value::as_str).unwrap_or_default();
+        let n = tx
+            .get::<i64>(Table::Meta, &key(&["status", name]))?
+            .unwrap_or(0);
+        s.push_str(&format!("flowbroker_instances{{status=\"{name}\"}} {n}\n"));
+    }
+    s.push_str("# HELP flowbroker_outbox_pending Events committed but not yet acknowledged by Kafka.\n# TYPE flowbroker_outbox_pending gauge\n");
+    s.push_str(&format!(
+        "flowbroker_outbox_pending {}\n",
+        tx.len(Table::Outbox)?
+    ));
+    s.push_str("# HELP flowbroker_buffered_events Early events waiting for their instance.\n# TYPE flowbroker_buffered_events gauge\n");
+    s.push_str(&format!(
+        "flowbroker_buffered_events {}\n",
+        tx.len(Table::Buffer)?
+    ));
+    s.push_str("# HELP flowbroker_function_calls_in_flight Function calls not yet answered.\n# TYPE flowbroker_function_calls_in_flight gauge\n");
+    s.push_str(&format!(
+        "flowbroker_function_calls_in_flight {}\n",
+        tx.len(Table::Calls)?
+    ));
+    Ok(s)
+}
