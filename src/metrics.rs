@@ -3,7 +3,8 @@
 //! the store (exact across restarts) and read at scrape time.
 
 use prometheus::{
-    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, Opts, Registry, TextEncoder,
+    Encoder, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGaugeVec, Opts, Registry,
+    TextEncoder,
 };
 
 pub struct Metrics {
@@ -22,6 +23,7 @@ pub struct Metrics {
     pub commit_seconds: HistogramVec,
     pub schedule_lag: HistogramVec,
     pub schedule_ticks: IntCounterVec,
+    pub consumer_lag: IntGaugeVec,
 }
 
 fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -69,6 +71,15 @@ impl Metrics {
             commit_seconds: histogram(&r, "flowbroker_store_commit_seconds", "Store transaction commit latency.", &[], fast.clone()),
             schedule_lag: histogram(&r, "flowbroker_schedule_lag_seconds", "Cron firing lag: commit time minus tick time.", &["workflow"], fast),
             schedule_ticks: counter(&r, "flowbroker_schedule_ticks_total", "Cron ticks by outcome: fired, catch_up (fired late after downtime) or skipped (by the catch-up policy).", &["workflow", "outcome"]),
+            consumer_lag: {
+                let g = IntGaugeVec::new(
+                    Opts::new("flowbroker_kafka_consumer_lag", "Records not yet consumed, by input topic and partition (librdkafka statistics, every 5 s)."),
+                    &["topic", "partition"],
+                )
+                .expect("valid metric");
+                r.register(Box::new(g.clone())).expect("unique metric");
+                g
+            },
             registry: r,
         }
     }

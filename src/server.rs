@@ -61,7 +61,7 @@ pub async fn serve(cfg: Config) -> Result<(), ServeError> {
         }
     }
     let producer = crate::kafka::producer::create(k)?;
-    let (consumer, assigned) = crate::kafka::consumer::create(k)?;
+    let (consumer, assigned) = crate::kafka::consumer::create(k, metrics.clone())?;
 
     let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>(64);
     let (prod_tx, prod_rx) = mpsc::unbounded_channel();

@@ -156,6 +156,21 @@ fn event_start_correlated_continuation_early_event_and_lifecycle() {
         .map(|e| e["input"]["kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["start", "actionResult", "event"]);
+    // consumer lag per input partition, from librdkafka statistics: everything consumed
+    wait_for(20, "the consumer lag gauge", || {
+        let m = reqwest::blocking::get(format!("http://{}/metrics", broker.http))
+            .ok()?
+            .text()
+            .ok()?;
+        let lags: Vec<&str> = m
+            .lines()
+            .filter(|l| {
+                l.starts_with("flowbroker_kafka_consumer_lag{") && l.contains("flowbroker.in")
+            })
+            .collect();
+        // (a partition nothing was consumed from has no committed offset, so no known lag)
+        (!lags.is_empty() && lags.iter().all(|l| l.ends_with(" 0"))).then_some(())
+    });
     // one call per order, each with its own idempotency key
     let keys: std::collections::BTreeSet<String> = fns.calls().into_iter().map(|c| c.1).collect();
     assert_eq!(keys.len(), 2);

@@ -12,12 +12,27 @@ use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
-/// Logs rebalances and reports when partitions are assigned.
+/// Logs rebalances, reports when partitions are assigned, and turns librdkafka's statistics
+/// into the consumer-lag gauge.
 pub struct Ctx {
     pub assigned: watch::Sender<usize>,
+    pub metrics: Arc<crate::metrics::Metrics>,
 }
 
-impl ClientContext for Ctx {}
+impl ClientContext for Ctx {
+    fn stats(&self, stats: rdkafka::Statistics) {
+        for (topic, t) in &stats.topics {
+            for (partition, p) in &t.partitions {
+                if *partition >= 0 && p.consumer_lag >= 0 {
+                    self.metrics
+                        .consumer_lag
+                        .with_label_values(&[topic.as_str(), &partition.to_string()])
+                        .set(p.consumer_lag);
+                }
+            }
+        }
+    }
+}
 
 impl ConsumerContext for Ctx {
     fn post_rebalance(&self, _c: &rdkafka::consumer::BaseConsumer<Self>, r: &Rebalance<'_>) {
@@ -39,6 +54,7 @@ pub type KafkaConsumer = StreamConsumer<Ctx>;
 
 pub fn create(
     cfg: &KafkaConfig,
+    metrics: Arc<crate::metrics::Metrics>,
 ) -> Result<(Arc<KafkaConsumer>, watch::Receiver<usize>), KafkaError> {
     let (tx, rx) = watch::channel(0);
     let mut c = client_config(cfg);
@@ -51,17 +67,21 @@ pub fn create(
         .set(
             "heartbeat.interval.ms",
             (cfg.session_timeout_ms / 6).max(100).to_string(),
-        );
+        )
+        .set("statistics.interval.ms", "5000");
     for (k, v) in &cfg.properties {
         c.set(k, v);
     }
-    let consumer: KafkaConsumer =
-        c.create_with_context(Ctx { assigned: tx })
-            .map_err(|source| KafkaError::Client {
-                what: "consumer",
-                brokers: cfg.brokers.clone(),
-                source,
-            })?;
+    let consumer: KafkaConsumer = c
+        .create_with_context(Ctx {
+            assigned: tx,
+            metrics,
+        })
+        .map_err(|source| KafkaError::Client {
+            what: "consumer",
+            brokers: cfg.brokers.clone(),
+            source,
+        })?;
     let topics: Vec<&str> = cfg.input_topics.iter().map(String::as_str).collect();
     consumer
         .subscribe(&topics)
