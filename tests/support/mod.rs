@@ -544,7 +544,9 @@ impl Broker {
 
     /// Instances of a workflow.
     pub fn instances(&self, workflow: &str) -> Vec<Value> {
-        let (_, v) = self.get(&format!("/v1/instances?workflowId={workflow}"));
+        let (_, v) = self.get(&format!(
+            "/v1/instances?workflowId={workflow}&limit=1000000"
+        ));
         v["instances"].as_array().cloned().unwrap_or_default()
     }
 }
