@@ -145,6 +145,12 @@ fn children_retries_timeouts_and_cancel() {
     assert!(children
         .iter()
         .all(|c| c["parentId"] == json!(p) && c["status"] == json!("COMPLETED")));
+    // child ids contain `/`; the API takes them as they are
+    let child = children[0]["id"].as_str().unwrap();
+    assert!(child.contains('/'));
+    assert_eq!(broker.instance(child)["parentId"], json!(p));
+    let (code, _) = broker.post(&format!("/v1/instances/{child}/cancel"), json!({}));
+    assert_eq!(code, 409, "a finished child cannot be cancelled");
 
     // retries wait on durable timers, then succeed; an always-busy call ends in onError
     let ok = start("flaky", json!({"amount": 5}));

@@ -114,10 +114,24 @@ pub async fn list(
     Ok(Json(json!({"instances": items})))
 }
 
-pub async fn cancel(
-    State(s): State<AppState>,
-    Path(id): Path<String>,
+/// `POST /v1/instances/{id}/cancel` (the id may contain `/`).
+pub async fn instance_action(
+    state: State<AppState>,
+    Path(path): Path<String>,
 ) -> Result<impl IntoResponse, ApiError> {
+    match path.strip_suffix("/cancel") {
+        Some(id) if !id.is_empty() => cancel(state, id.to_string()).await,
+        _ => Err(ApiError(
+            StatusCode::NOT_FOUND,
+            format!("no such action: POST /v1/instances/{path} (try .../cancel)"),
+        )),
+    }
+}
+
+async fn cancel(
+    State(s): State<AppState>,
+    id: String,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
     ask(&s.core, |reply| Cmd::Cancel {
         id: id.clone(),
         reply,

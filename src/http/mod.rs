@@ -32,8 +32,11 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/workflows", get(admin::workflows))
         .route("/v1/workflows/{id}/instances", post(admin::start))
         .route("/v1/instances", get(admin::list))
-        .route("/v1/instances/{id}", get(admin::instance))
-        .route("/v1/instances/{id}/cancel", post(admin::cancel))
+        // child instance ids contain `/` (`{parent}/{visit}/i0`): match the rest of the path
+        .route(
+            "/v1/instances/{*id}",
+            get(admin::instance).post(admin::instance_action),
+        )
         .route("/v1/schedules", get(admin::schedules))
         .route("/health", get(admin::health))
         .route("/metrics", get(admin::metrics))
