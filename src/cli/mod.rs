@@ -82,6 +82,9 @@ fn run_broker(config: Option<PathBuf>) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    for w in &cfg.warnings {
+        tracing::warn!("{w}");
+    }
     let rt = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
