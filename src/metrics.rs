@@ -63,7 +63,7 @@ impl Metrics {
             unmatched: counter(&r, "flowbroker_events_unmatched_total", "Events that matched no workflow or instance, by type.", &["type"]),
             duplicate_events: counter(&r, "flowbroker_events_duplicate_total", "Events dropped because their source and id were consumed within the dedupe window, by type.", &["type"]),
             duplicates: one("flowbroker_records_duplicate_total", "Kafka records skipped because their offset was already applied."),
-            buffered: counter(&r, "flowbroker_buffered_events_total", "Early events: buffered, delivered later, expired or dropped with their finished instance.", &["outcome"]),
+            buffered: counter(&r, "flowbroker_buffered_events_total", "Early events: buffered for an instance, held for a key with no instance yet, delivered later, expired, or dropped with their finished instance.", &["outcome"]),
             joins_expired: one("flowbroker_pending_starts_expired_total", "All-events starts dropped because the gap timeout passed."),
             transitions: one("flowbroker_transitions_total", "States entered."),
             starts_rejected: counter(&r, "flowbroker_starts_rejected_total", "Start events rejected outside the schedule interval, by workflow.", &["workflow"]),

@@ -155,3 +155,52 @@ fn buffered_events_expire_after_their_ttl() {
     assert_eq!(inst["instance"]["state"], "Docs");
     assert_eq!(inst["instance"]["status"], "WAITING", "{inst}");
 }
+
+#[test]
+fn an_event_that_arrives_before_its_instance_starts_is_held_for_it() {
+    let mut h = Harness::new("2024-01-01T00:00:00Z", |_| {});
+    h.deploy("claims.yaml", CLAIMS);
+    let web = [("customerid", "c7"), ("region", "eu"), ("channel", "web")];
+    // the documents overtake the filing (another partition, a slow producer)
+    let early = h.event_with(
+        "d1",
+        "/claims",
+        "claim.documented",
+        &web,
+        json!({"doc": "first"}),
+    );
+    assert_eq!(list(&early, "held").len(), 1, "{early}");
+    assert!(list(&early, "started").is_empty());
+    let s = h.event_with("f1", "/claims", "claim.filed", &web, json!({}));
+    let id = list(&s, "started")[0].clone();
+    h.clock.advance(Duration::minutes(10));
+    h.tick();
+    let inst = h.stored(&id).unwrap();
+    assert_eq!(inst["instance"]["status"], "COMPLETED", "{inst}");
+    assert_eq!(inst["instance"]["data"]["doc"], "first");
+    // a held event for a key that never starts expires with its TTL (1 h here)
+    let lone = [
+        ("customerid", "nobody"),
+        ("region", "eu"),
+        ("channel", "web"),
+    ];
+    let r = h.event_with(
+        "d2",
+        "/claims",
+        "claim.documented",
+        &lone,
+        json!({"doc": "x"}),
+    );
+    assert_eq!(list(&r, "held").len(), 1);
+    h.clock.advance(Duration::minutes(61));
+    h.tick();
+    let s = h.event_with("f2", "/claims", "claim.filed", &lone, json!({}));
+    let id = list(&s, "started")[0].clone();
+    h.clock.advance(Duration::minutes(10));
+    h.tick();
+    let inst = h.stored(&id).unwrap();
+    assert_eq!(
+        inst["instance"]["status"], "WAITING",
+        "the expired event is gone: {inst}"
+    );
+}

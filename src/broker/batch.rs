@@ -105,7 +105,9 @@ impl<'a, 's> Batch<'a, 's> {
             match self.apply_now(&w.instance, w.input)? {
                 Ok(()) => {
                     if let Some(k) = w.buffered {
-                        self.tx.delete(Table::Buffer, &k)?;
+                        if let Some(b) = self.tx.get::<Buffered>(Table::Buffer, &k)? {
+                            self.delete_buffered(&k, &b)?;
+                        }
                         self.fx.stats.push(Stat::BufferDelivered);
                     }
                 }
@@ -210,7 +212,7 @@ impl<'a, 's> Batch<'a, 's> {
 
     /// Keeps `Waits` and `Active` in step with the instance.
     fn reindex(
-        &self,
+        &mut self,
         def: &crate::definition::Definition,
         old: &Instance,
         new: &Instance,
@@ -230,6 +232,7 @@ impl<'a, 's> Batch<'a, 's> {
         }
         for k in na.difference(&oa) {
             self.tx.put(Table::Active, k, &new.id)?;
+            self.adopt_held(k, &new.id)?;
         }
         Ok(())
     }
@@ -386,11 +389,11 @@ impl<'a, 's> Batch<'a, 's> {
         for t in &rec.instance.timers {
             self.disarm(t)?;
         }
-        for (k, _) in self
+        for (k, b) in self
             .tx
             .prefix::<Buffered>(Table::Buffer, &format!("{}{SEP}", rec.instance.id))?
         {
-            self.tx.delete(Table::Buffer, &k)?;
+            self.delete_buffered(&k, &b)?;
             self.fx.stats.push(Stat::BufferDropped);
         }
         Ok(())

@@ -372,6 +372,7 @@ impl Core {
                 Stat::Duplicate => m.duplicates.inc(),
                 Stat::DuplicateEvent(ty) => m.duplicate_events.with_label_values(&[&ty]).inc(),
                 Stat::Buffered => m.buffered.with_label_values(&["buffered"]).inc(),
+                Stat::Held => m.buffered.with_label_values(&["held"]).inc(),
                 Stat::BufferDelivered => m.buffered.with_label_values(&["delivered"]).inc(),
                 Stat::BufferExpired => m.buffered.with_label_values(&["expired"]).inc(),
                 Stat::BufferDropped => m.buffered.with_label_values(&["dropped"]).inc(),

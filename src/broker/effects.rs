@@ -43,9 +43,58 @@ impl Batch<'_, '_> {
             event,
             expires: self.now + ttl,
         };
-        self.tx
-            .put(Table::Buffer, &key(&[instance, &num(seq as u64)]), &b)?;
+        self.put_buffered(&key(&[instance, &num(seq as u64)]), &b)?;
         self.fx.stats.push(Stat::Buffered);
+        Ok(())
+    }
+
+    /// Holds an event for a key no instance has yet (`@workflow SEP event SEP key SEP seq` in
+    /// the buffer); [`Batch::adopt_held`] hands it over when an instance takes the key.
+    pub fn hold(
+        &mut self,
+        workflow: &str,
+        event_name: &str,
+        k: &str,
+        event: Event,
+        ttl: chrono::Duration,
+    ) -> Result<()> {
+        let seq = self.tx.bump("buffer.seq", 1)?;
+        let b = Buffered {
+            event,
+            expires: self.now + ttl,
+        };
+        let at = format!("@{}", key(&[workflow, event_name, k, &num(seq as u64)]));
+        self.put_buffered(&at, &b)?;
+        self.fx.stats.push(Stat::Held);
+        Ok(())
+    }
+
+    /// Moves events held for active key `active` (`workflow SEP event SEP key`) to `instance`'s
+    /// buffer, oldest first.
+    pub(super) fn adopt_held(&mut self, active: &str, instance: &str) -> Result<()> {
+        let held: Vec<(String, Buffered)> = self
+            .tx
+            .prefix(Table::Buffer, &format!("@{active}{}", crate::store::SEP))?;
+        for (k, b) in held {
+            self.delete_buffered(&k, &b)?;
+            let seq = self.tx.bump("buffer.seq", 1)?;
+            self.put_buffered(&key(&[instance, &num(seq as u64)]), &b)?;
+        }
+        Ok(())
+    }
+
+    /// Stores a buffered event with its expiry index entry.
+    fn put_buffered(&mut self, k: &str, b: &Buffered) -> Result<()> {
+        self.tx.put(Table::Buffer, k, b)?;
+        let ms = b.expires.timestamp_millis().max(0) as u64;
+        self.tx.put(Table::BufferExpiry, &key(&[&num(ms), k]), &())
+    }
+
+    /// Removes a buffered event and its expiry index entry.
+    pub(super) fn delete_buffered(&mut self, k: &str, b: &Buffered) -> Result<()> {
+        self.tx.delete(Table::Buffer, k)?;
+        let ms = b.expires.timestamp_millis().max(0) as u64;
+        self.tx.delete(Table::BufferExpiry, &key(&[&num(ms), k]))?;
         Ok(())
     }
 

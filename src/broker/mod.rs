@@ -86,6 +86,8 @@ pub enum Stat {
     /// An event whose source and id were seen within the dedupe window.
     DuplicateEvent(String),
     Buffered,
+    /// Held for a key no instance has yet.
+    Held,
     BufferDelivered,
     BufferExpired,
     BufferDropped,

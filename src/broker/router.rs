@@ -33,6 +33,8 @@ pub struct Routed {
     pub started: Vec<String>,
     /// Pending all-events starts it joined (`workflow/key`).
     pub joined: Vec<String>,
+    /// Held for an instance of that key that has not started yet (`workflow/event/key`).
+    pub held: Vec<String>,
     /// Why it was rejected, when it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rejected: Option<String>,
@@ -46,6 +48,7 @@ impl Routed {
             buffered: vec![],
             started: vec![],
             joined: vec![],
+            held: vec![],
             rejected: Some(
                 "duplicate: an event with this source and id was already consumed".into(),
             ),
@@ -56,7 +59,8 @@ impl Routed {
         !(self.delivered.is_empty()
             && self.buffered.is_empty()
             && self.started.is_empty()
-            && self.joined.is_empty())
+            && self.joined.is_empty()
+            && self.held.is_empty())
     }
 }
 
@@ -68,6 +72,7 @@ impl Batch<'_, '_> {
             buffered: vec![],
             started: vec![],
             joined: vec![],
+            held: vec![],
             rejected: None,
         };
         if let Some(target) = event.attribute("workflowinstanceid") {
@@ -114,7 +119,17 @@ impl Batch<'_, '_> {
                         continue;
                     }
                 }
-                self.maybe_start(&m.workflow, &m.event, &k, &event, &mut r)?;
+                let starts = self.reg.current(&m.workflow).is_some_and(|wf| {
+                    event_start(&wf.def).is_some_and(|s| s.names.contains(&m.event.as_str()))
+                });
+                if starts {
+                    self.maybe_start(&m.workflow, &m.event, &k, &event, &mut r)?;
+                } else if index::keyed(ed) {
+                    // no instance has this key yet: hold the event for the one that will
+                    let ttl = self.ttl(ed);
+                    self.hold(&m.workflow, &m.event, &k, event.clone(), ttl)?;
+                    r.held.push(format!("{}/{}/{k}", m.workflow, m.event));
+                }
             }
         }
         self.drain()?;

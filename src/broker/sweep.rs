@@ -8,6 +8,8 @@ use crate::store::{num, StoreError, Table, SEP};
 
 /// Entries a batch fires at most per due-timer pass.
 const TIMERS_PER_BATCH: usize = 1000;
+/// Buffered events expired at most per sweep.
+const SWEEP_LIMIT: usize = 10_000;
 
 /// Fires every due timer, each exactly once (its entry goes in the same transaction).
 pub(super) fn fire_timers(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
@@ -29,16 +31,24 @@ pub(super) fn fire_timers(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Drops buffered events past their TTL (counted and logged).
+/// Drops buffered (and held) events past their TTL, counted and logged; an index by expiry
+/// keeps this from reading events that are not due.
 pub(super) fn sweep_buffer(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
-    for (k, e) in b.tx.prefix::<Buffered>(Table::Buffer, "")? {
-        if e.expires <= b.now {
-            b.tx.delete(Table::Buffer, &k)?;
-            tracing::info!(event = %e.event.id, r#type = %e.event.event_type,
-                instance = k.split(SEP).next().unwrap_or_default(),
-                "buffered event expired before its instance waited for it");
-            b.fx.stats.push(Stat::BufferExpired);
-        }
+    let end = num(b.now.timestamp_millis().max(0) as u64 + 1);
+    let due: Vec<(String, ())> = b.tx.range(Table::BufferExpiry, "", &end, SWEEP_LIMIT)?;
+    for (x, ()) in due {
+        b.tx.delete(Table::BufferExpiry, &x)?;
+        let Some((_, k)) = x.split_once(SEP) else {
+            continue;
+        };
+        let Some(e) = b.tx.get::<Buffered>(Table::Buffer, k)? else {
+            continue;
+        };
+        b.tx.delete(Table::Buffer, k)?;
+        tracing::info!(event = %e.event.id, r#type = %e.event.event_type,
+            waiting_for = k.rsplit_once(SEP).map(|(w, _)| w).unwrap_or_default(),
+            "buffered event expired before an instance waited for it");
+        b.fx.stats.push(Stat::BufferExpired);
     }
     Ok(())
 }

@@ -41,10 +41,12 @@ pub enum Table {
     SeenExpiry,
     /// `finished_ms(20) SEP instance` -> (): finished instances, for retention.
     Finished,
+    /// `expires_ms(20) SEP buffer key` -> (): `Buffer` by expiry, for sweeping.
+    BufferExpiry,
 }
 
 impl Table {
-    pub const ALL: [Table; 17] = [
+    pub const ALL: [Table; 18] = [
         Table::Instances,
         Table::History,
         Table::Active,
@@ -62,6 +64,7 @@ impl Table {
         Table::Seen,
         Table::SeenExpiry,
         Table::Finished,
+        Table::BufferExpiry,
     ];
 
     pub fn name(self) -> &'static str {
@@ -83,6 +86,7 @@ impl Table {
             Table::Seen => "seen",
             Table::SeenExpiry => "seen_expiry",
             Table::Finished => "finished",
+            Table::BufferExpiry => "buffer_expiry",
         }
     }
 }
