@@ -192,8 +192,18 @@ fn an_event_that_arrives_before_its_instance_starts_is_held_for_it() {
         json!({"doc": "x"}),
     );
     assert_eq!(list(&r, "held").len(), 1);
+    assert!(
+        h.gauges().contains("flowbroker_buffered_events 1\n"),
+        "{}",
+        h.gauges()
+    );
     h.clock.advance(Duration::minutes(61));
     h.tick();
+    assert!(
+        h.gauges().contains("flowbroker_buffered_events 0\n"),
+        "{}",
+        h.gauges()
+    );
     let s = h.event_with("f2", "/claims", "claim.filed", &lone, json!({}));
     let id = list(&s, "started")[0].clone();
     h.clock.advance(Duration::minutes(10));

@@ -9,6 +9,9 @@ use crate::store::{key, num, Table};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+/// Meta counter of buffered and held events (for `/metrics`, without walking the table).
+pub const BUFFER_COUNT: &str = "buffer.count";
+
 impl Batch<'_, '_> {
     /// Keeps the instances-by-status gauge in the store.
     pub(super) fn count_status(&self, old: Option<Status>, new: Status) -> Result<()> {
@@ -86,13 +89,16 @@ impl Batch<'_, '_> {
     /// Stores a buffered event with its expiry index entry.
     fn put_buffered(&mut self, k: &str, b: &Buffered) -> Result<()> {
         self.tx.put(Table::Buffer, k, b)?;
+        self.tx.bump(BUFFER_COUNT, 1)?;
         let ms = b.expires.timestamp_millis().max(0) as u64;
         self.tx.put(Table::BufferExpiry, &key(&[&num(ms), k]), &())
     }
 
     /// Removes a buffered event and its expiry index entry.
     pub(super) fn delete_buffered(&mut self, k: &str, b: &Buffered) -> Result<()> {
-        self.tx.delete(Table::Buffer, k)?;
+        if self.tx.delete(Table::Buffer, k)? {
+            self.tx.bump(BUFFER_COUNT, -1)?;
+        }
         let ms = b.expires.timestamp_millis().max(0) as u64;
         self.tx.delete(Table::BufferExpiry, &key(&[&num(ms), k]))?;
         Ok(())

@@ -31,10 +31,11 @@ pub fn gauges(store: &Store) -> Result<String, StoreError> {
         "flowbroker_outbox_pending {}\n",
         tx.len(Table::Outbox)?
     ));
-    s.push_str("# HELP flowbroker_buffered_events Early events waiting for their instance.\n# TYPE flowbroker_buffered_events gauge\n");
+    s.push_str("# HELP flowbroker_buffered_events Early events waiting for their instance (or held for their key).\n# TYPE flowbroker_buffered_events gauge\n");
     s.push_str(&format!(
         "flowbroker_buffered_events {}\n",
-        tx.len(Table::Buffer)?
+        tx.get::<i64>(Table::Meta, crate::broker::effects::BUFFER_COUNT)?
+            .unwrap_or(0)
     ));
     s.push_str("# HELP flowbroker_function_calls_in_flight Function calls not yet answered.\n# TYPE flowbroker_function_calls_in_flight gauge\n");
     s.push_str(&format!(

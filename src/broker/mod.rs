@@ -21,7 +21,7 @@ pub mod batch;
 pub mod core;
 pub mod dedupe;
 mod deploy;
-mod effects;
+pub mod effects;
 pub mod gauges;
 pub mod index;
 mod ingest;

@@ -44,7 +44,7 @@ pub(super) fn sweep_buffer(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
         let Some(e) = b.tx.get::<Buffered>(Table::Buffer, k)? else {
             continue;
         };
-        b.tx.delete(Table::Buffer, k)?;
+        b.delete_buffered(k, &e)?;
         tracing::info!(event = %e.event.id, r#type = %e.event.event_type,
             waiting_for = k.rsplit_once(SEP).map(|(w, _)| w).unwrap_or_default(),
             "buffered event expired before an instance waited for it");

@@ -157,6 +157,11 @@ impl Harness {
         rx.try_recv().unwrap().unwrap();
     }
 
+    /// The store-kept gauges as `/metrics` shows them.
+    pub fn gauges(&self) -> String {
+        flowbroker::broker::gauges::gauges(self.store.as_ref().unwrap()).unwrap()
+    }
+
     /// The instances-by-status gauge for `status`.
     pub fn gauge(&self, status: &str) -> i64 {
         let text = flowbroker::broker::gauges::gauges(self.store.as_ref().unwrap()).unwrap();
