@@ -46,6 +46,15 @@ pub struct Config {
     pub warnings: Vec<String>,
 }
 
+/// [`Config`]'s durations as values.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Windows {
+    pub buffer_ttl: chrono::Duration,
+    pub dedupe: chrono::Duration,
+    /// `None`: keep finished instances forever.
+    pub retention: Option<chrono::Duration>,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct KafkaConfig {
@@ -292,6 +301,21 @@ impl Config {
             crate::time::parse_timezone(&self.timezone).map_err(|e| format!("timezone: {e}"))?;
         }
         Ok(())
+    }
+
+    /// The durations, parsed (once per batch, not per event). Calendar units count from `now`.
+    /// Values [`Config::load`] would reject fall back to the defaults.
+    pub fn windows(&self, now: chrono::DateTime<chrono::Utc>) -> Windows {
+        let parse = |s: &str| {
+            crate::time::Duration::parse(s)
+                .ok()
+                .map(|d| d.after(now) - now)
+        };
+        Windows {
+            buffer_ttl: parse(&self.buffer_ttl).unwrap_or_else(|| chrono::Duration::hours(24)),
+            dedupe: parse(&self.dedupe_window).unwrap_or_else(|| chrono::Duration::minutes(10)),
+            retention: parse(&self.retention),
+        }
     }
 
     /// The store directory.

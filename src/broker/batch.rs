@@ -6,9 +6,9 @@ use super::index;
 use super::records::{Buffered, Call, HistoryEntry, InstanceRecord, OutRecord, TimerEntry};
 use super::registry::{Deployed, Registry};
 use super::Stat;
-use crate::config::Config;
+use crate::config::{Config, Windows};
 use crate::engine::{self, Action, EngineError, ErrorInfo, Event, Input, Instance};
-use crate::store::{key, num, Table, Txn, SEP};
+use crate::store::{at, key, num, Table, Txn, SEP};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -38,6 +38,8 @@ pub struct Batch<'a, 's> {
     pub reg: &'a Registry,
     pub cfg: &'a Config,
     pub now: DateTime<Utc>,
+    /// The config's durations, parsed once for the batch.
+    pub windows: Windows,
     pub fx: Effects,
     queue: VecDeque<Work>,
 }
@@ -49,6 +51,7 @@ impl<'a, 's> Batch<'a, 's> {
             reg,
             cfg,
             now,
+            windows: cfg.windows(now),
             fx: Effects::default(),
             queue: VecDeque::new(),
         }
@@ -383,9 +386,8 @@ impl<'a, 's> Batch<'a, 's> {
     /// A finished instance waits for nothing: its timers and buffered events go, and it is
     /// remembered for retention.
     fn finish(&mut self, rec: &InstanceRecord) -> Result<()> {
-        let ms = self.now.timestamp_millis().max(0) as u64;
         self.tx
-            .put(Table::Finished, &key(&[&num(ms), &rec.instance.id]), &())?;
+            .put(Table::Finished, &at(self.now, &rec.instance.id), &())?;
         for t in &rec.instance.timers {
             self.disarm(t)?;
         }

@@ -15,7 +15,7 @@ use super::{AdminError, Clock, Cmd, Stat};
 use crate::config::Config;
 use crate::engine::Input;
 use crate::metrics::Metrics;
-use crate::store::{key, Store, StoreError, Table, SEP};
+use crate::store::{key, split_at, Store, StoreError, Table, SEP};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -185,10 +185,7 @@ impl Core {
         let first = tx.first::<TimerEntry>(Table::Timers)?;
         drop(tx);
         let sweep = self.last_sweep + chrono::Duration::seconds(SWEEP_EVERY_SECS);
-        let timer = first.and_then(|(k, _)| {
-            let ms: i64 = k.split(SEP).next()?.parse().ok()?;
-            DateTime::from_timestamp_millis(ms)
-        });
+        let timer = first.and_then(|(k, _)| split_at(&k).map(|(t, _)| t));
         Ok(Some(timer.map_or(sweep, |t| t.min(sweep))))
     }
 

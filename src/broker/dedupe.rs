@@ -6,7 +6,7 @@
 use super::batch::{Batch, Result};
 use super::Stat;
 use crate::engine::Event;
-use crate::store::{key, num, Table, SEP};
+use crate::store::{at, key, Table};
 use chrono::{DateTime, Utc};
 
 /// Entries removed per sweep at most.
@@ -15,9 +15,7 @@ const SWEEP_LIMIT: usize = 10_000;
 impl Batch<'_, '_> {
     /// True when the event was consumed within the window (and counts it); else remembers it.
     pub fn seen_before(&mut self, event: &Event) -> Result<bool> {
-        let window = crate::time::Duration::parse(&self.cfg.dedupe_window)
-            .map(|d| d.after(self.now) - self.now)
-            .unwrap_or_else(|_| chrono::Duration::minutes(10));
+        let window = self.windows.dedupe;
         if window <= chrono::Duration::zero() {
             return Ok(false);
         }
@@ -32,23 +30,17 @@ impl Batch<'_, '_> {
         }
         let until = self.now + window;
         self.tx.put(Table::Seen, &k, &until)?;
-        let ms = until.timestamp_millis().max(0) as u64;
-        self.tx.put(Table::SeenExpiry, &key(&[&num(ms), &k]), &())?;
+        self.tx.put(Table::SeenExpiry, &at(until, &k), &())?;
         Ok(false)
     }
 
-    /// Forgets events whose window has passed.
+    /// Forgets events whose window has passed (unless they were seen again since).
     pub fn sweep_seen(&mut self) -> Result<()> {
-        let end = num(self.now.timestamp_millis().max(0) as u64);
-        let due: Vec<(String, ())> = self.tx.range(Table::SeenExpiry, "", &end, SWEEP_LIMIT)?;
-        for (k, ()) in due {
-            self.tx.delete(Table::SeenExpiry, &k)?;
-            if let Some((ms, seen)) = k.split_once(SEP) {
-                let until: Option<DateTime<Utc>> = self.tx.get(Table::Seen, seen)?;
-                let same = until.is_some_and(|u| num(u.timestamp_millis().max(0) as u64) == ms);
-                if same {
-                    self.tx.delete(Table::Seen, seen)?;
-                }
+        let due: Vec<(String, ())> = self.tx.take_due(Table::SeenExpiry, self.now, SWEEP_LIMIT)?;
+        for (seen, ()) in due {
+            let until: Option<DateTime<Utc>> = self.tx.get(Table::Seen, &seen)?;
+            if until.is_some_and(|u| u <= self.now) {
+                self.tx.delete(Table::Seen, &seen)?;
             }
         }
         Ok(())

@@ -5,7 +5,7 @@ use super::batch::{Batch, Result};
 use super::records::{Buffered, InstanceRecord, OutRecord, TimerEntry};
 use super::Stat;
 use crate::engine::{Event, Input, Status};
-use crate::store::{key, num, Table};
+use crate::store::{at, key, num, Table};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
@@ -90,8 +90,7 @@ impl Batch<'_, '_> {
     fn put_buffered(&mut self, k: &str, b: &Buffered) -> Result<()> {
         self.tx.put(Table::Buffer, k, b)?;
         self.tx.bump(BUFFER_COUNT, 1)?;
-        let ms = b.expires.timestamp_millis().max(0) as u64;
-        self.tx.put(Table::BufferExpiry, &key(&[&num(ms), k]), &())
+        self.tx.put(Table::BufferExpiry, &at(b.expires, k), &())
     }
 
     /// Removes a buffered event and its expiry index entry.
@@ -99,8 +98,7 @@ impl Batch<'_, '_> {
         if self.tx.delete(Table::Buffer, k)? {
             self.tx.bump(BUFFER_COUNT, -1)?;
         }
-        let ms = b.expires.timestamp_millis().max(0) as u64;
-        self.tx.delete(Table::BufferExpiry, &key(&[&num(ms), k]))?;
+        self.tx.delete(Table::BufferExpiry, &at(b.expires, k))?;
         Ok(())
     }
 
@@ -115,8 +113,7 @@ impl Batch<'_, '_> {
     /// Arms (or re-arms) a durable timer.
     pub fn arm(&mut self, id: &str, due: DateTime<Utc>, entry: &TimerEntry) -> Result<()> {
         self.disarm(id)?;
-        let ms = due.timestamp_millis().max(0) as u64;
-        let k = key(&[&num(ms), id]);
+        let k = at(due, id);
         self.tx.put(Table::Timers, &k, entry)?;
         self.tx.put(Table::TimerIds, id, &k)?;
         Ok(())

@@ -3,7 +3,7 @@
 
 use super::batch::{Batch, Result};
 use super::records::InstanceRecord;
-use crate::store::{key, num, Table, SEP};
+use crate::store::{key, Table, SEP};
 
 /// Instances forgotten per sweep at most.
 const SWEEP_LIMIT: usize = 1_000;
@@ -11,17 +11,14 @@ const SWEEP_LIMIT: usize = 1_000;
 impl Batch<'_, '_> {
     /// Deletes instances that finished more than `retention` ago.
     pub fn sweep_finished(&mut self) -> Result<()> {
-        let Ok(keep) = crate::time::Duration::parse(&self.cfg.retention) else {
-            return Ok(()); // empty (or invalid, reported at start): keep forever
+        let Some(keep) = self.windows.retention else {
+            return Ok(()); // empty: keep forever
         };
-        let keep = keep.after(self.now) - self.now;
-        let before = num((self.now - keep).timestamp_millis().max(0) as u64);
-        let due: Vec<(String, ())> = self.tx.range(Table::Finished, "", &before, SWEEP_LIMIT)?;
-        for (k, ()) in due {
-            self.tx.delete(Table::Finished, &k)?;
-            let Some((_, id)) = k.split_once(SEP) else {
-                continue;
-            };
+        let due: Vec<(String, ())> =
+            self.tx
+                .take_due(Table::Finished, self.now - keep, SWEEP_LIMIT)?;
+        for (id, ()) in due {
+            let id = id.as_str();
             let Some(rec) = self.tx.get::<InstanceRecord>(Table::Instances, id)? else {
                 continue;
             };

@@ -258,15 +258,13 @@ impl Batch<'_, '_> {
 
     /// The buffer TTL of an event definition: `metadata.bufferTtl`, else the broker's.
     fn ttl(&self, ed: &crate::model::EventDef) -> chrono::Duration {
-        let iso = ed
-            .metadata
+        ed.metadata
             .as_ref()
             .and_then(|m| m.get("bufferTtl"))
             .and_then(|v| v.as_str())
-            .unwrap_or(&self.cfg.buffer_ttl);
-        crate::time::Duration::parse(iso)
+            .and_then(|iso| crate::time::Duration::parse(iso).ok())
             .map(|d| d.after(self.now) - self.now)
-            .unwrap_or_else(|_| chrono::Duration::hours(24))
+            .unwrap_or(self.windows.buffer_ttl)
     }
 }
 

@@ -4,7 +4,7 @@ use super::batch::Batch;
 use super::records::{Buffered, TimerEntry};
 use super::Stat;
 use crate::engine::Input;
-use crate::store::{num, StoreError, Table, SEP};
+use crate::store::{StoreError, Table, SEP};
 
 /// Entries a batch fires at most per due-timer pass.
 const TIMERS_PER_BATCH: usize = 1000;
@@ -13,12 +13,9 @@ const SWEEP_LIMIT: usize = 10_000;
 
 /// Fires every due timer, each exactly once (its entry goes in the same transaction).
 pub(super) fn fire_timers(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
-    let end = num(b.now.timestamp_millis().max(0) as u64 + 1);
-    let due: Vec<(String, TimerEntry)> = b.tx.range(Table::Timers, "", &end, TIMERS_PER_BATCH)?;
-    for (k, entry) in due {
-        b.tx.delete(Table::Timers, &k)?;
-        let id = k.split_once(SEP).map(|(_, id)| id).unwrap_or_default();
-        b.tx.delete(Table::TimerIds, id)?;
+    let due: Vec<(String, TimerEntry)> = b.tx.take_due(Table::Timers, b.now, TIMERS_PER_BATCH)?;
+    for (id, entry) in due {
+        b.tx.delete(Table::TimerIds, &id)?;
         match entry {
             TimerEntry::Instance { instance, id } => {
                 b.queue(&instance, Input::TimerFired { id });
@@ -34,13 +31,9 @@ pub(super) fn fire_timers(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
 /// Drops buffered (and held) events past their TTL, counted and logged; an index by expiry
 /// keeps this from reading events that are not due.
 pub(super) fn sweep_buffer(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
-    let end = num(b.now.timestamp_millis().max(0) as u64 + 1);
-    let due: Vec<(String, ())> = b.tx.range(Table::BufferExpiry, "", &end, SWEEP_LIMIT)?;
-    for (x, ()) in due {
-        b.tx.delete(Table::BufferExpiry, &x)?;
-        let Some((_, k)) = x.split_once(SEP) else {
-            continue;
-        };
+    let due: Vec<(String, ())> = b.tx.take_due(Table::BufferExpiry, b.now, SWEEP_LIMIT)?;
+    for (k, ()) in due {
+        let k = k.as_str();
         let Some(e) = b.tx.get::<Buffered>(Table::Buffer, k)? else {
             continue;
         };

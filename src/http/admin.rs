@@ -4,7 +4,7 @@
 use super::{ask, ApiError, AppState};
 use crate::broker::records::{HistoryEntry, InstanceRecord, ScheduleState};
 use crate::broker::Cmd;
-use crate::store::{key, Table, SEP};
+use crate::store::{key, split_at, Table, SEP};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
@@ -158,9 +158,7 @@ pub async fn schedules(State(s): State<AppState>) -> Result<Json<Value>, ApiErro
     let mut out = Vec::new();
     for (wf, st) in tx.prefix::<ScheduleState>(Table::Schedules, "")? {
         let timer: Option<String> = tx.get(Table::TimerIds, &key(&["cron", &wf]))?;
-        let next = timer
-            .and_then(|k| k.split(SEP).next()?.parse::<i64>().ok())
-            .and_then(chrono::DateTime::from_timestamp_millis);
+        let next = timer.and_then(|k| split_at(&k).map(|(t, _)| t));
         out.push(json!({
             "workflowId": wf,
             "cron": st.cron,

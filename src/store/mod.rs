@@ -9,7 +9,7 @@
 
 mod tables;
 
-pub use tables::{key, num, Table, SEP};
+pub use tables::{at, key, num, split_at, Table, SEP};
 
 use fjall::{PersistMode, TxKeyspace, TxPartitionHandle};
 use serde::{de::DeserializeOwned, Serialize};
@@ -174,6 +174,25 @@ impl Txn<'_> {
         let part = self.store.part(table);
         let (from, to) = (from.to_string(), to.to_string());
         self.with(|tx| collect(table, tx.range(part, from..to), |_| false, limit))
+    }
+
+    /// Removes and returns (oldest first, at most `limit`) the entries of a time-keyed table
+    /// (see [`at`]) due at or before `until`, as (the key's rest, value).
+    pub fn take_due<T: DeserializeOwned>(
+        &self,
+        table: Table,
+        until: chrono::DateTime<chrono::Utc>,
+        limit: usize,
+    ) -> Result<Vec<(String, T)>> {
+        let end = num(until.timestamp_millis().max(0) as u64 + 1);
+        let due: Vec<(String, T)> = self.range(table, "", &end, limit)?;
+        let mut out = Vec::with_capacity(due.len());
+        for (k, v) in due {
+            self.delete(table, &k)?;
+            let rest = k.split_once(SEP).map(|(_, r)| r).unwrap_or_default();
+            out.push((rest.to_string(), v));
+        }
+        Ok(out)
     }
 
     /// The first entry of a table, by key.

@@ -100,3 +100,18 @@ pub fn key(parts: &[&str]) -> String {
 pub fn num(n: u64) -> String {
     format!("{n:020}")
 }
+
+/// A key that sorts by time: `ms(20) SEP rest`. Tables keyed this way are expiry or due-time
+/// indexes, read with [`crate::store::Txn::take_due`].
+pub fn at(t: chrono::DateTime<chrono::Utc>, rest: &str) -> String {
+    key(&[&num(t.timestamp_millis().max(0) as u64), rest])
+}
+
+/// The time and the rest of a key made by [`at`].
+pub fn split_at(k: &str) -> Option<(chrono::DateTime<chrono::Utc>, &str)> {
+    let (ms, rest) = k.split_once(SEP)?;
+    Some((
+        chrono::DateTime::from_timestamp_millis(ms.parse().ok()?)?,
+        rest,
+    ))
+}
