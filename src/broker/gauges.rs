@@ -3,7 +3,6 @@
 
 use crate::engine::Status;
 use crate::store::{key, Store, StoreError, Table};
-use serde_json::Value;
 
 /// The store-kept gauges for `/metrics`.
 pub fn gauges(store: &Store) -> Result<String, StoreError> {
@@ -11,16 +10,8 @@ pub fn gauges(store: &Store) -> Result<String, StoreError> {
     let mut s = String::from(
         "# HELP flowbroker_instances Instances by status.\n# TYPE flowbroker_instances gauge\n",
     );
-    for st in [
-        Status::Running,
-        Status::Waiting,
-        Status::Completed,
-        Status::Failed,
-        Status::Terminated,
-        Status::Cancelled,
-    ] {
-        let name = serde_json::to_value(st).ok();
-        let name = name.as_ref().and_then(Value::as_str).unwrap_or_default();
+    for st in Status::ALL {
+        let name = st.as_str();
         let n = tx
             .get::<i64>(Table::Meta, &key(&["status", name]))?
             .unwrap_or(0);

@@ -119,12 +119,8 @@ impl Batch<'_, '_> {
                         continue;
                     }
                 }
-                let starts = self.reg.current(&m.workflow).is_some_and(|wf| {
-                    event_start(&wf.def).is_some_and(|s| s.names.contains(&m.event.as_str()))
-                });
-                if starts {
-                    self.maybe_start(&m.workflow, &m.event, &k, &event, &mut r)?;
-                } else if index::keyed(ed) {
+                let started = self.maybe_start(&m.workflow, &m.event, &k, &event, &mut r)?;
+                if !started && index::keyed(ed) {
                     // no instance has this key yet: hold the event for the one that will
                     let ttl = self.ttl(ed);
                     self.hold(&m.workflow, &m.event, &k, event.clone(), ttl)?;
@@ -178,7 +174,8 @@ impl Batch<'_, '_> {
         Ok(())
     }
 
-    /// Starts `workflow` on event `name` if its current version starts on it.
+    /// Starts `workflow` on event `name` if its current version starts on it; false when it
+    /// does not start on that event.
     fn maybe_start(
         &mut self,
         workflow: &str,
@@ -186,20 +183,20 @@ impl Batch<'_, '_> {
         k: &str,
         event: &Event,
         r: &mut Routed,
-    ) -> Result<()> {
+    ) -> Result<bool> {
         let Some(wf) = self.reg.current(workflow).cloned() else {
-            return Ok(());
+            return Ok(false);
         };
         let Some(start) = event_start(&wf.def) else {
-            return Ok(());
+            return Ok(false);
         };
         if !start.names.contains(&name) {
-            return Ok(());
+            return Ok(false);
         }
         if let Some(why) = self.start_refused(&wf) {
             self.fx.stats.push(Stat::StartRejected(wf.id.clone()));
             r.rejected = Some(why);
-            return Ok(());
+            return Ok(true);
         }
         let mut events = vec![event.clone()];
         if start.all {
@@ -228,7 +225,7 @@ impl Batch<'_, '_> {
                     self.arm(&timer, due, &entry)?;
                 }
                 r.joined.push(format!("{workflow}/{k}"));
-                return Ok(());
+                return Ok(true);
             }
             self.tx.delete(Table::Joins, &jk)?;
             self.disarm(&timer)?;
@@ -240,7 +237,7 @@ impl Batch<'_, '_> {
             Ok(false) => r.delivered.push(id),
             Err(e) => r.rejected = Some(e.to_string()),
         }
-        Ok(())
+        Ok(true)
     }
 
     /// The gap timeout of a pending all-events start expired: drop it.

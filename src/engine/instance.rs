@@ -20,6 +20,15 @@ pub enum Status {
 }
 
 impl Status {
+    pub const ALL: [Status; 6] = [
+        Status::Running,
+        Status::Waiting,
+        Status::Completed,
+        Status::Failed,
+        Status::Terminated,
+        Status::Cancelled,
+    ];
+
     /// The name as the API shows it (`RUNNING`, …).
     pub fn as_str(self) -> &'static str {
         match self {

@@ -57,21 +57,22 @@ pub fn create(
     metrics: Arc<crate::metrics::Metrics>,
 ) -> Result<(Arc<KafkaConsumer>, watch::Receiver<usize>), KafkaError> {
     let (tx, rx) = watch::channel(0);
-    let mut c = client_config(cfg);
-    c.set("group.id", &cfg.group_id)
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        .set("auto.offset.reset", &cfg.auto_offset_reset)
-        .set("fetch.wait.max.ms", cfg.fetch_wait_max_ms.to_string())
-        .set("session.timeout.ms", cfg.session_timeout_ms.to_string())
-        .set(
-            "heartbeat.interval.ms",
-            (cfg.session_timeout_ms / 6).max(100).to_string(),
-        )
-        .set("statistics.interval.ms", "5000");
-    for (k, v) in &cfg.properties {
-        c.set(k, v);
-    }
+    let c = client_config(
+        cfg,
+        &[
+            ("group.id", cfg.group_id.clone()),
+            ("enable.auto.commit", "false".into()),
+            ("enable.auto.offset.store", "false".into()),
+            ("auto.offset.reset", cfg.auto_offset_reset.clone()),
+            ("fetch.wait.max.ms", cfg.fetch_wait_max_ms.to_string()),
+            ("session.timeout.ms", cfg.session_timeout_ms.to_string()),
+            (
+                "heartbeat.interval.ms",
+                (cfg.session_timeout_ms / 6).max(100).to_string(),
+            ),
+            ("statistics.interval.ms", "5000".into()),
+        ],
+    );
     let consumer: KafkaConsumer = c
         .create_with_context(Ctx {
             assigned: tx,

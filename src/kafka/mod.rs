@@ -24,11 +24,15 @@ pub enum KafkaError {
     Topic { topic: String, message: String },
 }
 
-/// Settings shared by every client, then the user's `kafka.properties` (which win).
-pub fn client_config(cfg: &KafkaConfig) -> ClientConfig {
+/// Settings shared by every client, then the client's own `settings`, then the user's
+/// `kafka.properties` (which win over both).
+pub fn client_config(cfg: &KafkaConfig, settings: &[(&str, String)]) -> ClientConfig {
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", &cfg.brokers);
     c.set("client.id", "flowbroker");
+    for (k, v) in settings {
+        c.set(*k, v);
+    }
     for (k, v) in &cfg.properties {
         c.set(k, v);
     }
@@ -39,7 +43,7 @@ pub fn client_config(cfg: &KafkaConfig) -> ClientConfig {
 /// fatal, since topics may be managed elsewhere.
 pub async fn ensure_topics(cfg: &KafkaConfig, topics: &[String]) -> Result<(), KafkaError> {
     let admin: AdminClient<DefaultClientContext> =
-        client_config(cfg)
+        client_config(cfg, &[])
             .create()
             .map_err(|source| KafkaError::Client {
                 what: "admin",

@@ -15,13 +15,14 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 
 pub fn create(cfg: &KafkaConfig) -> Result<FutureProducer, KafkaError> {
-    let mut c = client_config(cfg);
-    c.set("enable.idempotence", "true")
-        .set("linger.ms", "5")
-        .set("message.timeout.ms", "60000");
-    for (k, v) in &cfg.properties {
-        c.set(k, v);
-    }
+    let c = client_config(
+        cfg,
+        &[
+            ("enable.idempotence", "true".into()),
+            ("linger.ms", "5".into()),
+            ("message.timeout.ms", "60000".into()),
+        ],
+    );
     c.create().map_err(|source| KafkaError::Client {
         what: "producer",
         brokers: cfg.brokers.clone(),
