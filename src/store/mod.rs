@@ -146,11 +146,8 @@ impl Txn<'_> {
     /// Removes `key`; true if it was there.
     pub fn delete(&self, table: Table, key: &str) -> Result<bool> {
         let part = self.store.part(table);
-        let had = self.with(|tx| tx.contains_key(part, key))?;
-        if had {
-            self.with(|tx| tx.remove(part, key));
-        }
-        Ok(had)
+        let old = self.with(|tx| tx.take(part, key))?;
+        Ok(old.is_some())
     }
 
     /// Entries whose key starts with `prefix`, in key order.
