@@ -105,8 +105,9 @@ fn field_message(message: &str) -> String {
 }
 
 /// Builds the model from an already parsed JSON value.
-pub fn workflow_from_value(file: &str, value: Value) -> Parsed {
+pub fn workflow_from_value(file: &str, mut value: Value) -> Parsed {
     let mut diags = Vec::new();
+    crate::model::spelling::canonicalize(file, &mut value, &mut diags);
     let Value::Object(ref top) = value else {
         return Parsed {
             workflow: None,

@@ -47,7 +47,8 @@ pub struct EventRef {
     pub extra: Extra,
 }
 
-/// How a list of actions runs.
+/// How a list of actions runs. (The capitalised aliases serve fragments read on their own;
+/// whole definitions are rewritten to the spec's spelling with a warning first, `spelling`.)
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Default)]
 pub enum ActionMode {
     #[default]

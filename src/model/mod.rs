@@ -5,6 +5,7 @@
 pub mod action;
 pub mod common;
 pub mod lenient;
+pub mod spelling;
 pub mod state;
 
 pub use action::{Action, ActionMode, EventRef, FunctionRef};
