@@ -51,9 +51,9 @@ pub fn begin(cx: &mut Cx, state: &State) {
                 id: id.clone(),
                 workflow_id: s.workflow_id.clone(),
                 input: cx.inst.data.clone(),
-                wait: s.wait_for_completion,
+                wait: s.waits(),
             });
-            if s.wait_for_completion {
+            if s.waits() {
                 cx.inst.children.insert(id.clone());
                 cx.inst.activity = Activity::Subflow { child: id };
             } else {

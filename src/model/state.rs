@@ -99,8 +99,9 @@ state!(
 state!(
     /// Runs another workflow.
     SubflowState {
-        #[serde(default)]
-        wait_for_completion: bool,
+        /// Absent means `true` (docs/semantics.md), with a warning.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wait_for_completion: Option<bool>,
         workflow_id: String,
     }
 );
@@ -143,6 +144,13 @@ state!(
 
 fn yes() -> bool {
     true
+}
+
+impl SubflowState {
+    /// Whether the parent waits for the child: `waitForCompletion`, `true` when absent.
+    pub fn waits(&self) -> bool {
+        self.wait_for_completion.unwrap_or(true)
+    }
 }
 
 /// One entry of an event state's `eventsActions`.

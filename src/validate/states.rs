@@ -176,6 +176,17 @@ pub fn state(cx: &mut Cx, at: &str, s: &State) {
                     "`workflowId` is empty: name the workflow to run",
                 );
             }
+            if sf.wait_for_completion.is_none() {
+                cx.warn(
+                    format!("{at}.waitForCompletion"),
+                    format!(
+                        "subflow state {:?} has no `waitForCompletion`; it waits for its \
+                         sub-workflow and merges its output (true); write \
+                         `waitForCompletion: false` to continue at once",
+                        sf.name
+                    ),
+                );
+            }
         }
         State::Inject(_) => {}
         State::ForEach(f) => {
