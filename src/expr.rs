@@ -104,6 +104,12 @@ impl Path {
         simple_members(&self.source)?.pop()
     }
 
+    /// The last member name the path selects through before any filter or wildcard
+    /// (`$.vegetables[?(@.like)]` -> `vegetables`), `None` for `$` or `$[0]`.
+    pub fn name(&self) -> Option<String> {
+        members(&self.source).0.pop()
+    }
+
     /// The member names of a plain member path (`$.a.b`, `$['a'].b`), `None` for anything else.
     pub fn member_chain(&self) -> Option<Vec<String>> {
         let chain = simple_members(&self.source)?;
@@ -128,23 +134,38 @@ fn collect(path: &JsonPath<Value>, data: &Value) -> Vec<Value> {
 
 /// Member names of a path made of `.name`, `['name']` and `[n]` steps; indexes are skipped.
 fn simple_members(source: &str) -> Option<Vec<String>> {
-    let mut rest = source.strip_prefix('$')?;
+    let (out, whole) = members(source);
+    whole.then_some(out)
+}
+
+/// The member names a path starts with, and whether that is all it is (no filter, wildcard,
+/// function or recursive descent after them).
+fn members(source: &str) -> (Vec<String>, bool) {
     let mut out = Vec::new();
+    let Some(mut rest) = source.strip_prefix('$') else {
+        return (out, false);
+    };
     while !rest.is_empty() {
         if let Some(r) = rest.strip_prefix("['").or_else(|| rest.strip_prefix("[\"")) {
-            let end = r.find(['\'', '"'])?;
+            let Some(end) = r.find(['\'', '"']) else {
+                return (out, false);
+            };
             out.push(r[..end].to_string());
-            rest = r[end + 1..].strip_prefix(']')?;
-        } else if let Some(r) = rest.strip_prefix('[') {
-            let end = r.find(']')?;
-            if !r[..end]
-                .trim()
-                .chars()
-                .all(|c| c.is_ascii_digit() || c == '-')
-            {
-                return None;
+            match r[end + 1..].strip_prefix(']') {
+                Some(r) => rest = r,
+                None => return (out, false),
             }
-            rest = &r[end + 1..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let index = r.find(']').filter(|&end| {
+                r[..end]
+                    .trim()
+                    .chars()
+                    .all(|c| c.is_ascii_digit() || c == '-')
+            });
+            match index {
+                Some(end) => rest = &r[end + 1..],
+                None => return (out, false),
+            }
         } else if let Some(r) = rest.strip_prefix('.') {
             if r.starts_with('[') {
                 rest = r;
@@ -153,15 +174,15 @@ fn simple_members(source: &str) -> Option<Vec<String>> {
             let end = r.find(['.', '[']).unwrap_or(r.len());
             let name = r[..end].trim();
             if name.is_empty() || name == "*" || name.ends_with(')') {
-                return None;
+                return (out, false);
             }
             out.push(name.to_string());
             rest = &r[end..];
         } else {
-            return None;
+            return (out, false);
         }
     }
-    Some(out)
+    (out, true)
 }
 
 #[derive(Debug, Clone)]
@@ -475,6 +496,13 @@ mod tests {
             Some("exceptions")
         );
         assert_eq!(p("$").last_member(), None);
+        assert_eq!(p("$.vegetables[?(@.like)]").last_member(), None);
+        assert_eq!(
+            p("$.vegetables[?(@.like)]").name().as_deref(),
+            Some("vegetables")
+        );
+        assert_eq!(p("$.a['b c'][0]").name().as_deref(), Some("b c"));
+        assert_eq!(p("$[0]").name(), None);
         assert_eq!(
             p("$.a.b").member_chain(),
             Some(vec!["a".into(), "b".into()])

@@ -74,6 +74,22 @@ pub fn filter(data: Value, path: Option<&Path>) -> Value {
     }
 }
 
+/// State data is always an object (SEMANTICS.md "Data flow"): a filter's selection that is not
+/// one is stored under the last member name of the selecting path (`$.jobstatus` selecting
+/// `"RUNNING"` gives `{"jobstatus": "RUNNING"}`; `$.items[?(@.ok)]` gives `{"items": [...]}`),
+/// or under `result` when the path names no member (`$[0]`).
+pub fn state_data(selected: Value, path: Option<&Path>) -> Value {
+    if selected.is_object() {
+        return selected;
+    }
+    let name = path
+        .and_then(Path::name)
+        .unwrap_or_else(|| "result".to_string());
+    let mut data = Value::Object(Map::new());
+    put(&mut data, &name, selected);
+    data
+}
+
 /// Sets the value at a plain member chain (`$.a.b`), creating objects on the way.
 pub fn set_path(data: &mut Value, chain: &[String], value: Value) {
     let Some((last, parents)) = chain.split_last() else {
@@ -163,6 +179,27 @@ mod tests {
         let mut d = json!({});
         merge_event(&mut d, ev.clone(), ev["data"].clone(), Some(&p("$.source")));
         assert_eq!(d, json!({"source": "s"}));
+    }
+
+    #[test]
+    fn state_data_is_always_an_object() {
+        let d = json!({"jobstatus": "RUNNING", "list": [1, 2]});
+        let path = p("$.jobstatus");
+        let selected = filter(d.clone(), Some(&path));
+        assert_eq!(selected, json!("RUNNING"));
+        assert_eq!(
+            state_data(selected, Some(&path)),
+            json!({"jobstatus": "RUNNING"})
+        );
+        let path = p("$.list[0]");
+        assert_eq!(
+            state_data(filter(d.clone(), Some(&path)), Some(&path)),
+            json!({"list": 1})
+        );
+        assert_eq!(
+            state_data(json!({"a": 1}), Some(&p("$.x"))),
+            json!({"a": 1})
+        );
     }
 
     #[test]

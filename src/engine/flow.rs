@@ -83,7 +83,8 @@ fn enter(cx: &mut Cx, name: &str, input: Value) {
         .state_data_filter
         .and_then(|f| f.data_input_path.as_deref())
         .and_then(|p| cx.path(p));
-    cx.inst.data = data::filter(input, filter.as_ref());
+    let selected = data::filter(input, filter.as_ref());
+    cx.inst.data = data::state_data(selected, filter.as_ref());
     begin(cx, state);
 }
 
@@ -178,7 +179,11 @@ pub fn complete_with(cx: &mut Cx, transition: Option<&Transition>, end: Option<&
         .state_data_filter
         .and_then(|f| f.data_output_path.as_deref())
         .and_then(|p| cx.path(p));
-    let output = data::filter(cx.inst.data.clone(), filter.as_ref());
+    let mut output = data::filter(cx.inst.data.clone(), filter.as_ref());
+    if transition.is_some() {
+        // the output becomes the next state's data; a workflow's final output stays as is
+        output = data::state_data(output, filter.as_ref());
+    }
     leave(cx);
     cx.inst.data = output.clone();
     match (transition, end) {
