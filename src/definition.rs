@@ -1,7 +1,8 @@
 //! A deployable definition: a parsed, validated workflow with its expressions compiled once.
 
-use crate::diag::Diagnostic;
+use crate::diag::{Diagnostic, Needs, Severity};
 use crate::expr::{Expr, ExprError};
+use crate::family::Family;
 use crate::load::{parse_workflow, Format};
 use crate::model::Workflow;
 use std::collections::HashMap;
@@ -24,8 +25,20 @@ pub struct Invalid {
 }
 
 impl Definition {
-    /// Parses and validates `text` read from `file`.
+    /// Parses and validates `text` read from `file` on its own: every function and event it
+    /// references must be defined in it.
     pub fn parse(file: &str, text: &str, format: Format) -> Result<Definition, Invalid> {
+        Definition::parse_in(file, text, format, &Family::default())
+    }
+
+    /// Parses and validates `text` as a member of `family`: a function or event it does not
+    /// define is a warning when a workflow that runs it as a sub-workflow defines it.
+    pub fn parse_in(
+        file: &str,
+        text: &str,
+        format: Format,
+        family: &Family,
+    ) -> Result<Definition, Invalid> {
         let parsed = parse_workflow(file, text, format);
         let mut diagnostics = parsed.diagnostics;
         let Some(workflow) = parsed.workflow else {
@@ -33,6 +46,27 @@ impl Definition {
         };
         let report = crate::validate::validate(file, &workflow);
         diagnostics.extend(report.diagnostics);
+        for d in diagnostics.iter_mut() {
+            let Some(needs) = &d.needs else { continue };
+            match family.provider(&workflow.id, needs) {
+                Some(parent) => {
+                    d.severity = Severity::Warning;
+                    let what = match &**needs {
+                        Needs::Function(name) => format!("function {name:?}"),
+                        Needs::Event { name, .. } => format!("event {name:?}"),
+                    };
+                    d.message = format!(
+                        "{what} is not defined here; taken from workflow {parent:?}, which runs \
+                         this one as a sub-workflow (sub-workflows inherit their parent's \
+                         definitions)"
+                    );
+                }
+                None => d.message.push_str(
+                    " (or, if this workflow runs as a sub-workflow, in the parent workflow, \
+                     deployed or validated together with it)",
+                ),
+            }
+        }
         if diagnostics.iter().any(Diagnostic::is_error) {
             return Err(Invalid { diagnostics });
         }
@@ -70,6 +104,44 @@ impl Definition {
         })
     }
 
+    /// This definition with the functions and events it does not define taken from
+    /// `ancestors`, nearest first (a sub-workflow's inheritance, see [`crate::family`]).
+    /// `None` when it lacks nothing they define: run it as it is.
+    pub fn inherit<'a>(
+        &self,
+        ancestors: impl IntoIterator<Item = &'a Definition>,
+    ) -> Option<Definition> {
+        let mut merged: Option<Definition> = None;
+        for a in ancestors {
+            let cur = merged.as_ref().unwrap_or(self);
+            let functions: Vec<_> = a
+                .workflow
+                .functions
+                .iter()
+                .filter(|f| cur.workflow.function(&f.name).is_none())
+                .cloned()
+                .collect();
+            let events: Vec<_> = a
+                .workflow
+                .events
+                .iter()
+                .filter(|e| cur.workflow.event(&e.name).is_none())
+                .cloned()
+                .collect();
+            if functions.is_empty() && events.is_empty() {
+                continue;
+            }
+            let mut next = cur.clone();
+            next.workflow.functions.extend(functions);
+            next.workflow.events.extend(events);
+            for (k, e) in &a.exprs {
+                next.exprs.entry(k.clone()).or_insert_with(|| e.clone());
+            }
+            merged = Some(next);
+        }
+        merged
+    }
+
     pub fn id(&self) -> &str {
         &self.workflow.id
     }
@@ -89,5 +161,47 @@ impl Definition {
             Some(e) => Ok(e.clone()),
             None => Expr::template(source),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::family::tests::{CHILD, PARENT};
+
+    #[test]
+    fn a_child_inherits_what_it_lacks_and_its_own_definitions_win() {
+        let mut fam = Family::default();
+        for t in [PARENT, CHILD] {
+            fam.add(&parse_workflow("t.yaml", t, Format::Yaml).workflow.unwrap());
+        }
+        let p = Definition::parse("p.yaml", PARENT, Format::Yaml).unwrap();
+        // alone, the child lacks `f` and `e`; with its parent it deploys with warnings
+        let alone = Definition::parse("c.yaml", CHILD, Format::Yaml).unwrap_err();
+        let errors: Vec<_> = alone.diagnostics.iter().filter(|d| d.is_error()).collect();
+        assert_eq!(errors.len(), 2, "{errors:#?}");
+        assert!(
+            errors[0].message.contains("in the parent workflow"),
+            "{}",
+            errors[0]
+        );
+        let c = Definition::parse_in("c.yaml", CHILD, Format::Yaml, &fam).unwrap();
+        let w: Vec<String> = c.warnings.iter().map(|d| d.to_string()).collect();
+        assert!(
+            w.iter().any(|w| w
+                .contains("function \"f\" is not defined here; taken from workflow \"parent\"")),
+            "{w:#?}"
+        );
+        let merged = c.inherit([&p]).expect("the child lacks f and e");
+        assert_eq!(
+            merged.workflow.function("f").unwrap().resource,
+            "http://parent/f"
+        );
+        assert_eq!(
+            merged.workflow.function("g").unwrap().resource,
+            "http://child/g"
+        );
+        assert!(merged.workflow.event("e").is_some());
+        assert!(p.inherit([&c]).is_none(), "the parent lacks nothing");
     }
 }

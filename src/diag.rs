@@ -25,6 +25,17 @@ pub struct Diagnostic {
     pub line: Option<usize>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub column: Option<usize>,
+    /// A name this file uses but does not define, which a parent workflow may provide to a
+    /// sub-workflow (see `definition::Family`).
+    #[serde(skip)]
+    pub needs: Option<Box<Needs>>,
+}
+
+/// A function or event name a definition references without defining it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Needs {
+    Function(String),
+    Event { name: String, produced: bool },
 }
 
 impl Diagnostic {
@@ -36,6 +47,7 @@ impl Diagnostic {
             message: message.into(),
             line: None,
             column: None,
+            needs: None,
         }
     }
 
@@ -49,6 +61,11 @@ impl Diagnostic {
     pub fn at(mut self, line: usize, column: usize) -> Self {
         self.line = Some(line);
         self.column = Some(column);
+        self
+    }
+
+    pub fn needing(mut self, needs: Needs) -> Self {
+        self.needs = Some(Box::new(needs));
         self
     }
 

@@ -13,6 +13,8 @@
 //! - [`validate`]: semantic checks (references, durations, cron, expressions, exits), each a
 //!   [`diag::Diagnostic`] with file, JSON path and fix; compiles every expression once.
 //! - [`definition`]: a validated [`model::Workflow`] plus its compiled expressions, ready to run.
+//! - [`family`]: what sub-workflows inherit from the workflows that run them (function and
+//!   event definitions), at validation and at run time.
 //! - [`expr`]: `{{ JsonPath }}` expressions, interpolation, truthiness (glue over jsonpath-rust).
 //! - [`time`]: ISO 8601 durations and intervals, cron, IANA zones (glue over iso8601-duration,
 //!   croner, chrono-tz).
@@ -46,6 +48,7 @@ pub mod definition;
 pub mod diag;
 pub mod engine;
 pub mod expr;
+pub mod family;
 pub mod graph;
 pub mod http;
 pub mod invoke;

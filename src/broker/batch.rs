@@ -26,6 +26,15 @@ pub struct Effects {
     pub stats: Vec<Stat>,
 }
 
+/// The instance a child is started by.
+pub struct Parent {
+    pub id: String,
+    /// Whether the parent waits for the child's result.
+    pub wait: bool,
+    /// The parent's workflow and version, then its own lineage.
+    pub lineage: Vec<(String, String)>,
+}
+
 struct Work {
     instance: String,
     input: Input,
@@ -69,16 +78,21 @@ impl<'a, 's> Batch<'a, 's> {
         wf: &Deployed,
         input: Value,
         events: Vec<Event>,
-        parent: Option<(&str, bool)>,
+        parent: Option<Parent>,
     ) -> Result<std::result::Result<bool, EngineError>> {
         if self.load(id)?.is_some() {
             return Ok(Ok(false));
         }
+        let (parent, wait, lineage) = match parent {
+            Some(p) => (Some(p.id), p.wait, p.lineage),
+            None => (None, false, vec![]),
+        };
         let rec = InstanceRecord {
             instance: Instance::new(id, &wf.id),
             version: wf.version.clone(),
-            parent: parent.map(|(p, _)| p.to_string()),
-            wait: parent.is_some_and(|(_, w)| w),
+            parent,
+            wait,
+            lineage,
             created: self.now,
             updated: self.now,
             history: 0,
@@ -134,16 +148,15 @@ impl<'a, 's> Batch<'a, 's> {
         let Some(mut rec) = self.load(id)? else {
             return Ok(Err(EngineError::NotStarted(id.to_string())));
         };
-        let Some(d) = self
+        let Some(def) = self
             .reg
-            .version(&rec.instance.workflow_id, &rec.version)
-            .cloned()
+            .effective(&rec.instance.workflow_id, &rec.version, &rec.lineage)
         else {
             tracing::error!(instance = id, workflow = %rec.instance.workflow_id, version = %rec.version,
                 "the instance's workflow version is not in the store; input dropped");
             return Ok(Err(EngineError::UnknownState(rec.version.clone())));
         };
-        let def = &d.def;
+        let def = &*def;
         let before = rec.instance.clone();
         // A bug in the engine must not become a crash loop on the same record: the input is
         // refused (and logged) and the stream moves on.
@@ -314,7 +327,17 @@ impl<'a, 's> Batch<'a, 's> {
                 wait,
             } => match self.reg.current(&workflow_id).cloned() {
                 Some(wf) => {
-                    if let Err(e) = self.create(&child, &wf, input, vec![], Some((&id, wait)))? {
+                    let parent = Parent {
+                        id: id.clone(),
+                        wait,
+                        lineage: std::iter::once((
+                            rec.instance.workflow_id.clone(),
+                            rec.version.clone(),
+                        ))
+                        .chain(rec.lineage.iter().cloned())
+                        .collect(),
+                    };
+                    if let Err(e) = self.create(&child, &wf, input, vec![], Some(parent))? {
                         if wait {
                             let error = ErrorInfo::new("SubflowStartFailed", e.to_string());
                             self.queue(&id, Input::ChildFailed { id: child, error });

@@ -18,6 +18,10 @@ pub struct InstanceRecord {
     /// Whether the parent waits for this child's result.
     #[serde(default)]
     pub wait: bool,
+    /// The workflow and version of the parent, grandparent, ...: a sub-workflow inherits
+    /// the function and event definitions it lacks from them (`crate::family`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lineage: Vec<(String, String)>,
     pub created: DateTime<Utc>,
     pub updated: DateTime<Utc>,
     /// Entries in the history table.

@@ -4,13 +4,14 @@
 
 use crate::definition::Definition;
 use crate::diag::Diagnostic;
+use crate::family::Family;
 use crate::load::Format;
 use crate::model::State;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// One deployed version.
 #[derive(Debug, Clone)]
@@ -40,7 +41,13 @@ pub struct Registry {
     /// file -> the workflow id it deployed.
     files: BTreeMap<String, String>,
     by_type: HashMap<(String, String), Vec<EventMatch>>,
+    /// Definitions of sub-workflow instances with what they inherit, by lineage.
+    inherited: Mutex<HashMap<Lineage, Arc<Definition>>>,
 }
+
+/// A version and the versions of the instances above it (parent first): what a sub-workflow
+/// instance runs on.
+pub type Lineage = (String, String, Vec<(String, String)>);
 
 /// The content version of a source text: the first 12 hex digits of its UUID v5.
 pub fn version_of(source: &str) -> String {
@@ -72,6 +79,36 @@ impl Registry {
     /// A version by id, current or not.
     pub fn version(&self, id: &str, version: &str) -> Option<&Arc<Deployed>> {
         self.versions.get(&(id.to_string(), version.to_string()))
+    }
+
+    /// What an instance of `id`/`version` runs on: the version's definition plus what it
+    /// inherits from `ancestors` (parent first; empty for a top-level instance). `None` when
+    /// the version is unknown. An ancestor version that is unknown contributes nothing.
+    pub fn effective(
+        &self,
+        id: &str,
+        version: &str,
+        ancestors: &[(String, String)],
+    ) -> Option<Arc<Definition>> {
+        let base = self.version(id, version)?.def.clone();
+        if ancestors.is_empty() {
+            return Some(base);
+        }
+        let k = (id.to_string(), version.to_string(), ancestors.to_vec());
+        let mut cache = self.inherited.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(d) = cache.get(&k) {
+            return Some(d.clone());
+        }
+        let defs: Vec<Arc<Definition>> = ancestors
+            .iter()
+            .filter_map(|(w, v)| self.version(w, v).map(|d| d.def.clone()))
+            .collect();
+        let d = base
+            .inherit(defs.iter().map(|d| &**d))
+            .map(Arc::new)
+            .unwrap_or(base);
+        cache.insert(k, d.clone());
+        Some(d)
     }
 
     /// Event definitions of any known version matching a CloudEvent's source and type.
@@ -107,6 +144,18 @@ impl Registry {
                 changes.undeployed.push(id);
             }
         }
+        // Files deploy together: a sub-workflow may use what a workflow running it defines.
+        let mut family = Family::default();
+        for d in self.current.values() {
+            family.add(&d.def.workflow);
+        }
+        for (file, text) in files {
+            if let Some(format) = Format::from_path(Path::new(file)) {
+                if let Some(wf) = crate::load::parse_workflow(file, text, format).workflow {
+                    family.add(&wf);
+                }
+            }
+        }
         for (file, text) in files {
             let version = version_of(text);
             let same = self
@@ -121,7 +170,7 @@ impl Registry {
             let Some(format) = Format::from_path(Path::new(file)) else {
                 continue;
             };
-            match Definition::parse(file, text, format) {
+            match Definition::parse_in(file, text, format, &family) {
                 Err(e) => {
                     self.invalid.insert(file.clone(), e.diagnostics.clone());
                     changes.rejected.push((file.clone(), e.diagnostics));
@@ -168,12 +217,28 @@ impl Registry {
     }
 
     fn index(&mut self, d: &Arc<Deployed>) {
+        // A workflow's consumed events also reach instances of the sub-workflows it runs, which
+        // inherit them (the sub-workflow's own definition of a name, indexed under its id,
+        // wins).
+        let children = crate::family::children_of(&d.def.workflow);
         for e in &d.def.workflow.events {
             let Some(source) = &e.source else { continue };
             let list = self
                 .by_type
                 .entry((source.clone(), e.ce_type().to_string()))
                 .or_default();
+            for child in &children {
+                if !list
+                    .iter()
+                    .any(|m| m.workflow == *child && m.event == e.name)
+                {
+                    list.push(EventMatch {
+                        workflow: child.clone(),
+                        event: e.name.clone(),
+                        def: d.def.clone(),
+                    });
+                }
+            }
             if !list.iter().any(|m| m.workflow == d.id && m.event == e.name) {
                 list.push(EventMatch {
                     workflow: d.id.clone(),

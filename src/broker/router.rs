@@ -148,9 +148,11 @@ impl Batch<'_, '_> {
         match self.apply_now(target, input)? {
             Ok(()) => r.delivered.push(target.to_string()),
             Err(EngineError::NotWaiting { .. }) => {
-                let d = self.reg.version(&rec.instance.workflow_id, &rec.version);
-                let ed = d.and_then(|d| {
-                    d.def.workflow.events.iter().find(|e| {
+                let d = self
+                    .reg
+                    .effective(&rec.instance.workflow_id, &rec.version, &rec.lineage);
+                let ed = d.as_ref().and_then(|d| {
+                    d.workflow.events.iter().find(|e| {
                         e.source.as_deref() == Some(event.source.as_str())
                             && e.ce_type() == event.event_type
                     })

@@ -3,6 +3,8 @@
 use super::OutputFormat;
 use crate::definition::Definition;
 use crate::diag::Diagnostic;
+use crate::family::Family;
+use crate::load::Format;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,9 +22,28 @@ pub fn run(paths: &[PathBuf], format: OutputFormat) -> ExitCode {
             )),
         }
     }
+    // The files are validated together: a sub-workflow may use what its parent defines.
+    let texts: Vec<_> = files
+        .iter()
+        .map(|f| (f, std::fs::read_to_string(f)))
+        .collect();
+    let mut family = Family::default();
+    for (f, text) in &texts {
+        if let (Ok(text), Some(format)) = (text, Format::from_path(f)) {
+            let name = f.display().to_string();
+            if let Some(wf) = crate::load::parse_workflow(&name, text, format).workflow {
+                family.add(&wf);
+            }
+        }
+    }
     let mut results = Vec::new();
-    for f in &files {
-        let diags = match Definition::load(f) {
+    for (f, text) in &texts {
+        let name = f.display().to_string();
+        let loaded = match (text, Format::from_path(f)) {
+            (Ok(text), Some(format)) => Definition::parse_in(&name, text, format, &family),
+            _ => Definition::load(f),
+        };
+        let diags = match loaded {
             Ok(def) => def.warnings,
             Err(invalid) => invalid.diagnostics,
         };

@@ -5,7 +5,7 @@
 mod checks;
 mod states;
 
-use crate::diag::{did_you_mean, Diagnostic};
+use crate::diag::{did_you_mean, Diagnostic, Needs};
 use crate::expr::{Expr, ExprError};
 use crate::model::{EventKind, Workflow};
 use crate::time::{CronSchedule, Duration, RepeatingInterval, TimeInterval};
@@ -151,9 +151,17 @@ impl Cx<'_> {
             None => {
                 let names: Vec<&str> = self.wf.events.iter().map(|e| e.name.as_str()).collect();
                 let hint = did_you_mean(name, names.iter().copied());
-                self.err(
-                    path,
-                    format!("no event named {name:?}{hint}; define it under `events`"),
+                let produced = kind == EventKind::Produced;
+                self.report.diagnostics.push(
+                    Diagnostic::error(
+                        self.file,
+                        path,
+                        format!("no event named {name:?}{hint}; define it under `events`"),
+                    )
+                    .needing(Needs::Event {
+                        name: name.to_string(),
+                        produced,
+                    }),
                 );
             }
             Some(e) if e.kind != kind => {
@@ -174,9 +182,13 @@ impl Cx<'_> {
         if self.wf.function(name).is_none() {
             let names: Vec<&str> = self.wf.functions.iter().map(|f| f.name.as_str()).collect();
             let hint = did_you_mean(name, names.iter().copied());
-            self.err(
-                path,
-                format!("no function named {name:?}{hint}; define it under `functions`"),
+            self.report.diagnostics.push(
+                Diagnostic::error(
+                    self.file,
+                    path,
+                    format!("no function named {name:?}{hint}; define it under `functions`"),
+                )
+                .needing(Needs::Function(name.to_string())),
             );
         }
     }
