@@ -92,3 +92,41 @@ fn graph_prints_mermaid() {
     assert!(out.contains("s2 -->|\"default\"| s4"), "{out}");
     assert!(out.contains("s3 -->|event| end_"), "{out}");
 }
+
+#[test]
+fn a_sub_workflow_is_valid_with_the_parent_that_defines_what_it_uses() {
+    let dir = temp_dir("family");
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/examples");
+    for f in ["job-monitoring.json", "job-submission-error.yaml"] {
+        std::fs::copy(examples.join(f), dir.join(f)).unwrap();
+    }
+    let child = dir.join("job-submission-error.yaml");
+    let child = child.to_str().unwrap();
+    // Alone, the child calls a function nobody defines: an error that says where to put it.
+    let (code, _, err) = flowbroker(&["validate", child]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("$.states[0].actions[0].functionRef.refName: no function named \"reportJobFailed\"; define it under `functions` (or, if this workflow runs as a sub-workflow, in the parent workflow"),
+        "{err}"
+    );
+    // With its parent, it is valid: warnings say where the function comes from, and that the
+    // upper-case enumerations and the subflow's missing `waitForCompletion` were read.
+    let (code, _, err) = flowbroker(&["validate", dir.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("2 file(s) checked: 2 valid, 0 invalid"),
+        "{err}"
+    );
+    for expected in [
+        "job-submission-error.yaml: $.states[0].actions[0].functionRef.refName: function \"reportJobFailed\" is not defined here; taken from workflow \"jobmonitoring\"",
+        "job-submission-error.yaml: $.states[0].type: \"OPERATION\" read as \"operation\"",
+        "job-submission-error.yaml: $.states[0].actionMode: \"SEQUENTIAL\" read as \"sequential\"",
+        "job-monitoring.json: $.states[1].waitForCompletion: subflow state \"SubmitError\" has no `waitForCompletion`; it waits",
+    ] {
+        assert!(err.contains(expected), "missing {expected:?} in {err}");
+    }
+    let lines: Vec<&str> = err.lines().collect();
+    let (summary, rest) = lines.split_last().unwrap();
+    assert!(summary.contains("checked"), "{err}");
+    assert!(rest.iter().all(|l| l.starts_with("warning: ")), "{err}");
+}

@@ -214,3 +214,66 @@ fn an_event_that_arrives_before_its_instance_starts_is_held_for_it() {
         "the expired event is gone: {inst}"
     );
 }
+
+/// A sub-workflow waits for an event only its parent defines: the broker's index routes it to
+/// the child instance (correlated on the key the child pins), and the parent, which waits for
+/// its child by default, completes with the child's result.
+#[test]
+fn a_child_receives_an_event_only_its_parent_defines() {
+    let parent = r#"
+id: visa
+name: visa
+events:
+- name: Approved
+  type: visa.approved
+  source: /desk
+  correlation: [{contextAttributeName: applicantId}]
+states:
+- {name: Handle, type: SUBFLOW, workflowId: approval, start: {kind: default}, end: {kind: default}}
+"#;
+    let child = r#"
+id: approval
+name: approval
+states:
+- name: Wait
+  type: event
+  start: {kind: default}
+  eventsActions: [{eventRefs: [Approved]}]
+  end: {kind: default}
+"#;
+    let mut h = Harness::new("2026-01-01T00:00:00Z", |_| {});
+    h.deploy("approval.yaml", child);
+    h.deploy("visa.yaml", parent);
+    h.sync();
+    let id = h.start("visa").unwrap();
+    let child_id = format!("{id}/1/sub");
+    assert_eq!(
+        h.stored(&child_id).unwrap()["instance"]["status"],
+        "WAITING"
+    );
+    assert_eq!(h.stored(&id).unwrap()["instance"]["status"], "RUNNING");
+    let routed = h.event_with(
+        "e1",
+        "/desk",
+        "visa.approved",
+        &[("applicantid", "a-7")],
+        json!({"granted": true}),
+    );
+    assert_eq!(
+        list(&routed, "delivered"),
+        vec![child_id.clone()],
+        "{routed}"
+    );
+    assert_eq!(
+        h.stored(&child_id).unwrap()["instance"]["status"],
+        "COMPLETED"
+    );
+    let done = h.stored(&id).unwrap();
+    assert_eq!(done["instance"]["status"], "COMPLETED");
+    assert_eq!(done["instance"]["output"]["granted"], json!(true), "{done}");
+    assert_eq!(
+        done["instance"]["output"]["applicantId"],
+        json!("a-7"),
+        "{done}"
+    );
+}

@@ -27,6 +27,10 @@ impl Env {
         Env::with(Definition::load(&full).unwrap_or_else(|e| panic!("{:#?}", e.diagnostics)))
     }
 
+    pub fn with_definition(def: Definition) -> Env {
+        Env::with(def)
+    }
+
     fn with(def: Definition) -> Env {
         let inst = Instance::new("i1", def.id());
         Env {
