@@ -11,9 +11,11 @@ mod tables;
 
 pub use tables::{at, key, num, split_at, Table, SEP};
 
-use fjall::{PersistMode, TxKeyspace, TxPartitionHandle};
+use fjall::{Keyspace, PartitionHandle, PersistMode};
 use serde::{de::DeserializeOwned, Serialize};
 use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
@@ -44,10 +46,36 @@ impl From<fjall::LsmError> for StoreError {
 
 pub type Result<T> = std::result::Result<T, StoreError>;
 
-/// The database: one fjall keyspace (a directory), one partition per [`Table`].
+/// The database: one fjall keyspace (a directory), one fjall partition per [`Table`].
 pub struct Store {
-    ks: TxKeyspace,
-    parts: Vec<TxPartitionHandle>,
+    ks: Keyspace,
+    parts: Vec<PartitionHandle>,
+}
+
+/// Which keys a transaction sees and writes: the whole store, or the keys of one state
+/// partition (every key then starts with the partition's prefix, see [`scope_prefix`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    Node,
+    Partition(u16),
+}
+
+/// The key prefix of a scope: empty for the node, `pNNNN SEP` for a state partition.
+pub fn scope_prefix(scope: Scope) -> String {
+    match scope {
+        Scope::Node => String::new(),
+        Scope::Partition(p) => format!("p{p:04}{SEP}"),
+    }
+}
+
+/// One change a transaction made: the table, the full key (with its scope prefix) and the
+/// new value (`None`: deleted). A committed transaction's writes, in key order, are what the
+/// changelog carries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Write {
+    pub table: Table,
+    pub key: String,
+    pub value: Option<Vec<u8>>,
 }
 
 impl Store {
@@ -57,10 +85,10 @@ impl Store {
             dir: path.display().to_string(),
             source,
         })?;
-        // Durability is ours to decide: every commit is fsynced before it returns.
+        // Durability is ours to decide: a commit says whether it waits for the disk.
         let ks = fjall::Config::new(path)
             .manual_journal_persist(true)
-            .open_transactional()?;
+            .open()?;
         let parts = Table::ALL
             .iter()
             .map(|t| ks.open_partition(t.name(), Default::default()))
@@ -68,31 +96,64 @@ impl Store {
         Ok(Store { ks, parts })
     }
 
+    /// A transaction over the whole store.
     pub fn write(&self) -> Result<Txn<'_>> {
-        Ok(Txn {
+        Ok(self.scoped(Scope::Node))
+    }
+
+    /// A transaction over one scope. Reads see committed data plus the transaction's own
+    /// writes; nothing is visible to others until [`Txn::commit`]. One writer per scope.
+    pub fn scoped(&self, scope: Scope) -> Txn<'_> {
+        Txn {
             store: self,
-            tx: RefCell::new(Some(self.ks.write_tx())),
-        })
+            prefix: scope_prefix(scope),
+            overlay: RefCell::new(BTreeMap::new()),
+        }
     }
 
     pub fn read(&self) -> Result<Snapshot<'_>> {
+        let at = self.ks.instant();
         Ok(Snapshot {
             store: self,
-            tx: self.ks.read_tx(),
+            snaps: self.parts.iter().map(|p| p.snapshot_at(at)).collect(),
         })
     }
 
-    fn part(&self, t: Table) -> &TxPartitionHandle {
+    /// Applies writes made elsewhere (a changelog batch being restored) in one atomic step.
+    pub fn apply(&self, writes: &[Write], sync: bool) -> Result<()> {
+        let mut batch = self.ks.batch();
+        for w in writes {
+            let part = self.part(w.table);
+            match &w.value {
+                Some(v) => batch.insert(part, w.key.as_bytes(), v.as_slice()),
+                None => batch.remove(part, w.key.as_bytes()),
+            }
+        }
+        batch.commit()?;
+        let mode = if sync {
+            PersistMode::SyncAll
+        } else {
+            PersistMode::Buffer
+        };
+        self.ks.persist(mode)?;
+        Ok(())
+    }
+
+    fn part(&self, t: Table) -> &PartitionHandle {
         &self.parts[t as usize]
     }
 }
 
-/// One write transaction; nothing is visible or durable until [`Txn::commit`]. Dropping it
-/// without committing discards it. There is one writer at a time.
+/// One transaction: writes are kept in memory until [`Txn::commit`] applies them atomically.
+/// Dropping it without committing discards it.
 pub struct Txn<'s> {
     store: &'s Store,
-    tx: RefCell<Option<fjall::WriteTransaction<'s>>>,
+    prefix: String,
+    overlay: RefCell<Overlay>,
 }
+
+/// A transaction's writes by table and full key (`None`: deleted).
+type Overlay = BTreeMap<(Table, String), Option<Vec<u8>>>;
 
 fn decode<T: DeserializeOwned>(table: Table, key: &str, bytes: &[u8]) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|source| StoreError::Corrupt {
@@ -106,15 +167,15 @@ fn encode<T: Serialize>(value: &T) -> Vec<u8> {
     serde_json::to_vec(value).expect("store values serialize")
 }
 
-fn collect<T: DeserializeOwned>(
+fn collect<T: DeserializeOwned, E: Into<StoreError>>(
     table: Table,
-    iter: impl Iterator<Item = fjall::Result<fjall::KvPair>>,
+    iter: impl Iterator<Item = std::result::Result<fjall::KvPair, E>>,
     stop: impl Fn(&str) -> bool,
     limit: usize,
 ) -> Result<Vec<(String, T)>> {
     let mut out = Vec::new();
     for kv in iter {
-        let (k, v) = kv?;
+        let (k, v) = kv.map_err(Into::into)?;
         let key = String::from_utf8_lossy(&k).to_string();
         if stop(&key) || out.len() >= limit {
             break;
@@ -125,29 +186,112 @@ fn collect<T: DeserializeOwned>(
     Ok(out)
 }
 
+/// The first key after every key that starts with `prefix` (for a range over a prefix).
+fn prefix_end(prefix: &str) -> Bound<String> {
+    let mut s = prefix.to_string();
+    while let Some(c) = s.pop() {
+        if let Some(next) = char::from_u32(c as u32 + 1) {
+            s.push(next);
+            return Bound::Excluded(s);
+        }
+    }
+    Bound::Unbounded
+}
+
 impl Txn<'_> {
-    fn with<R>(&self, f: impl FnOnce(&mut fjall::WriteTransaction<'_>) -> R) -> R {
-        let mut guard = self.tx.borrow_mut();
-        f(guard.as_mut().expect("transaction is open until commit"))
+    fn full(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    /// Committed entries of `table` with full keys in `[lo, hi)` merged with this
+    /// transaction's writes, in key order, at most `limit`; keys without the scope prefix.
+    fn merged(
+        &self,
+        table: Table,
+        lo: String,
+        hi: Bound<String>,
+        limit: usize,
+    ) -> Result<Vec<(String, Vec<u8>)>> {
+        let overlay = self.overlay.borrow();
+        let mut mine = overlay
+            .range((
+                Bound::Included((table, lo.clone())),
+                match &hi {
+                    Bound::Excluded(h) => Bound::Excluded((table, h.clone())),
+                    _ => Bound::Excluded((table, String::from(char::MAX))),
+                },
+            ))
+            .map(|((_, k), v)| (k.as_str(), v))
+            .peekable();
+        let range = (Bound::Included(lo.into_bytes()), hi.map(String::into_bytes));
+        let mut committed = self.store.part(table).range(range).peekable();
+        let mut out = Vec::new();
+        let strip = self.prefix.len();
+        while out.len() < limit {
+            let next_committed = match committed.peek() {
+                Some(Ok((k, _))) => Some(String::from_utf8_lossy(k).to_string()),
+                Some(Err(_)) => return Err(committed.next().expect("peeked").unwrap_err().into()),
+                None => None,
+            };
+            let take_mine = match (mine.peek(), &next_committed) {
+                (None, None) => break,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (Some((m, _)), Some(c)) => *m <= c.as_str(),
+            };
+            if take_mine {
+                let (k, v) = mine.next().expect("peeked");
+                if next_committed.as_deref() == Some(k) {
+                    committed.next();
+                }
+                if let Some(v) = v {
+                    out.push((k[strip..].to_string(), v.clone()));
+                }
+            } else {
+                let (k, v) = committed.next().expect("peeked")?;
+                let k = String::from_utf8_lossy(&k).to_string();
+                out.push((k[strip..].to_string(), v.to_vec()));
+            }
+        }
+        Ok(out)
+    }
+
+    fn decoded<T: DeserializeOwned>(
+        table: Table,
+        raw: Vec<(String, Vec<u8>)>,
+    ) -> Result<Vec<(String, T)>> {
+        raw.into_iter()
+            .map(|(k, v)| decode(table, &k, &v).map(|v| (k, v)))
+            .collect()
     }
 
     pub fn get<T: DeserializeOwned>(&self, table: Table, key: &str) -> Result<Option<T>> {
-        let part = self.store.part(table);
-        let v = self.with(|tx| tx.get(part, key))?;
+        let full = self.full(key);
+        if let Some(v) = self.overlay.borrow().get(&(table, full.clone())) {
+            return v.as_ref().map(|b| decode(table, key, b)).transpose();
+        }
+        let v = self.store.part(table).get(full.as_bytes())?;
         v.map(|b| decode(table, key, &b)).transpose()
     }
 
     pub fn put<T: Serialize>(&self, table: Table, key: &str, value: &T) -> Result<()> {
-        let part = self.store.part(table);
-        self.with(|tx| tx.insert(part, key, encode(value)));
+        self.overlay
+            .borrow_mut()
+            .insert((table, self.full(key)), Some(encode(value)));
         Ok(())
     }
 
     /// Removes `key`; true if it was there.
     pub fn delete(&self, table: Table, key: &str) -> Result<bool> {
-        let part = self.store.part(table);
-        let old = self.with(|tx| tx.take(part, key))?;
-        Ok(old.is_some())
+        let full = self.full(key);
+        let existed = match self.overlay.borrow().get(&(table, full.clone())) {
+            Some(v) => v.is_some(),
+            None => self.store.part(table).contains_key(full.as_bytes())?,
+        };
+        if existed {
+            self.overlay.borrow_mut().insert((table, full), None);
+        }
+        Ok(existed)
     }
 
     /// Entries whose key starts with `prefix`, in key order.
@@ -156,8 +300,9 @@ impl Txn<'_> {
         table: Table,
         prefix: &str,
     ) -> Result<Vec<(String, T)>> {
-        let part = self.store.part(table);
-        self.with(|tx| collect(table, tx.prefix(part, prefix), |_| false, usize::MAX))
+        let lo = self.full(prefix);
+        let hi = prefix_end(&lo);
+        Self::decoded(table, self.merged(table, lo, hi, usize::MAX)?)
     }
 
     /// Entries with keys in `[from, to)`, in key order, at most `limit`.
@@ -168,9 +313,13 @@ impl Txn<'_> {
         to: &str,
         limit: usize,
     ) -> Result<Vec<(String, T)>> {
-        let part = self.store.part(table);
-        let (from, to) = (from.to_string(), to.to_string());
-        self.with(|tx| collect(table, tx.range(part, from..to), |_| false, limit))
+        let raw = self.merged(
+            table,
+            self.full(from),
+            Bound::Excluded(self.full(to)),
+            limit,
+        )?;
+        Self::decoded(table, raw)
     }
 
     /// Removes and returns (oldest first, at most `limit`) the entries of a time-keyed table
@@ -192,15 +341,12 @@ impl Txn<'_> {
         Ok(out)
     }
 
-    /// The first entry of a table, by key.
+    /// The first entry of a table (within the scope), by key.
     pub fn first<T: DeserializeOwned>(&self, table: Table) -> Result<Option<(String, T)>> {
-        let part = self.store.part(table);
-        let kv = self.with(|tx| tx.first_key_value(part))?;
-        kv.map(|(k, v)| {
-            let key = String::from_utf8_lossy(&k).to_string();
-            decode(table, &key, &v).map(|v| (key, v))
-        })
-        .transpose()
+        let lo = self.prefix.clone();
+        let hi = prefix_end(&lo);
+        let raw = self.merged(table, lo, hi, 1)?;
+        Ok(Self::decoded(table, raw)?.into_iter().next())
     }
 
     /// Adds `by` to a counter in the meta table and returns the new value.
@@ -208,6 +354,23 @@ impl Txn<'_> {
         let n = self.get::<i64>(Table::Meta, name)?.unwrap_or(0) + by;
         self.put(Table::Meta, name, &n)?;
         Ok(n)
+    }
+
+    /// What this transaction changed, in key order.
+    pub fn writes(&self) -> Vec<Write> {
+        self.overlay
+            .borrow()
+            .iter()
+            .map(|((table, key), value)| Write {
+                table: *table,
+                key: key.clone(),
+                value: value.clone(),
+            })
+            .collect()
+    }
+
+    pub fn is_unchanged(&self) -> bool {
+        self.overlay.borrow().is_empty()
     }
 
     /// Commits and fsyncs: when this returns, the batch survives a crash.
@@ -223,24 +386,27 @@ impl Txn<'_> {
     }
 
     fn commit_with(self, sync: bool) -> Result<()> {
-        let tx = self.tx.borrow_mut().take().expect("commit once");
-        tx.commit()?;
-        if sync {
-            self.store.ks.persist(PersistMode::SyncAll)?;
+        if self.is_unchanged() {
+            return Ok(());
         }
-        Ok(())
+        let writes = self.writes();
+        self.store.apply(&writes, sync)
     }
 }
 
 /// A consistent read-only view of the last commit.
 pub struct Snapshot<'s> {
     store: &'s Store,
-    tx: fjall::ReadTransaction,
+    snaps: Vec<fjall::Snapshot>,
 }
 
 impl Snapshot<'_> {
+    fn snap(&self, table: Table) -> &fjall::Snapshot {
+        &self.snaps[table as usize]
+    }
+
     pub fn get<T: DeserializeOwned>(&self, table: Table, key: &str) -> Result<Option<T>> {
-        let v = self.tx.get(self.store.part(table), key)?;
+        let v = self.snap(table).get(key)?;
         v.map(|b| decode(table, key, &b)).transpose()
     }
 
@@ -251,7 +417,7 @@ impl Snapshot<'_> {
     ) -> Result<Vec<(String, T)>> {
         collect(
             table,
-            self.tx.prefix(self.store.part(table), prefix),
+            self.snap(table).prefix(prefix),
             |_| false,
             usize::MAX,
         )
@@ -259,7 +425,7 @@ impl Snapshot<'_> {
 
     /// The first entry of a table, by key.
     pub fn first<T: DeserializeOwned>(&self, table: Table) -> Result<Option<(String, T)>> {
-        let kv = self.tx.first_key_value(self.store.part(table))?;
+        let kv = self.snap(table).first_key_value()?;
         kv.map(|(k, v)| {
             let key = String::from_utf8_lossy(&k).to_string();
             decode(table, &key, &v).map(|v| (key, v))
@@ -269,11 +435,16 @@ impl Snapshot<'_> {
 
     /// Entries in a table (counts them: keep it to small tables).
     pub fn len(&self, table: Table) -> Result<u64> {
-        Ok(self.tx.len(self.store.part(table))? as u64)
+        Ok(self.snap(table).len()? as u64)
     }
 
     pub fn is_empty(&self, table: Table) -> Result<bool> {
-        Ok(self.tx.is_empty(self.store.part(table))?)
+        Ok(self.snap(table).is_empty()?)
+    }
+
+    /// The store this snapshot reads (for callers that need a fresh view).
+    pub fn store(&self) -> &Store {
+        self.store
     }
 }
 
@@ -303,5 +474,89 @@ mod tests {
         assert_eq!(a, vec![("a".into(), 1), ("a/b".into(), 2)]);
         assert_eq!(tx.bump("n", 2).unwrap(), 2);
         assert_eq!(tx.bump("n", -1).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_transaction_reads_its_own_writes_merged_with_committed_data() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let tx = store.write().unwrap();
+        for (k, v) in [("a1", 1), ("a2", 2), ("a3", 3), ("b1", 4)] {
+            tx.put(Table::Timers, k, &v).unwrap();
+        }
+        tx.commit().unwrap();
+        let tx = store.write().unwrap();
+        assert!(tx.delete(Table::Timers, "a2").unwrap());
+        assert!(!tx.delete(Table::Timers, "a9").unwrap());
+        tx.put(Table::Timers, "a0", &0).unwrap();
+        tx.put(Table::Timers, "a3", &33).unwrap();
+        let a: Vec<(String, i32)> = tx.prefix(Table::Timers, "a").unwrap();
+        assert_eq!(
+            a,
+            vec![("a0".into(), 0), ("a1".into(), 1), ("a3".into(), 33)]
+        );
+        let r: Vec<(String, i32)> = tx.range(Table::Timers, "a1", "b", 5).unwrap();
+        assert_eq!(r, vec![("a1".into(), 1), ("a3".into(), 33)]);
+        let r: Vec<(String, i32)> = tx.range(Table::Timers, "", "z", 2).unwrap();
+        assert_eq!(r, vec![("a0".into(), 0), ("a1".into(), 1)]);
+        assert_eq!(
+            tx.first::<i32>(Table::Timers).unwrap(),
+            Some(("a0".into(), 0))
+        );
+        assert_eq!(tx.get::<i32>(Table::Timers, "a2").unwrap(), None);
+        let w = tx.writes();
+        assert_eq!(w.len(), 3);
+        assert_eq!((w[0].key.as_str(), w[0].value.is_some()), ("a0", true));
+        assert_eq!((w[1].key.as_str(), w[1].value.is_none()), ("a2", true));
+        // nothing is visible to others before commit
+        assert_eq!(
+            store
+                .read()
+                .unwrap()
+                .get::<i32>(Table::Timers, "a0")
+                .unwrap(),
+            None
+        );
+        tx.commit().unwrap();
+        let snap = store.read().unwrap();
+        assert_eq!(snap.get::<i32>(Table::Timers, "a0").unwrap(), Some(0));
+        assert_eq!(snap.get::<i32>(Table::Timers, "a2").unwrap(), None);
+    }
+
+    #[test]
+    fn partition_scopes_see_only_their_keys_and_their_writes_restore_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("a")).unwrap();
+        let p1 = store.scoped(Scope::Partition(1));
+        p1.put(Table::Instances, "x", &1).unwrap();
+        p1.put(Table::Timers, "0001", &1).unwrap();
+        let writes = p1.writes();
+        p1.commit().unwrap();
+        let p2 = store.scoped(Scope::Partition(2));
+        p2.put(Table::Instances, "x", &2).unwrap();
+        p2.commit().unwrap();
+        let p1 = store.scoped(Scope::Partition(1));
+        assert_eq!(p1.get::<i32>(Table::Instances, "x").unwrap(), Some(1));
+        assert_eq!(
+            p1.prefix::<i32>(Table::Instances, "").unwrap(),
+            vec![("x".into(), 1)]
+        );
+        assert_eq!(
+            store
+                .scoped(Scope::Partition(2))
+                .first::<i32>(Table::Timers)
+                .unwrap(),
+            None
+        );
+        assert_eq!(writes[0].key, format!("p0001{SEP}x"));
+        // another broker's store takes the same writes and sees the same partition state
+        let other = Store::open(&dir.path().join("b")).unwrap();
+        other.apply(&writes, false).unwrap();
+        let o1 = other.scoped(Scope::Partition(1));
+        assert_eq!(o1.get::<i32>(Table::Instances, "x").unwrap(), Some(1));
+        assert_eq!(
+            o1.first::<i32>(Table::Timers).unwrap(),
+            Some(("0001".into(), 1))
+        );
     }
 }

@@ -3,7 +3,7 @@
 /// Separator of key parts.
 pub const SEP: char = '\u{1f}';
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[repr(usize)]
 pub enum Table {
     /// instance id -> `InstanceRecord`.
@@ -66,6 +66,11 @@ impl Table {
         Table::Finished,
         Table::BufferExpiry,
     ];
+
+    /// The table of a [`Table::name`].
+    pub fn from_name(name: &str) -> Option<Table> {
+        Table::ALL.into_iter().find(|t| t.name() == name)
+    }
 
     pub fn name(self) -> &'static str {
         match self {
