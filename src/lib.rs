@@ -32,7 +32,10 @@
 //!   function results, outbox acks, file changes, due timers) -> one [`store`] transaction per
 //!   batch -> effects after commit. Inside: correlation router and index, registry of deployed
 //!   versions, cron schedules and interval windows.
-//! - [`store`]: the embedded store (fjall): tables of JSON records, one transaction per batch.
+//! - [`store`]: the embedded store (fjall): tables of JSON records, one transaction per batch,
+//!   optionally scoped to one state partition; a transaction's writes are its changelog batch.
+//! - [`cluster`]: scale-out (docs/scale.md): state partitions and ids that carry them, work
+//!   topic records with their source positions, changelog batches and fences.
 //! - [`kafka`]: consumer (records -> decoded CloudEvents in batches), producer (outbox ->
 //!   Kafka, acks back to the core), topic creation; [`cloudevent`] converts SDK events.
 //! - [`http`]: CloudEvents HTTP ingress, admin API, health, Prometheus [`metrics`].
@@ -43,6 +46,7 @@
 pub mod broker;
 pub mod cli;
 pub mod cloudevent;
+pub mod cluster;
 pub mod config;
 pub mod definition;
 pub mod diag;

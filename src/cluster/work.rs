@@ -1,0 +1,178 @@
+//! Records of the work topic: everything a state partition applies arrives as one of these, on
+//! the work topic's partition of the same number. Each carries where it came from; the
+//! receiving partition keeps, per source, the highest position it applied and drops copies at
+//! or below it (a re-forward after an ingress crash, an outbox re-sent after a hand-off). That
+//! makes applying them exactly once without Kafka transactions and without event-id dedupe.
+
+use super::partition::PartitionId;
+use crate::engine::Event;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where a work record came from, and its position there.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "from", rename_all = "camelCase")]
+pub enum Source {
+    /// A record of a user's input topic, forwarded by the ingress.
+    Input {
+        topic: String,
+        partition: i32,
+        offset: i64,
+    },
+    /// A message another state partition sent from its outbox.
+    Partition { partition: PartitionId, seq: u64 },
+    /// A request to one broker's HTTP API (retries are made safe by ids, not positions).
+    Http,
+}
+
+/// The slot a source's positions are counted in, and the position.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Position {
+    pub slot: SourceSlot,
+    pub at: i64,
+}
+
+/// A source whose positions only grow: an input topic partition, or a sending partition.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum SourceSlot {
+    Input { topic: String, partition: i32 },
+    Partition(PartitionId),
+}
+
+impl std::fmt::Display for SourceSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceSlot::Input { topic, partition } => write!(f, "in:{topic}:{partition}"),
+            SourceSlot::Partition(p) => write!(f, "part:{p}"),
+        }
+    }
+}
+
+impl Source {
+    /// The position to deduplicate on; `None` for sources without one.
+    pub fn position(&self) -> Option<Position> {
+        match self {
+            Source::Input {
+                topic,
+                partition,
+                offset,
+            } => Some(Position {
+                slot: SourceSlot::Input {
+                    topic: topic.clone(),
+                    partition: *partition,
+                },
+                at: *offset,
+            }),
+            Source::Partition { partition, seq } => Some(Position {
+                slot: SourceSlot::Partition(*partition),
+                at: *seq as i64,
+            }),
+            Source::Http => None,
+        }
+    }
+}
+
+/// One record of the work topic.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Work {
+    /// An event to correlate on this partition (its key, or its `workflowinstanceid`, is here).
+    Event { event: Event, source: Source },
+    /// A direct start with the id the API chose (deterministic for an `Idempotency-Key`).
+    Start {
+        id: String,
+        workflow: String,
+        input: Value,
+        source: Source,
+    },
+    /// Cancel an instance of this partition.
+    Cancel { id: String, source: Source },
+    /// From another partition: an event for `instance`, which lives here. `unpinned` when the
+    /// instance matched as one with nothing pinned yet: if it no longer accepts the event, the
+    /// event goes back to its key's partition (docs/scale.md "Routing").
+    Deliver {
+        instance: String,
+        event: Event,
+        unpinned: bool,
+        source: Source,
+    },
+    /// From an instance's partition: its index entries for keys this partition owns.
+    Index {
+        changes: Vec<IndexChange>,
+        source: Source,
+    },
+}
+
+impl Work {
+    pub fn source(&self) -> &Source {
+        match self {
+            Work::Event { source, .. }
+            | Work::Start { source, .. }
+            | Work::Cancel { source, .. }
+            | Work::Deliver { source, .. }
+            | Work::Index { source, .. } => source,
+        }
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("work records serialize")
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Work, serde_json::Error> {
+        serde_json::from_slice(bytes)
+    }
+}
+
+/// An index entry of a remote instance added or removed on a key's partition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexChange {
+    /// `Waits` or `Active`.
+    pub entry: IndexEntry,
+    /// The entry's key in its table.
+    pub key: String,
+    /// The instance it points to (`Active` values, the last part of `Waits` keys).
+    pub instance: String,
+    pub present: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum IndexEntry {
+    Waits,
+    Active,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn records_round_trip_and_name_their_position() {
+        let w = Work::Start {
+            id: "p1-x".into(),
+            workflow: "order".into(),
+            input: json!({"a": 1}),
+            source: Source::Partition {
+                partition: PartitionId(3),
+                seq: 42,
+            },
+        };
+        assert_eq!(Work::decode(&w.encode()).unwrap(), w);
+        assert_eq!(
+            w.source().position(),
+            Some(Position {
+                slot: SourceSlot::Partition(PartitionId(3)),
+                at: 42
+            })
+        );
+        let input = Source::Input {
+            topic: "in".into(),
+            partition: 2,
+            offset: 9,
+        };
+        assert_eq!(input.position().unwrap().slot.to_string(), "in:in:2");
+        assert_eq!(Source::Http.position(), None);
+    }
+}
