@@ -45,12 +45,13 @@ fn scenario(name: &str, total: usize, every_second: usize, secs: u64) {
     core.process(vec![Cmd::Files(files)]).unwrap();
     let deploy = t0.elapsed();
     let (tx, rx) = mpsc::channel::<Cmd>(64);
+    let (_control, control_rx) = mpsc::unbounded_channel::<Cmd>();
     let core_thread = std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
-        rt.block_on(core.run(rx)).unwrap();
+        rt.block_on(core.run(rx, control_rx)).unwrap();
     });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -41,6 +41,7 @@ pub struct Config {
     pub functions: BTreeMap<String, String>,
     pub invoke: InvokeConfig,
     pub schedules: ScheduleConfig,
+    pub cluster: ClusterConfig,
     /// Problems that did not stop loading (unknown `FLOWBROKER_*` variables), for the log.
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -148,6 +149,7 @@ impl Default for Config {
             functions: BTreeMap::new(),
             invoke: InvokeConfig::default(),
             schedules: ScheduleConfig::default(),
+            cluster: ClusterConfig::default(),
             warnings: Vec::new(),
         }
     }
@@ -190,6 +192,38 @@ impl Default for InvokeConfig {
             timeout_ms: 30_000,
             concurrency: 64,
         }
+    }
+}
+
+/// Scale-out (docs/scale.md): state lives in `partitions` state partitions, each owned by one
+/// broker of the consumer group.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    /// The number of state partitions: partitions of the work and changelog topics. Fixed when
+    /// those topics are created (a broker reads it from the topics after that); more
+    /// partitions let more brokers share the work.
+    pub partitions: usize,
+    /// The internal topic every input travels on to the state partition that owns it.
+    pub work_topic: String,
+    /// The internal topic each state partition writes its committed batches to.
+    pub changelog_topic: String,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            partitions: 12,
+            work_topic: "flowbroker.work".into(),
+            changelog_topic: "flowbroker.changelog".into(),
+        }
+    }
+}
+
+impl ClusterConfig {
+    pub fn parts(&self) -> crate::cluster::partition::Partitions {
+        crate::cluster::partition::Partitions::new(self.partitions)
+            .unwrap_or_else(|_| crate::cluster::partition::Partitions::new(12).expect("12"))
     }
 }
 
@@ -300,6 +334,8 @@ impl Config {
         if !self.timezone.is_empty() {
             crate::time::parse_timezone(&self.timezone).map_err(|e| format!("timezone: {e}"))?;
         }
+        crate::cluster::partition::Partitions::new(self.cluster.partitions)
+            .map_err(|e| format!("cluster.partitions: {e}"))?;
         Ok(())
     }
 

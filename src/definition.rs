@@ -31,6 +31,12 @@ impl Definition {
         Definition::parse_in(file, text, format, &Family::default())
     }
 
+    /// Parses a version that deployed before (stored): names it used from a parent then are
+    /// taken as provided.
+    pub fn parse_lenient(file: &str, text: &str, format: Format) -> Result<Definition, Invalid> {
+        Definition::parse_in(file, text, format, &Family::trusted())
+    }
+
     /// Parses and validates `text` as a member of `family`: a function or event it does not
     /// define is a warning when a workflow that runs it as a sub-workflow defines it.
     pub fn parse_in(

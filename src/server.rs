@@ -14,6 +14,7 @@
 use crate::broker::core::{Core, Outlets, Shared};
 use crate::broker::{Cmd, SystemClock};
 use crate::config::Config;
+use crate::kafka::TopicSpec;
 use crate::metrics::Metrics;
 use crate::store::Store;
 use std::sync::Arc;
@@ -33,39 +34,87 @@ pub enum ServeError {
     },
     #[error("the core stopped: {0}")]
     Core(String),
+    #[error(transparent)]
+    CoreFailed(#[from] crate::broker::core::CoreError),
 }
 
 /// Runs the broker until SIGINT/SIGTERM or a fatal error.
-pub async fn serve(cfg: Config) -> Result<(), ServeError> {
+pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
+    let k = cfg.kafka.clone();
+    let c = cfg.cluster.clone();
+    // The internal topics are created whatever `create_topics` says: their partition count is
+    // the number of state partitions. The changelog keeps everything (restores read it).
+    let mut topics = vec![
+        TopicSpec {
+            name: c.work_topic.clone(),
+            partitions: c.partitions as i32,
+            config: vec![],
+        },
+        TopicSpec {
+            name: c.changelog_topic.clone(),
+            partitions: c.partitions as i32,
+            config: vec![
+                ("retention.ms", "-1".into()),
+                ("cleanup.policy", "delete".into()),
+            ],
+        },
+    ];
+    if k.create_topics {
+        let mut user = k.input_topics.clone();
+        user.extend([
+            k.output_topic.clone(),
+            k.lifecycle_topic.clone(),
+            k.dlq_topic.clone(),
+        ]);
+        user.extend(k.topics.values().cloned());
+        user.sort();
+        user.dedup();
+        topics.extend(user.into_iter().map(|name| TopicSpec {
+            name,
+            partitions: k.topic_partitions,
+            config: vec![],
+        }));
+    }
+    // Not fatal: the topics may be managed elsewhere, or Kafka may come up later (the
+    // clients reconnect on their own).
+    if let Err(e) = crate::kafka::ensure_topics(&k, &topics).await {
+        tracing::warn!(error = %e, "could not create topics at start; continuing");
+    }
+    // The work topic decides how many state partitions there are (set when it was created).
+    let wt = c.work_topic.clone();
+    let existing = tokio::task::spawn_blocking(move || crate::kafka::partitions_of(&k, &wt)).await;
+    if let Ok(Some(n)) = existing {
+        if n != cfg.cluster.partitions {
+            tracing::warn!(configured = cfg.cluster.partitions, topic = %c.work_topic, partitions = n,
+                "the work topic exists with another partition count; using its count");
+            cfg.cluster.partitions = n;
+        }
+    }
     let cfg = Arc::new(cfg);
     let store = Arc::new(Store::open(&cfg.store_path())?);
     let metrics = Arc::new(Metrics::new());
     let shared = Arc::new(Shared::default());
     let k = &cfg.kafka;
+    let owner = format!(
+        "{}-{}-{}",
+        std::env::var("HOSTNAME").unwrap_or_else(|_| "flowbroker".into()),
+        std::process::id(),
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    );
     tracing::info!(brokers = %k.brokers, group = %k.group_id, topics = ?k.input_topics,
+        partitions = cfg.cluster.partitions, broker = %owner,
         data = %cfg.store_path().display(), workflows = %cfg.workflows_dir.display(), "starting flowbroker");
-    if k.create_topics {
-        let mut topics = k.input_topics.clone();
-        topics.extend([
-            k.output_topic.clone(),
-            k.lifecycle_topic.clone(),
-            k.dlq_topic.clone(),
-        ]);
-        topics.extend(k.topics.values().cloned());
-        topics.sort();
-        topics.dedup();
-        // Not fatal: the topics may be managed elsewhere, or Kafka may come up later (the
-        // clients reconnect on their own).
-        if let Err(e) = crate::kafka::ensure_topics(k, &topics).await {
-            tracing::warn!(error = %e, "could not create topics at start; continuing");
-        }
-    }
     let producer = crate::kafka::producer::create(k)?;
-    let (consumer, assigned) = crate::kafka::consumer::create(k, metrics.clone())?;
+    let (control_tx, control_rx) = mpsc::unbounded_channel::<Cmd>();
+    let (consumer, assigned) =
+        crate::kafka::consumer::create(k, &cfg.cluster.work_topic, control_tx, metrics.clone())?;
+    let log = crate::kafka::log::KafkaLog::new(&cfg, owner)?;
+    let work_reader = crate::kafka::work::create(&cfg)?;
 
     let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>(64);
     let (prod_tx, prod_rx) = mpsc::unbounded_channel();
     let (inv_tx, inv_rx) = mpsc::unbounded_channel();
+    let (reader_tx, reader_rx) = mpsc::unbounded_channel();
     let mut core = Core::new(
         store.clone(),
         cfg.clone(),
@@ -78,18 +127,26 @@ pub async fn serve(cfg: Config) -> Result<(), ServeError> {
         },
         shared.clone(),
     )?;
+    core.attach(Box::new(log), reader_tx);
     let files = crate::watch::scan(&cfg.workflows_dir);
     if files.is_empty() {
         tracing::warn!(dir = %cfg.workflows_dir.display(), "no workflow files found; add *.yaml or *.json files there");
     }
     core.process(vec![Cmd::Files(files.clone())])?;
-    core.recover()?;
 
     tokio::spawn(crate::kafka::producer::run(
         producer.clone(),
         k.output_mode,
+        cfg.cluster.work_topic.clone(),
         prod_rx,
         cmd_tx.clone(),
+    ));
+    tokio::spawn(crate::kafka::work::run(
+        work_reader,
+        cfg.cluster.work_topic.clone(),
+        reader_rx,
+        cmd_tx.clone(),
+        k.batch_size,
     ));
     tokio::spawn(crate::invoke::run(
         inv_rx,
@@ -140,7 +197,7 @@ pub async fn serve(cfg: Config) -> Result<(), ServeError> {
                 .enable_all()
                 .build()
                 .expect("core runtime");
-            let r = rt.block_on(core.run(cmd_rx));
+            let r = rt.block_on(core.run(cmd_rx, control_rx));
             let _ = done_tx.send(r);
         })
         .expect("core thread");
@@ -152,9 +209,12 @@ pub async fn serve(cfg: Config) -> Result<(), ServeError> {
             Err(_) => Err(ServeError::Core("the core thread panicked".into())),
         },
         _ = shutdown_signal() => {
-            tracing::info!("shutting down: flushing the producer (anything unsent is re-sent on restart)");
+            tracing::info!("shutting down: leaving the group (partitions move at once), flushing the producer (anything unsent is re-sent by the next owner)");
             let _ = tokio::task::spawn_blocking(move || {
+                use rdkafka::consumer::Consumer;
                 use rdkafka::producer::Producer;
+                consumer.unsubscribe();
+                drop(consumer);
                 producer.flush(Duration::from_secs(5))
             }).await;
             Ok(())

@@ -6,12 +6,14 @@ use super::index;
 use super::records::{Buffered, Call, HistoryEntry, InstanceRecord, OutRecord, TimerEntry};
 use super::registry::{Deployed, Registry};
 use super::Stat;
+use crate::cluster::partition::{PartitionId, Partitions};
+use crate::cluster::work::{IndexChange, IndexEntry, Source, Work};
 use crate::config::{Config, Windows};
 use crate::engine::{self, Action, EngineError, ErrorInfo, Event, Input, Instance};
 use crate::store::{at, key, num, Table, Txn, SEP};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 pub type Result<T> = crate::store::Result<T>;
 
@@ -35,7 +37,7 @@ pub struct Parent {
     pub lineage: Vec<(String, String)>,
 }
 
-struct Work {
+struct Queued {
     instance: String,
     input: Input,
     /// The buffer entry this event came from (deleted when applied).
@@ -43,20 +45,31 @@ struct Work {
 }
 
 pub struct Batch<'a, 's> {
+    /// Scoped to partition `p`: every key read or written here is this partition's.
     pub tx: &'a Txn<'s>,
+    pub p: PartitionId,
+    pub parts: Partitions,
     pub reg: &'a Registry,
     pub cfg: &'a Config,
     pub now: DateTime<Utc>,
     /// The config's durations, parsed once for the batch.
     pub windows: Windows,
     pub fx: Effects,
-    queue: VecDeque<Work>,
+    queue: VecDeque<Queued>,
 }
 
 impl<'a, 's> Batch<'a, 's> {
-    pub fn new(tx: &'a Txn<'s>, reg: &'a Registry, cfg: &'a Config, now: DateTime<Utc>) -> Self {
+    pub fn new(
+        tx: &'a Txn<'s>,
+        (p, parts): (PartitionId, Partitions),
+        reg: &'a Registry,
+        cfg: &'a Config,
+        now: DateTime<Utc>,
+    ) -> Self {
         Batch {
             tx,
+            p,
+            parts,
             reg,
             cfg,
             now,
@@ -109,7 +122,7 @@ impl<'a, 's> Batch<'a, 's> {
 
     /// Queues an input for an instance (applied by [`Batch::drain`]).
     pub fn queue(&mut self, instance: &str, input: Input) {
-        self.queue.push_back(Work {
+        self.queue.push_back(Queued {
             instance: instance.to_string(),
             input,
             buffered: None,
@@ -226,31 +239,96 @@ impl<'a, 's> Batch<'a, 's> {
         Ok(Ok(()))
     }
 
-    /// Keeps `Waits` and `Active` in step with the instance.
+    /// Keeps `Waits` and `Active` in step with the instance: entries of keys this partition
+    /// owns are written here, the others are sent to their partitions (docs/scale.md).
     fn reindex(
         &mut self,
         def: &crate::definition::Definition,
         old: &Instance,
         new: &Instance,
     ) -> Result<()> {
+        let mut remote: BTreeMap<PartitionId, Vec<IndexChange>> = BTreeMap::new();
         let (ow, nw) = (index::waits(def, old), index::waits(def, new));
-        for k in ow.difference(&nw) {
-            self.tx.delete(Table::Waits, k)?;
-        }
-        for k in nw.difference(&ow) {
-            self.tx.put(Table::Waits, k, &())?;
-        }
         let (oa, na) = (index::active(def, old), index::active(def, new));
-        for k in oa.difference(&na) {
-            if self.tx.get::<String>(Table::Active, k)?.as_deref() == Some(&new.id) {
-                self.tx.delete(Table::Active, k)?;
+        let changes = [
+            (IndexEntry::Waits, ow.difference(&nw), false),
+            (IndexEntry::Waits, nw.difference(&ow), true),
+            (IndexEntry::Active, oa.difference(&na), false),
+            (IndexEntry::Active, na.difference(&oa), true),
+        ];
+        for (kind, entries, present) in changes {
+            for e in entries {
+                for owner in e.owners(self.parts) {
+                    if owner == self.p {
+                        self.index_here(kind, e, present)?;
+                    } else {
+                        remote.entry(owner).or_default().push(IndexChange {
+                            entry: kind,
+                            key: match kind {
+                                IndexEntry::Waits => e.waits_key(),
+                                IndexEntry::Active => e.active_key(),
+                            },
+                            instance: e.instance.clone(),
+                            present,
+                        });
+                    }
+                }
             }
         }
-        for k in na.difference(&oa) {
-            self.tx.put(Table::Active, k, &new.id)?;
-            self.adopt_held(k, &new.id)?;
+        for (to, changes) in remote {
+            self.send(to, |source| Work::Index { changes, source })?;
         }
         Ok(())
+    }
+
+    /// Writes (or removes) an index entry this partition owns. A new active entry takes the
+    /// events held for its key.
+    pub(super) fn index_here(
+        &mut self,
+        kind: IndexEntry,
+        e: &index::Entry,
+        present: bool,
+    ) -> Result<()> {
+        match (kind, present) {
+            (IndexEntry::Waits, true) => self.tx.put(Table::Waits, &e.waits_key(), &())?,
+            (IndexEntry::Waits, false) => {
+                self.tx.delete(Table::Waits, &e.waits_key())?;
+            }
+            (IndexEntry::Active, false) => {
+                let k = e.active_key();
+                if self.tx.get::<String>(Table::Active, &k)?.as_deref() == Some(&e.instance) {
+                    self.tx.delete(Table::Active, &k)?;
+                }
+            }
+            (IndexEntry::Active, true) => {
+                let k = e.active_key();
+                self.tx.put(Table::Active, &k, &e.instance)?;
+                self.adopt_held(&k, &e.instance)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether instance `id` lives on this partition.
+    pub fn is_here(&self, id: &str) -> bool {
+        self.parts.of_instance(id).ok() == Some(self.p)
+    }
+
+    /// Sends a message to partition `to` through the outbox (its sequence number is the
+    /// position the receiver deduplicates on).
+    pub fn send(&mut self, to: PartitionId, make: impl FnOnce(Source) -> Work) -> Result<()> {
+        let seq = self.next_outbox_seq()?;
+        let work = make(Source::Partition {
+            partition: self.p,
+            seq,
+        });
+        self.put_outbox(
+            seq,
+            OutRecord::Work {
+                partition: to,
+                work: Box::new(work),
+            },
+        )
     }
 
     /// Carries out one engine action inside the transaction.
@@ -454,7 +532,7 @@ impl<'a, 's> Batch<'a, 's> {
                     && engine::correlates(def, inst, &ed.name, &b.event)
             });
             if wanted {
-                offers.push(Work {
+                offers.push(Queued {
                     instance: inst.id.clone(),
                     input: Input::Event { event: b.event },
                     buffered: Some(k),

@@ -1,24 +1,35 @@
-//! The single writer: batches commands, applies each batch in one store transaction, commits,
-//! then carries out the effects (produce, invoke, reply, commit Kafka offsets).
+//! The core: applies inputs to the state partitions this broker owns, one store transaction
+//! per partition per round, commits the round, then carries out the effects (produce, invoke,
+//! reply, commit Kafka offsets).
 //!
 //! Crash safety comes from the order: nothing leaves the process before the transaction that
 //! decided it has committed, and everything that must leave is in the store until it has:
 //! produced events stay in the outbox until Kafka acknowledges them (re-sent with the same ids
 //! after a restart), function calls stay in `calls` until their result is applied (re-invoked
-//! after a restart with the same idempotency key), and the consumed offsets are stored with
-//! the state they produced (records at or below a stored offset are skipped after a restart).
+//! after a restart with the same idempotency key), and each partition remembers the highest
+//! source position it applied (a record seen again after a restart is dropped).
+//!
+//! Messages between partitions (index entries, deliveries) are outbox records too. Here they
+//! are delivered in process, in the round after the one that committed them (single node;
+//! docs/scale.md describes the work topic that carries them between brokers).
 
+use super::apply::Outcome;
 use super::batch::{Batch, Effects};
 use super::records::{Call, OutRecord, StoredVersion, TimerEntry};
 use super::registry::{Deployed, Registry};
-use super::{AdminError, Clock, Cmd, Stat};
+use super::router::Routed;
+use super::{AdminError, Clock, Cmd, OutboxKey, Reply, Stat};
+use crate::cluster::changelog::{Checkpoint, Entry};
+use crate::cluster::partition::{InstanceId, PartitionId, Partitions};
+use crate::cluster::work::{Source, Work};
+use crate::cluster::{Log, LogError};
 use crate::config::Config;
 use crate::engine::Input;
 use crate::metrics::Metrics;
-use crate::store::{key, split_at, Store, StoreError, Table, SEP};
+use crate::store::{split_at, Scope, Store, StoreError, Table, Write, SEP};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 use tokio::sync::mpsc;
 
@@ -27,7 +38,7 @@ pub type CommitOffsets = Box<dyn Fn(&[(String, i32, i64)]) + Send>;
 
 /// Where effects go after commit.
 pub struct Outlets {
-    pub produce: mpsc::UnboundedSender<Vec<(String, OutRecord)>>,
+    pub produce: mpsc::UnboundedSender<Vec<(OutboxKey, OutRecord)>>,
     pub invoke: mpsc::UnboundedSender<Call>,
     /// Commits consumed offsets (next offset to read) to the Kafka group, best effort.
     pub commit_offsets: CommitOffsets,
@@ -48,13 +59,71 @@ pub struct Core {
     clock: Arc<dyn Clock>,
     out: Outlets,
     pub(super) shared: Arc<Shared>,
+    parts: Partitions,
     last_sweep: DateTime<Utc>,
-    /// False until the first workflow directory scan was applied.
-    deployed_once: bool,
+    /// Messages between partitions committed but not applied yet (delivered in process).
+    loopback: Vec<(PartitionId, PartInput)>,
+    /// The Kafka side (changelog, work topic); `None`: one process owns every partition and
+    /// messages between partitions stay in process (tests, benches).
+    log: Option<Box<dyn Log>>,
+    /// The state partitions this broker owns now.
+    owned: BTreeSet<PartitionId>,
+    /// The changelog offset of this broker's fence, per owned partition.
+    fences: BTreeMap<PartitionId, i64>,
+    /// Where to say which work topic partitions to read, from which offset (`None`: stop).
+    reader: Option<mpsc::UnboundedSender<(PartitionId, Option<i64>)>>,
 }
 
-/// How often expired buffered events are swept.
+/// Why the core stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum CoreError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Log(#[from] LogError),
+}
+
+/// The node-scope key of a partition's changelog checkpoint.
+fn checkpoint_key(p: PartitionId) -> String {
+    crate::store::key(&["changelog", &p.0.to_string()])
+}
+
+/// The partition-scope key of the next work topic offset to read.
+const WORK_OFFSET: &str = "work";
+
+/// How often expired buffered events, seen event ids and finished instances are swept.
 const SWEEP_EVERY_SECS: i64 = 5;
+
+/// One input of a partition's batch.
+pub(super) enum PartInput {
+    Work {
+        work: Work,
+        ticket: Option<usize>,
+        /// Its offset in the work topic, when it was read from there.
+        offset: Option<i64>,
+    },
+    /// A message of another partition, delivered in process; `ack` is its outbox entry.
+    Message { work: Work, ack: OutboxKey },
+    CallDone {
+        call: Call,
+        outcome: Result<Value, crate::engine::ErrorInfo>,
+    },
+    /// Outbox entries to forget (Kafka acknowledged them, or they were delivered in process),
+    /// with the topic and type to count (`None`: not counted).
+    Acked(String, Option<(String, String)>),
+    /// Plan the cron schedule of a workflow (after a deploy).
+    Plan(String),
+}
+
+/// A request waiting for the partitions its work went to.
+enum Ticket {
+    Event {
+        reply: Reply<Routed>,
+        routed: Routed,
+    },
+    Start(Reply<String>, Option<Result<String, AdminError>>),
+    Cancel(Reply<()>, Option<Result<(), AdminError>>),
+}
 
 impl Core {
     pub fn new(
@@ -74,7 +143,7 @@ impl Core {
             };
             let format = crate::load::Format::from_path(std::path::Path::new(&v.file))
                 .unwrap_or(crate::load::Format::Yaml);
-            match crate::definition::Definition::parse(&v.file, &v.source, format) {
+            match crate::definition::Definition::parse_lenient(&v.file, &v.source, format) {
                 Ok(def) => reg.remember(Deployed {
                     id: id.to_string(),
                     version: version.to_string(),
@@ -87,8 +156,14 @@ impl Core {
                     "a stored workflow version no longer validates; its instances cannot run"),
             }
         }
+        for (k, at) in tx.prefix::<DateTime<Utc>>(Table::Meta, "first_deployed")? {
+            if let Some(wf) = k.split(SEP).nth(1) {
+                reg.anchor(wf, at);
+            }
+        }
         drop(tx);
         let now = clock.now();
+        let parts = cfg.cluster.parts();
         Ok(Core {
             store,
             reg,
@@ -97,9 +172,32 @@ impl Core {
             clock,
             out,
             shared,
+            parts,
             last_sweep: now,
-            deployed_once: false,
+            loopback: Vec::new(),
+            log: None,
+            owned: parts.all().collect(),
+            fences: BTreeMap::new(),
+            reader: None,
         })
+    }
+
+    /// Runs on Kafka: owns only the partitions the consumer group assigns (none until then),
+    /// writes every batch to the changelog first, and sends messages and inputs through the
+    /// work topic; `reader` is told which work topic partitions to read from which offset.
+    pub fn attach(
+        &mut self,
+        log: Box<dyn Log>,
+        reader: mpsc::UnboundedSender<(PartitionId, Option<i64>)>,
+    ) {
+        self.log = Some(log);
+        self.reader = Some(reader);
+        self.owned.clear();
+    }
+
+    /// The state partitions this broker owns now.
+    pub fn owned(&self) -> Vec<PartitionId> {
+        self.owned.iter().copied().collect()
     }
 
     /// A core whose effects go to channels the caller reads (tests, benches, replays): the
@@ -112,7 +210,7 @@ impl Core {
     ) -> Result<
         (
             Core,
-            mpsc::UnboundedReceiver<Vec<(String, OutRecord)>>,
+            mpsc::UnboundedReceiver<Vec<(OutboxKey, OutRecord)>>,
             mpsc::UnboundedReceiver<Call>,
         ),
         StoreError,
@@ -137,8 +235,22 @@ impl Core {
     /// Re-sends the outbox and re-invokes calls in flight (after a restart).
     pub fn recover(&mut self) -> Result<(), StoreError> {
         let tx = self.store.read()?;
-        let outbox: Vec<(String, OutRecord)> = tx.prefix(Table::Outbox, "")?;
-        let calls: Vec<(String, Call)> = tx.prefix(Table::Calls, "")?;
+        let mut outbox = Vec::new();
+        let mut calls = Vec::new();
+        for p in self.parts.all() {
+            let scope = Scope::Partition(p.0);
+            for (k, rec) in tx.prefix_in::<OutRecord>(scope, Table::Outbox, "")? {
+                outbox.push((
+                    OutboxKey {
+                        partition: p,
+                        key: k,
+                    },
+                    rec,
+                ));
+            }
+            calls.extend(tx.prefix_in::<Call>(scope, Table::Calls, "")?);
+        }
+        drop(tx);
         if !outbox.is_empty() || !calls.is_empty() {
             tracing::info!(
                 outbox = outbox.len(),
@@ -146,9 +258,7 @@ impl Core {
                 "recovering: re-sending unacknowledged events and re-invoking calls in flight"
             );
         }
-        if !outbox.is_empty() {
-            let _ = self.out.produce.send(outbox);
-        }
+        self.send_out(outbox);
         for (_, c) in calls {
             let _ = self.out.invoke.send(c);
         }
@@ -157,17 +267,26 @@ impl Core {
 
     /// Runs until every sender of `rx` is gone. A store error stops the core: the process
     /// must restart from the last commit rather than continue from a state it could not save.
-    pub async fn run(mut self, mut rx: mpsc::Receiver<Cmd>) -> Result<(), StoreError> {
+    pub async fn run(
+        mut self,
+        mut rx: mpsc::Receiver<Cmd>,
+        mut control: mpsc::UnboundedReceiver<Cmd>,
+    ) -> Result<(), CoreError> {
         loop {
             let due = self.next_due()?;
             let mut cmds = Vec::new();
             let wait = due.map(|d| (d - self.clock.now()).to_std().unwrap_or_default());
             tokio::select! {
+                biased;
+                Some(c) = control.recv() => cmds.push(c),
                 cmd = rx.recv() => match cmd {
                     Some(c) => cmds.push(c),
                     None => return Ok(()),
                 },
                 _ = sleep(wait) => {}
+            }
+            while let Ok(c) = control.try_recv() {
+                cmds.push(c);
             }
             while cmds.len() < 256 {
                 match rx.try_recv() {
@@ -179,108 +298,390 @@ impl Core {
         }
     }
 
-    /// The time of the earliest timer, if any.
+    /// The time of the earliest timer of any partition, or of the next sweep.
     pub fn next_due(&self) -> Result<Option<DateTime<Utc>>, StoreError> {
-        let tx = self.store.read()?;
-        let first = tx.first::<TimerEntry>(Table::Timers)?;
-        drop(tx);
         let sweep = self.last_sweep + chrono::Duration::seconds(SWEEP_EVERY_SECS);
-        let timer = first.and_then(|(k, _)| split_at(&k).map(|(t, _)| t));
-        Ok(Some(timer.map_or(sweep, |t| t.min(sweep))))
+        let mut due = sweep;
+        for &p in &self.owned {
+            if let Some(t) = self.first_timer(p)? {
+                due = due.min(t);
+            }
+        }
+        Ok(Some(due))
     }
 
-    /// Applies a batch of commands in one transaction and carries out the effects.
-    pub fn process(&mut self, cmds: Vec<Cmd>) -> Result<(), StoreError> {
+    fn first_timer(&self, p: PartitionId) -> Result<Option<DateTime<Utc>>, StoreError> {
+        let tx = self.store.scoped(Scope::Partition(p.0));
+        let first = tx.first::<TimerEntry>(Table::Timers)?;
+        Ok(first.and_then(|(k, _)| split_at(&k).map(|(t, _)| t)))
+    }
+
+    /// Applies commands: each partition's share in one transaction per round; a round's
+    /// transactions commit together, then their effects leave; messages between partitions
+    /// are applied in the next round, until none are left.
+    pub fn process(&mut self, cmds: Vec<Cmd>) -> Result<(), CoreError> {
         let now = self.clock.now();
-        let store = self.store.clone();
-        let tx = store.write()?;
-        let mut replies: Vec<Box<dyn FnOnce() + Send>> = Vec::new();
+        let mut forward: Vec<(PartitionId, Work)> = Vec::new();
+        let mut inputs: BTreeMap<PartitionId, Vec<PartInput>> = BTreeMap::new();
+        for (p, i) in std::mem::take(&mut self.loopback) {
+            inputs.entry(p).or_default().push(i);
+        }
+        let mut tickets: Vec<Ticket> = Vec::new();
         let mut offsets: BTreeMap<(String, i32), i64> = BTreeMap::new();
-        let mut cmds = cmds;
-        // A batch of nothing but Kafka acknowledgements only forgets outbox entries: losing
+        let mut stats: Vec<Stat> = Vec::new();
+        // A round of nothing but Kafka acknowledgements only forgets outbox entries: losing
         // that in a crash re-sends them with the same ids, so it need not wait for the disk.
         let acks_only = !cmds.is_empty() && cmds.iter().all(|c| matches!(c, Cmd::Acked(_)));
-        // Deploy first: the rest of the batch sees the new versions.
-        let mut replan = Vec::new();
-        cmds.retain_mut(|c| {
-            if let Cmd::Files(files) = c {
-                replan.push(std::mem::take(files));
-                false
-            } else {
-                true
-            }
-        });
-        let mut changed: Vec<String> = Vec::new();
-        for files in replan {
-            changed.extend(self.deploy(&tx, &files, now)?);
-        }
-        let reg = &self.reg;
-        let cfg = &*self.cfg;
-        let mut b = Batch::new(&tx, reg, cfg, now);
-        if !changed.is_empty() || !self.deployed_once {
-            for id in &changed {
-                b.plan_schedule(id, true)?;
-            }
-            self.deployed_once = true;
-        }
         for cmd in cmds {
             match cmd {
-                Cmd::Records(records) => {
-                    for r in records {
-                        let slot = (r.topic.clone(), r.partition);
-                        let stored = match offsets.get(&slot) {
-                            Some(o) => *o,
-                            None => tx
-                                .get::<i64>(
-                                    Table::Offsets,
-                                    &key(&[&r.topic, &r.partition.to_string()]),
-                                )?
-                                .unwrap_or(-1),
-                        };
-                        if r.offset < stored {
-                            b.fx.stats.push(Stat::Duplicate);
-                            continue;
-                        }
-                        offsets.insert(slot, r.offset + 1);
-                        super::ingest::consume(&mut b, r)?;
+                Cmd::Assigned(ps) => {
+                    for p in ps {
+                        self.take_over(p, &mut inputs)?;
                     }
                 }
-                Cmd::Event { event, reply } => {
-                    b.fx.stats
-                        .push(Stat::Consumed("http", event.event_type.clone()));
-                    let routed = if b.seen_before(&event)? {
-                        super::router::Routed::duplicate()
-                    } else {
-                        b.route(event)?
+                Cmd::Revoked(ps) => {
+                    for p in ps {
+                        self.release(p, &mut inputs);
+                    }
+                }
+                cmd => {
+                    let mut sinks = Sinks {
+                        inputs: &mut inputs,
+                        tickets: &mut tickets,
+                        offsets: &mut offsets,
+                        stats: &mut stats,
+                        forward: &mut forward,
                     };
-                    replies.push(Box::new(move || {
-                        let _ = reply.send(Ok(routed));
+                    self.take(cmd, now, &mut sinks)?
+                }
+            }
+        }
+        // inputs of partitions owned elsewhere go through the work topic (their owner applies
+        // them); on one process everything is owned
+        let elsewhere: Vec<PartitionId> = inputs
+            .keys()
+            .filter(|p| !self.owned.contains(p))
+            .copied()
+            .collect();
+        for p in elsewhere {
+            for i in inputs.remove(&p).unwrap_or_default() {
+                if let PartInput::Work { work, ticket, .. } = i {
+                    if let Some(t) = ticket.and_then(|t| tickets.get_mut(t)) {
+                        forwarded(t, p, &work);
+                    }
+                    forward.push((p, work));
+                }
+            }
+        }
+        let sweep = now >= self.last_sweep + chrono::Duration::seconds(SWEEP_EVERY_SECS);
+        if sweep {
+            self.last_sweep = now;
+        }
+        let mut first = true;
+        loop {
+            // partitions with inputs, and (in the first round) those with due timers or a sweep
+            let mut todo: Vec<PartitionId> = inputs.keys().copied().collect();
+            if first {
+                for p in self.owned.clone() {
+                    let due = self.first_timer(p)?.is_some_and(|t| t <= now);
+                    if (due || sweep) && !todo.contains(&p) {
+                        todo.push(p);
+                    }
+                }
+            }
+            if todo.is_empty() {
+                break;
+            }
+            todo.sort();
+            let mut writes: Vec<Write> = Vec::new();
+            let mut effects: Vec<(PartitionId, Effects)> = Vec::new();
+            let mut changed: Vec<(PartitionId, Vec<Write>)> = Vec::new();
+            for p in todo {
+                let batch = inputs.remove(&p).unwrap_or_default();
+                if !self.owned.contains(&p) {
+                    continue;
+                }
+                let (w, fx) = self.partition(p, batch, now, first && sweep, &mut tickets)?;
+                if !w.is_empty() {
+                    changed.push((p, w));
+                }
+                effects.push((p, fx));
+            }
+            // on Kafka the changelog takes each partition's batch first: only what it
+            // acknowledged is applied here and let out
+            if let Some(log) = self.log.as_mut() {
+                let entries = changed
+                    .iter()
+                    .map(|(p, w)| {
+                        let fence = self.fences.get(p).copied().unwrap_or(-1);
+                        (
+                            *p,
+                            Entry::Batch {
+                                fence,
+                                writes: w.clone(),
+                            },
+                        )
+                    })
+                    .collect();
+                for (p, offset) in log.append(entries)? {
+                    let cp = Checkpoint {
+                        next: offset + 1,
+                        fence: self.fences.get(&p).copied(),
+                    };
+                    writes.push(node_write(&checkpoint_key(p), &cp));
+                }
+            }
+            for (_, w) in changed {
+                writes.extend(w);
+            }
+            let lazy = acks_only
+                && effects.iter().all(|(_, fx)| {
+                    fx.outbox.is_empty() && fx.calls.is_empty() && fx.stats.is_empty()
+                });
+            let t0 = std::time::Instant::now();
+            // with a changelog, the local store is a cache of it: no need to wait for the disk
+            let sync = !lazy && self.log.is_none();
+            self.store.apply(&writes, sync)?;
+            self.metrics
+                .commit_seconds
+                .with_label_values(&[] as &[&str])
+                .observe(t0.elapsed().as_secs_f64());
+            for (p, fx) in effects {
+                stats.extend(fx.stats);
+                for c in fx.calls {
+                    let _ = self.out.invoke.send(c);
+                }
+                let mut out = Vec::new();
+                for (key, rec) in fx.outbox {
+                    out.push((OutboxKey { partition: p, key }, rec));
+                }
+                self.send_out(out);
+            }
+            for (p, i) in std::mem::take(&mut self.loopback) {
+                inputs.entry(p).or_default().push(i);
+            }
+            first = false;
+        }
+        for t in tickets {
+            match t {
+                Ticket::Event { reply, routed } => {
+                    let _ = reply.send(Ok(routed));
+                }
+                Ticket::Start(reply, r) => {
+                    let _ = reply.send(r.unwrap_or_else(|| {
+                        Err(AdminError::Internal("the start was not applied".into()))
                     }));
                 }
-                Cmd::Start {
+                Ticket::Cancel(reply, r) => {
+                    let _ = reply.send(r.unwrap_or_else(|| {
+                        Err(AdminError::Internal("the cancel was not applied".into()))
+                    }));
+                }
+            }
+        }
+        if !forward.is_empty() {
+            match self.log.as_mut() {
+                Some(log) => log.forward(forward)?,
+                None => tracing::warn!(
+                    records = forward.len(),
+                    "work for partitions nobody owns dropped (no Kafka attached)"
+                ),
+            }
+        }
+        if !offsets.is_empty() {
+            let list: Vec<(String, i32, i64)> =
+                offsets.into_iter().map(|((t, p), o)| (t, p, o)).collect();
+            (self.out.commit_offsets)(&list);
+        }
+        self.count(stats);
+        Ok(())
+    }
+
+    /// Turns one command into partition inputs (or applies it, for node-level commands).
+    fn take(
+        &mut self,
+        cmd: Cmd,
+        now: DateTime<Utc>,
+        sinks: &mut Sinks<'_>,
+    ) -> Result<(), StoreError> {
+        let parts = self.parts;
+        let kafka = self.log.is_some();
+        let Sinks {
+            inputs,
+            tickets,
+            offsets,
+            stats,
+            forward,
+        } = sinks;
+        let mut push = |p: PartitionId, i: PartInput| inputs.entry(p).or_default().push(i);
+        match cmd {
+            Cmd::Files(files) => {
+                let store = self.store.clone();
+                let tx = store.write()?;
+                let changed = self.deploy(&tx, &files, now)?;
+                tx.commit()?;
+                for id in changed {
+                    push(parts.of_key(&id, ""), PartInput::Plan(id));
+                }
+            }
+            Cmd::Records(records) => {
+                for r in records {
+                    let slot = (r.topic.clone(), r.partition);
+                    let next = offsets.get(&slot).copied().unwrap_or(0).max(r.offset + 1);
+                    offsets.insert(slot, next);
+                    let ing = super::ingest::record(&self.reg, parts, &self.cfg, r);
+                    stats.extend(ing.stats);
+                    for (p, work) in ing.work {
+                        if kafka {
+                            // exactly once by source position at the owner, wherever it is
+                            forward.push((p, work));
+                        } else {
+                            push(
+                                p,
+                                PartInput::Work {
+                                    work,
+                                    ticket: None,
+                                    offset: None,
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            Cmd::Event { event, reply } => {
+                let ing =
+                    super::ingest::event(&self.reg, parts, &self.cfg, event, Source::Http, None);
+                stats.extend(ing.stats);
+                let ticket = tickets.len();
+                tickets.push(Ticket::Event {
+                    reply,
+                    routed: Routed::default(),
+                });
+                for (p, work) in ing.work {
+                    push(
+                        p,
+                        PartInput::Work {
+                            work,
+                            ticket: Some(ticket),
+                            offset: None,
+                        },
+                    );
+                }
+            }
+            Cmd::Start {
+                workflow,
+                input,
+                key,
+                reply,
+            } => {
+                let id = direct_id(parts, &workflow, key.as_deref());
+                let ticket = tickets.len();
+                tickets.push(Ticket::Start(reply, None));
+                let work = Work::Start {
+                    id: id.to_string(),
                     workflow,
                     input,
-                    reply,
-                } => {
-                    let result = super::ingest::start(&mut b, &workflow, input)?;
-                    replies.push(Box::new(move || {
-                        let _ = reply.send(result);
-                    }));
-                }
-                Cmd::Cancel { id, reply } => {
-                    let result = match b.apply_now(&id, Input::Cancel)? {
-                        Ok(()) => Ok(()),
-                        Err(crate::engine::EngineError::NotStarted(_)) => {
-                            Err(AdminError::NotFound(format!("no instance {id:?}")))
-                        }
-                        Err(e) => Err(AdminError::Refused(e.to_string())),
+                    source: Source::Http,
+                };
+                push(
+                    id.partition(),
+                    PartInput::Work {
+                        work,
+                        ticket: Some(ticket),
+                        offset: None,
+                    },
+                );
+            }
+            Cmd::Cancel { id, reply } => match parts.of_instance(&id) {
+                Ok(p) => {
+                    let ticket = tickets.len();
+                    tickets.push(Ticket::Cancel(reply, None));
+                    let work = Work::Cancel {
+                        id,
+                        source: Source::Http,
                     };
-                    b.drain()?;
-                    replies.push(Box::new(move || {
-                        let _ = reply.send(result);
-                    }));
+                    push(
+                        p,
+                        PartInput::Work {
+                            work,
+                            ticket: Some(ticket),
+                            offset: None,
+                        },
+                    );
                 }
-                Cmd::CallDone { call, outcome } => {
+                Err(_) => {
+                    let _ = reply.send(Err(AdminError::NotFound(format!("no instance {id:?}"))));
+                }
+            },
+            Cmd::CallDone { call, outcome } => {
+                if let Ok(p) = parts.of_instance(&call.instance) {
+                    push(p, PartInput::CallDone { call, outcome });
+                }
+            }
+            Cmd::Acked(acked) => {
+                for (k, topic, ty) in acked {
+                    push(k.partition, PartInput::Acked(k.key, Some((topic, ty))));
+                }
+            }
+            Cmd::Work { partition, records } => {
+                for (offset, work) in records {
+                    push(
+                        partition,
+                        PartInput::Work {
+                            work,
+                            ticket: None,
+                            offset: Some(offset),
+                        },
+                    );
+                }
+            }
+            Cmd::Assigned(_) | Cmd::Revoked(_) => unreachable!("handled by process"),
+        }
+        Ok(())
+    }
+
+    /// One partition's transaction: its inputs, due timers, sweeps. Returns its writes and
+    /// effects; nothing is committed here.
+    fn partition(
+        &mut self,
+        p: PartitionId,
+        inputs: Vec<PartInput>,
+        now: DateTime<Utc>,
+        sweep: bool,
+        tickets: &mut [Ticket],
+    ) -> Result<(Vec<Write>, Effects), StoreError> {
+        let store = self.store.clone();
+        let tx = store.scoped(Scope::Partition(p.0));
+        let reg = &self.reg;
+        let cfg = &*self.cfg;
+        let mut b = Batch::new(&tx, (p, self.parts), reg, cfg, now);
+        let mut produced = Vec::new();
+        for i in inputs {
+            match i {
+                PartInput::Work {
+                    work,
+                    ticket,
+                    offset,
+                } => {
+                    if let Some(o) = offset {
+                        // the work topic position: below it, records were applied already
+                        let next = tx.get::<i64>(Table::Offsets, WORK_OFFSET)?.unwrap_or(0);
+                        if o < next {
+                            continue;
+                        }
+                        tx.put(Table::Offsets, WORK_OFFSET, &(o + 1))?;
+                    }
+                    let outcome = b.apply_work(work)?;
+                    if let Some(t) = ticket.and_then(|t| tickets.get_mut(t)) {
+                        settle(t, outcome);
+                    }
+                }
+                PartInput::Message { work, ack } => {
+                    b.apply_work(work)?;
+                    self.loopback
+                        .push((ack.partition, PartInput::Acked(ack.key, None)));
+                }
+                PartInput::CallDone { call, outcome } => {
                     // A result for a call no longer in flight (applied before a restart, or
                     // superseded by a retry) is dropped.
                     if tx.get::<Call>(Table::Calls, &call.key)?.as_ref() == Some(&call) {
@@ -299,69 +700,144 @@ impl Core {
                         b.drain()?;
                     }
                 }
-                Cmd::Acked(acked) => {
-                    for (k, topic, ty) in acked {
-                        if tx.delete(Table::Outbox, &k)? {
-                            self.metrics
-                                .produced
-                                .with_label_values(&[&topic, &ty])
-                                .inc();
+                PartInput::Acked(k, counted) => {
+                    if tx.delete(Table::Outbox, &k)? {
+                        if let Some(c) = counted {
+                            produced.push(c);
                         }
                     }
                 }
-                Cmd::Files(_) => unreachable!("handled above"),
+                PartInput::Plan(workflow) => b.plan_schedule(&workflow, true)?,
             }
         }
         super::sweep::fire_timers(&mut b)?;
-        if now >= self.last_sweep + chrono::Duration::seconds(SWEEP_EVERY_SECS) {
+        if sweep {
             super::sweep::sweep_buffer(&mut b)?;
             b.sweep_seen()?;
             b.sweep_finished()?;
-            self.last_sweep = now;
         }
         b.drain()?;
-        for ((topic, partition), next) in &offsets {
-            tx.put(Table::Offsets, &key(&[topic, &partition.to_string()]), next)?;
-        }
         let fx: Effects = std::mem::take(&mut b.fx);
         drop(b);
-        let lazy = acks_only && fx.outbox.is_empty() && fx.calls.is_empty() && fx.stats.is_empty();
-        let t0 = std::time::Instant::now();
-        if lazy {
-            tx.commit_lazy()?;
-        } else {
-            tx.commit()?;
+        for (topic, ty) in produced {
+            self.metrics
+                .produced
+                .with_label_values(&[&topic, &ty])
+                .inc();
         }
-        self.metrics
-            .commit_seconds
-            .with_label_values(&[] as &[&str])
-            .observe(t0.elapsed().as_secs_f64());
-        self.after_commit(fx, replies, offsets);
+        Ok((tx.writes(), fx))
+    }
+
+    /// Takes partition `p` over (the consumer group assigned it): appends a fence to its
+    /// changelog, restores what this broker's store missed up to that fence (ignoring batches
+    /// of fenced-out owners), then reads the work topic from the offset the state records,
+    /// re-sends its outbox, re-invokes its calls and plans its schedules.
+    fn take_over(
+        &mut self,
+        p: PartitionId,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) -> Result<(), CoreError> {
+        let Some(log) = self.log.as_mut() else {
+            return Ok(());
+        };
+        let t0 = std::time::Instant::now();
+        let owner = log.owner();
+        let fence = log.append(vec![(p, Entry::Fence { owner })])?[0].1;
+        let node = self.store.write()?;
+        let mut cp: Checkpoint = node
+            .get(Table::Meta, &checkpoint_key(p))?
+            .unwrap_or_default();
+        drop(node);
+        if cp.next > fence {
+            tracing::warn!(partition = %p, local = cp.next, fence,
+                "the changelog is shorter than this broker's store (was the Kafka data lost?); \
+                 continuing from the store");
+            cp.next = fence;
+        }
+        let entries = log.read(p, cp.next, fence)?;
+        let restored = entries.len().saturating_sub(1);
+        let mut writes = Vec::new();
+        for (offset, entry) in entries {
+            if let Some(w) = cp.offer(offset, entry) {
+                writes.extend(w);
+            }
+        }
+        cp.next = fence + 1;
+        cp.fence = Some(fence);
+        writes.push(node_write(&checkpoint_key(p), &cp));
+        self.store.apply(&writes, false)?;
+        self.fences.insert(p, fence);
+        self.owned.insert(p);
+        let tx = self.store.scoped(Scope::Partition(p.0));
+        let work_offset = tx.get::<i64>(Table::Offsets, WORK_OFFSET)?.unwrap_or(0);
+        let outbox: Vec<(String, OutRecord)> = tx.prefix(Table::Outbox, "")?;
+        let calls: Vec<(String, Call)> = tx.prefix(Table::Calls, "")?;
+        drop(tx);
+        if let Some(r) = &self.reader {
+            let _ = r.send((p, Some(work_offset)));
+        }
+        tracing::info!(partition = %p, fence, restored, work_offset, outbox = outbox.len(),
+            calls = calls.len(), took_ms = t0.elapsed().as_millis() as u64,
+            "state partition taken over");
+        self.send_out(
+            outbox
+                .into_iter()
+                .map(|(key, rec)| (OutboxKey { partition: p, key }, rec))
+                .collect(),
+        );
+        for (_, c) in calls {
+            let _ = self.out.invoke.send(c);
+        }
+        for d in self.reg.all_current() {
+            if self.parts.of_key(&d.id, "") == p {
+                inputs
+                    .entry(p)
+                    .or_default()
+                    .push(PartInput::Plan(d.id.clone()));
+            }
+        }
         Ok(())
     }
 
-    fn after_commit(
-        &mut self,
-        fx: Effects,
-        replies: Vec<Box<dyn FnOnce() + Send>>,
-        offsets: BTreeMap<(String, i32), i64>,
-    ) {
-        if !fx.outbox.is_empty() {
-            let _ = self.out.produce.send(fx.outbox);
+    /// Lets partition `p` go (the consumer group moved it): its inputs are dropped here (the
+    /// new owner reads them from the work topic), its timers stop firing here.
+    fn release(&mut self, p: PartitionId, inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>) {
+        if self.owned.remove(&p) {
+            tracing::info!(partition = %p, "state partition released");
         }
-        for c in fx.calls {
-            let _ = self.out.invoke.send(c);
+        self.fences.remove(&p);
+        inputs.remove(&p);
+        if let Some(r) = &self.reader {
+            let _ = r.send((p, None));
         }
-        for r in replies {
-            r();
+    }
+
+    /// Sends committed outbox records: messages between partitions are applied in process in
+    /// the next round; everything else goes to Kafka.
+    fn send_out(&mut self, out: Vec<(OutboxKey, OutRecord)>) {
+        let mut kafka = Vec::new();
+        for (k, rec) in out {
+            match rec {
+                OutRecord::Work { partition, work } if self.log.is_none() => {
+                    self.loopback.push((
+                        partition,
+                        PartInput::Message {
+                            work: *work,
+                            ack: k,
+                        },
+                    ));
+                }
+                rec => kafka.push((k, rec)),
+            }
         }
-        if !offsets.is_empty() {
-            let list: Vec<(String, i32, i64)> =
-                offsets.into_iter().map(|((t, p), o)| (t, p, o)).collect();
-            (self.out.commit_offsets)(&list);
+        if !kafka.is_empty() {
+            let _ = self.out.produce.send(kafka);
         }
+    }
+
+    fn count(&self, stats: Vec<Stat>) {
         let m = &self.metrics;
-        for s in fx.stats {
+        for s in stats {
             match s {
                 Stat::Consumed(src, ty) => m.consumed.with_label_values(&[src, &ty]).inc(),
                 Stat::DeadLettered(reason) => m.dead_lettered.with_label_values(&[reason]).inc(),
@@ -393,6 +869,68 @@ impl Core {
                     .inc_by(n),
             }
         }
+    }
+}
+
+/// Records what a partition answered for a request.
+fn settle(t: &mut Ticket, outcome: Outcome) {
+    match (t, outcome) {
+        (Ticket::Event { routed, .. }, Outcome::Routed(r)) => {
+            routed.delivered.extend(r.delivered);
+            routed.buffered.extend(r.buffered);
+            routed.started.extend(r.started);
+            routed.joined.extend(r.joined);
+            routed.held.extend(r.held);
+            routed.forwarded.extend(r.forwarded);
+            if r.rejected.is_some() {
+                routed.rejected = r.rejected;
+            }
+        }
+        (Ticket::Start(_, slot), Outcome::Started(r)) => *slot = Some(r),
+        (Ticket::Cancel(_, slot), Outcome::Cancelled(r)) => *slot = Some(r),
+        _ => {}
+    }
+}
+
+/// Answers a request whose work went to a partition another broker owns: it is in Kafka
+/// (acknowledged before the reply leaves) and that broker applies it.
+fn forwarded(t: &mut Ticket, p: PartitionId, work: &Work) {
+    match (t, work) {
+        (Ticket::Event { routed, .. }, _) => routed.forwarded.push(p.0),
+        (Ticket::Start(_, slot), Work::Start { id, .. }) => *slot = Some(Ok(id.clone())),
+        (Ticket::Cancel(_, slot), _) => *slot = Some(Ok(())),
+        _ => {}
+    }
+}
+
+/// The id of a directly started instance: derived from the `Idempotency-Key` when there is
+/// one (a retried request gets the same instance), else random; its partition follows from it.
+pub fn direct_id(parts: Partitions, workflow: &str, key: Option<&str>) -> InstanceId {
+    let uuid = match key {
+        Some(k) => uuid::Uuid::new_v5(
+            &uuid::Uuid::NAMESPACE_URL,
+            format!("{workflow}\n{k}").as_bytes(),
+        ),
+        None => uuid::Uuid::new_v4(),
+    };
+    InstanceId::new(parts.of_key(workflow, &uuid.to_string()), uuid)
+}
+
+/// Where [`Core::take`] puts what a command turns into.
+struct Sinks<'a> {
+    inputs: &'a mut BTreeMap<PartitionId, Vec<PartInput>>,
+    tickets: &'a mut Vec<Ticket>,
+    offsets: &'a mut BTreeMap<(String, i32), i64>,
+    stats: &'a mut Vec<Stat>,
+    forward: &'a mut Vec<(PartitionId, Work)>,
+}
+
+/// A write of a node-scope key (checkpoints).
+fn node_write<T: serde::Serialize>(key: &str, value: &T) -> Write {
+    Write {
+        table: Table::Meta,
+        key: key.to_string(),
+        value: Some(serde_json::to_vec(value).expect("checkpoints serialize")),
     }
 }
 

@@ -30,8 +30,12 @@ impl Core {
                 tx.put(Table::Versions, &vk, &v)?;
             }
             let fk = super::window::first_deployed_key(&d.id);
-            if tx.get::<DateTime<Utc>>(Table::Meta, &fk)?.is_none() {
-                tx.put(Table::Meta, &fk, &now)?;
+            match tx.get::<DateTime<Utc>>(Table::Meta, &fk)? {
+                Some(at) => self.reg.anchor(&d.id, at),
+                None => {
+                    tx.put(Table::Meta, &fk, &now)?;
+                    self.reg.anchor(&d.id, now);
+                }
             }
             for w in &d.def.warnings {
                 tracing::warn!(file = %d.file, "{w}");

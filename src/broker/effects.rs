@@ -4,6 +4,7 @@
 use super::batch::{Batch, Result};
 use super::records::{Buffered, InstanceRecord, OutRecord, TimerEntry};
 use super::Stat;
+use crate::cluster::work::Work;
 use crate::engine::{Event, Input, Status};
 use crate::store::{at, key, num, Table};
 use chrono::{DateTime, Utc};
@@ -80,8 +81,18 @@ impl Batch<'_, '_> {
             .prefix(Table::Buffer, &format!("@{active}{}", crate::store::SEP))?;
         for (k, b) in held {
             self.delete_buffered(&k, &b)?;
-            let seq = self.tx.bump("buffer.seq", 1)?;
-            self.put_buffered(&key(&[instance, &num(seq as u64)]), &b)?;
+            if self.is_here(instance) {
+                let seq = self.tx.bump("buffer.seq", 1)?;
+                self.put_buffered(&key(&[instance, &num(seq as u64)]), &b)?;
+            } else if let Ok(to) = self.parts.of_instance(instance) {
+                // the instance lives on another partition: it applies or buffers the event
+                self.send(to, |source| Work::Deliver {
+                    instance: instance.to_string(),
+                    event: b.event,
+                    unpinned: false,
+                    source,
+                })?;
+            }
         }
         Ok(())
     }
@@ -103,8 +114,17 @@ impl Batch<'_, '_> {
     }
 
     pub fn outbox(&mut self, rec: OutRecord) -> Result<()> {
-        let seq = self.tx.bump("outbox.seq", 1)?;
-        let k = num(seq as u64);
+        let seq = self.next_outbox_seq()?;
+        self.put_outbox(seq, rec)
+    }
+
+    /// The next outbox sequence number of this partition (never reused).
+    pub(super) fn next_outbox_seq(&mut self) -> Result<u64> {
+        Ok(self.tx.bump("outbox.seq", 1)? as u64)
+    }
+
+    pub(super) fn put_outbox(&mut self, seq: u64, rec: OutRecord) -> Result<()> {
+        let k = num(seq);
         self.tx.put(Table::Outbox, &k, &rec)?;
         self.fx.outbox.push((k, rec));
         Ok(())

@@ -1,114 +1,127 @@
-//! Inputs from outside that are not plain events: Kafka records (routed, or dead-lettered
-//! with their origin) and direct starts from the admin API.
+//! The ingress: what becomes of an input before any state is read. A consumed record (or an
+//! HTTP event) becomes one work record per state partition that owns one of its keys (or its
+//! `workflowinstanceid` instance), carrying its source position; a record that is not a usable
+//! CloudEvent, or an event that matches no workflow at all, is dead-lettered (through a
+//! partition's outbox, so it is copied once) and counted.
 
-use super::batch::Batch;
-use super::records::OutRecord;
-use super::{AdminError, Record, Stat};
-use crate::store::StoreError;
-use serde_json::Value;
+use super::index;
+use super::registry::Registry;
+use super::{Record, Stat};
+use crate::cluster::partition::{PartitionId, Partitions};
+use crate::cluster::work::{Source, Work};
+use crate::config::Config;
+use crate::engine::Event;
 
-/// Where a record came from, kept for the dead-letter copy.
-struct Origin {
-    topic: String,
-    partition: i32,
-    offset: i64,
-    key: Option<Vec<u8>>,
-    payload: Option<Vec<u8>>,
-    headers: Vec<(String, Vec<u8>)>,
+/// The work an input turns into, and what to count about it now.
+#[derive(Debug, Default)]
+pub struct Ingested {
+    pub work: Vec<(PartitionId, Work)>,
+    pub stats: Vec<Stat>,
 }
 
-/// One Kafka record: route its event, or dead-letter it.
-pub(super) fn consume(b: &mut Batch<'_, '_>, r: Record) -> Result<(), StoreError> {
-    let Record {
-        topic,
-        partition,
-        offset,
-        event,
-        key,
-        payload,
-        headers,
-    } = r;
-    let origin = Origin {
-        topic,
-        partition,
-        offset,
-        key,
-        payload,
-        headers,
-    };
-    match event {
-        Ok(event) => {
-            b.fx.stats
-                .push(Stat::Consumed("kafka", event.event_type.clone()));
-            if b.seen_before(&event)? {
-                return Ok(());
-            }
-            let routed = b.route(event)?;
-            if !routed.matched() && b.cfg.kafka.dlq_unmatched {
-                let reason = routed
-                    .rejected
-                    .unwrap_or_else(|| "no workflow or instance matches this event".into());
-                dead_letter(b, origin, "unmatched", &reason)?;
-            }
+/// The partitions that own the event: its `workflowinstanceid` instance's, else the partition
+/// of its key for every matching workflow definition.
+pub fn targets(reg: &Registry, parts: Partitions, event: &Event) -> Vec<PartitionId> {
+    if let Some(id) = event.attribute("workflowinstanceid") {
+        return parts.of_instance(&id).ok().into_iter().collect();
+    }
+    let mut out: Vec<PartitionId> = reg
+        .matching(&event.source, &event.event_type)
+        .iter()
+        .filter_map(|m| {
+            let ed = m.def.workflow.event(&m.event)?;
+            let k = index::event_key(ed, event)?;
+            Some(parts.of_key(&m.workflow, &k))
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The partition whose outbox dead-letters records of an input partition (one per input
+/// partition, so their copies keep the input's order).
+fn dead_letter_partition(parts: Partitions, topic: &str, partition: i32) -> PartitionId {
+    parts.of_key("", &format!("{topic}/{partition}"))
+}
+
+/// An event from `source` as work records.
+pub fn event(
+    reg: &Registry,
+    parts: Partitions,
+    cfg: &Config,
+    event: Event,
+    source: Source,
+    raw: Option<&Record>,
+) -> Ingested {
+    let mut out = Ingested::default();
+    let ts = targets(reg, parts, &event);
+    if ts.is_empty() {
+        let label = match source {
+            Source::Http => "http",
+            _ => "kafka",
+        };
+        out.stats
+            .push(Stat::Consumed(label, event.event_type.clone()));
+        out.stats.push(Stat::Unmatched(event.event_type.clone()));
+        if let (true, Some(r)) = (cfg.kafka.dlq_unmatched, raw) {
+            let reason = match event.attribute("workflowinstanceid") {
+                Some(id) => format!("no instance {id:?} (workflowinstanceid)"),
+                None => "no workflow or instance matches this event".into(),
+            };
+            out.work.push(dead_letter(parts, r, "unmatched", reason));
         }
+        return out;
+    }
+    let sole = ts.len() == 1;
+    for p in ts {
+        out.work.push((
+            p,
+            Work::Event {
+                event: event.clone(),
+                only: None,
+                sole,
+                source: source.clone(),
+            },
+        ));
+    }
+    out
+}
+
+/// A consumed Kafka record as work records.
+pub fn record(reg: &Registry, parts: Partitions, cfg: &Config, r: Record) -> Ingested {
+    let source = Source::Input {
+        topic: r.topic.clone(),
+        partition: r.partition,
+        offset: r.offset,
+    };
+    match &r.event {
+        Ok(e) => event(reg, parts, cfg, e.clone(), source, Some(&r)),
         Err(e) => {
-            tracing::warn!(topic = %origin.topic, partition = origin.partition,
-                offset = origin.offset, error = %e,
-                "record is not a usable CloudEvent; sent to the dead-letter topic");
-            dead_letter(b, origin, e.kind(), &e.to_string())?;
+            tracing::warn!(topic = %r.topic, partition = r.partition, offset = r.offset,
+                error = %e, "record is not a usable CloudEvent; sent to the dead-letter topic");
+            Ingested {
+                work: vec![dead_letter(parts, &r, e.kind(), e.to_string())],
+                stats: vec![],
+            }
         }
     }
-    Ok(())
 }
 
-/// Copies a record to the dead-letter topic with the reason and its origin in headers.
-fn dead_letter(
-    b: &mut Batch<'_, '_>,
-    o: Origin,
-    kind: &'static str,
-    reason: &str,
-) -> Result<(), StoreError> {
-    let mut headers = o.headers;
-    headers.push(("flowbroker-dlq-reason".into(), reason.as_bytes().to_vec()));
-    headers.push(("flowbroker-dlq-kind".into(), kind.as_bytes().to_vec()));
-    headers.push(("flowbroker-dlq-topic".into(), o.topic.into_bytes()));
-    headers.push((
-        "flowbroker-dlq-partition".into(),
-        o.partition.to_string().into_bytes(),
-    ));
-    headers.push((
-        "flowbroker-dlq-offset".into(),
-        o.offset.to_string().into_bytes(),
-    ));
-    b.fx.stats.push(Stat::DeadLettered(kind));
-    let topic = b.cfg.kafka.dlq_topic.clone();
-    b.outbox(OutRecord::Raw {
-        topic,
-        key: o.key,
-        payload: o.payload,
-        headers,
-    })
-}
-
-/// A direct start from the admin API.
-pub(super) fn start(
-    b: &mut Batch<'_, '_>,
-    workflow: &str,
-    input: Value,
-) -> Result<Result<String, AdminError>, StoreError> {
-    let Some(wf) = b.reg.current(workflow).cloned() else {
-        return Ok(Err(AdminError::NotFound(format!(
-            "no workflow {workflow:?} is deployed (GET /v1/workflows lists them)"
-        ))));
-    };
-    if let Some(why) = b.direct_refused(&wf) {
-        return Ok(Err(AdminError::Refused(why)));
-    }
-    let id = uuid::Uuid::new_v4().to_string();
-    let r = b.create(&id, &wf, input, vec![], None)?;
-    b.drain()?;
-    Ok(match r {
-        Ok(_) => Ok(id),
-        Err(e) => Err(AdminError::Invalid(e.to_string())),
-    })
+fn dead_letter(parts: Partitions, r: &Record, kind: &str, reason: String) -> (PartitionId, Work) {
+    (
+        dead_letter_partition(parts, &r.topic, r.partition),
+        Work::DeadLetter {
+            key: r.key.clone(),
+            payload: r.payload.clone(),
+            headers: r.headers.clone(),
+            kind: kind.to_string(),
+            reason,
+            source: Source::Input {
+                topic: r.topic.clone(),
+                partition: r.partition,
+                offset: r.offset,
+            },
+        },
+    )
 }

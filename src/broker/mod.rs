@@ -1,13 +1,17 @@
 //! The running broker's core: everything between decoded inputs and stored effects.
 //!
-//! - [`core`]: the single writer. It takes commands (Kafka records, HTTP events, admin
-//!   requests, function results, outbox acks, workflow file changes, due timers) in batches,
-//!   applies each batch in one store transaction, commits, then carries out the effects.
-//! - `effects` (outbox, timers, buffer, lifecycle events inside a batch), `deploy`, `ingest`,
-//!   `sweep`: the core's work on file changes, Kafka records and admin
-//!   starts, and due timers and expired buffered events; [`gauges`]: store-kept metrics.
-//! - [`batch`]: applying inputs to instances inside a transaction (indexes, actions, children,
-//!   lifecycle events, outbox, calls, timers).
+//! - [`core`]: applies commands (Kafka records, HTTP events, admin requests, function results,
+//!   outbox acks, workflow file changes, due timers) to the state partitions, one transaction
+//!   per partition per round, commits, then carries out the effects.
+//! - `effects` (outbox, timers, buffer, lifecycle events inside a batch), `deploy`, `sweep`:
+//!   the core's work on file changes, due timers and expired buffered events; [`gauges`]:
+//!   store-kept metrics.
+//! - [`batch`]: applying inputs to instances inside one state partition's transaction
+//!   (indexes, actions, children, lifecycle events, outbox, calls, timers, messages to other
+//!   partitions).
+//! - [`ingest`]: inputs (Kafka records, HTTP events) as work records for the partitions that
+//!   own their keys; [`apply`]: applying a work record on its partition, exactly once by its
+//!   source position.
 //! - [`router`]: correlating a consumed event to instances or starts.
 //! - [`dedupe`]: dropping events whose source and id were already consumed.
 //! - [`index`]: correlation keys and index entries.
@@ -17,6 +21,7 @@
 //! - [`retention`]: forgetting finished instances after `retention`.
 //! - [`records`]: what the store's tables hold.
 
+pub mod apply;
 pub mod batch;
 pub mod core;
 pub mod dedupe;
@@ -24,7 +29,7 @@ mod deploy;
 pub mod effects;
 pub mod gauges;
 pub mod index;
-mod ingest;
+pub mod ingest;
 pub mod records;
 pub mod registry;
 pub mod retention;
@@ -103,6 +108,13 @@ pub enum Stat {
     TicksSkipped(String, u64),
 }
 
+/// An outbox entry: the state partition whose outbox holds it, and its key there.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct OutboxKey {
+    pub partition: crate::cluster::partition::PartitionId,
+    pub key: String,
+}
+
 /// A consumed Kafka record, decoded off the core's thread.
 #[derive(Debug)]
 pub struct Record {
@@ -140,6 +152,8 @@ pub enum Cmd {
     Start {
         workflow: String,
         input: Value,
+        /// The request's `Idempotency-Key`: the same key starts the same instance.
+        key: Option<String>,
         reply: Reply<String>,
     },
     Cancel {
@@ -151,7 +165,16 @@ pub enum Cmd {
         outcome: Result<Value, crate::engine::ErrorInfo>,
     },
     /// Outbox entries Kafka acknowledged: (outbox key, topic, event type).
-    Acked(Vec<(String, String, String)>),
+    Acked(Vec<(OutboxKey, String, String)>),
     /// The full set of workflow files (path -> text).
     Files(std::collections::BTreeMap<String, String>),
+    /// Records of a work topic partition this broker owns: (offset, record).
+    Work {
+        partition: crate::cluster::partition::PartitionId,
+        records: Vec<(i64, crate::cluster::work::Work)>,
+    },
+    /// The consumer group gave this broker these state partitions (work topic partitions).
+    Assigned(Vec<crate::cluster::partition::PartitionId>),
+    /// The consumer group took these state partitions away.
+    Revoked(Vec<crate::cluster::partition::PartitionId>),
 }

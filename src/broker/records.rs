@@ -1,5 +1,7 @@
 //! What the broker stores besides the engine's own instance: the records of each table.
 
+use crate::cluster::partition::PartitionId;
+use crate::cluster::work::Work;
 use crate::engine::{Event, Input, Instance};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -59,20 +61,29 @@ pub enum OutRecord {
         payload: Option<Vec<u8>>,
         headers: Vec<(String, Vec<u8>)>,
     },
+    /// A message to another state partition, on the work topic.
+    Work {
+        partition: PartitionId,
+        work: Box<Work>,
+    },
 }
 
 impl OutRecord {
+    /// The topic it goes to (`work` stands for the configured work topic).
     pub fn topic(&self) -> &str {
         match self {
             OutRecord::Event { topic, .. } | OutRecord::Raw { topic, .. } => topic,
+            OutRecord::Work { .. } => "work",
         }
     }
 
-    /// The event type for metrics (`dead-letter` for raw records).
+    /// The event type for metrics (`dead-letter` for raw records, `work` for messages
+    /// between partitions).
     pub fn label(&self) -> &str {
         match self {
             OutRecord::Event { event, .. } => &event.event_type,
             OutRecord::Raw { .. } => "dead-letter",
+            OutRecord::Work { .. } => "work",
         }
     }
 }

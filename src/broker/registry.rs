@@ -43,6 +43,8 @@ pub struct Registry {
     by_type: HashMap<(String, String), Vec<EventMatch>>,
     /// Definitions of sub-workflow instances with what they inherit, by lineage.
     inherited: Mutex<HashMap<Lineage, Arc<Definition>>>,
+    /// When each workflow id was first deployed (bare-duration intervals count from it).
+    anchors: BTreeMap<String, DateTime<Utc>>,
 }
 
 /// A version and the versions of the instances above it (parent first): what a sub-workflow
@@ -117,6 +119,17 @@ impl Registry {
             .get(&(source.to_string(), event_type.to_string()))
             .map(Vec::as_slice)
             .unwrap_or(&[])
+    }
+
+    /// Remembers when a workflow was first deployed (the earliest time given wins).
+    pub fn anchor(&mut self, workflow: &str, at: DateTime<Utc>) {
+        let e = self.anchors.entry(workflow.to_string()).or_insert(at);
+        *e = (*e).min(at);
+    }
+
+    /// When `workflow` was first deployed, if known.
+    pub fn anchored(&self, workflow: &str) -> Option<DateTime<Utc>> {
+        self.anchors.get(workflow).copied()
     }
 
     /// Adds a version that instances run on (loaded from the store at start), not current.

@@ -17,12 +17,14 @@ use super::index;
 use super::records::{Join, TimerEntry};
 use super::registry::event_start;
 use super::Stat;
+use crate::cluster::partition::{InstanceId, PartitionId};
+use crate::cluster::work::Work;
 use crate::engine::{EngineError, Event, Input};
 use crate::store::{key, Table, SEP};
 use std::collections::BTreeSet;
 
 /// What happened to an event.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, Default)]
 #[serde(rename_all = "camelCase")]
 pub struct Routed {
     /// Instances the event was applied to.
@@ -38,6 +40,9 @@ pub struct Routed {
     /// Why it was rejected, when it was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rejected: Option<String>,
+    /// State partitions owned by other brokers it was sent to (they apply it).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub forwarded: Vec<u16>,
 }
 
 impl Routed {
@@ -52,6 +57,7 @@ impl Routed {
             rejected: Some(
                 "duplicate: an event with this source and id was already consumed".into(),
             ),
+            forwarded: vec![],
         }
     }
 
@@ -60,13 +66,17 @@ impl Routed {
             && self.buffered.is_empty()
             && self.started.is_empty()
             && self.joined.is_empty()
-            && self.held.is_empty())
+            && self.held.is_empty()
+            && self.forwarded.is_empty())
     }
 }
 
 impl Batch<'_, '_> {
-    /// Routes one event and applies everything that follows from it.
-    pub fn route(&mut self, event: Event) -> Result<Routed> {
+    /// Routes one event on this partition and applies everything that follows from it:
+    /// the event's `workflowinstanceid` instance when it lives here, else every matching
+    /// workflow whose key for the event this partition owns (`only`: just that workflow).
+    /// Instances of other partitions found in the index get the event as a message.
+    pub fn route(&mut self, event: Event, only: Option<&str>) -> Result<Routed> {
         let mut r = Routed {
             delivered: vec![],
             buffered: vec![],
@@ -74,6 +84,7 @@ impl Batch<'_, '_> {
             joined: vec![],
             held: vec![],
             rejected: None,
+            forwarded: vec![],
         };
         if let Some(target) = event.attribute("workflowinstanceid") {
             self.route_to_instance(&target, event.clone(), &mut r)?;
@@ -81,18 +92,31 @@ impl Batch<'_, '_> {
             let matches = self.reg.matching(&event.source, &event.event_type).to_vec();
             let mut seen = BTreeSet::new();
             for m in matches {
+                if only.is_some_and(|w| w != m.workflow) {
+                    continue;
+                }
                 let Some(ed) = m.def.workflow.event(&m.event) else {
                     continue;
                 };
                 let Some(k) = index::event_key(ed, &event) else {
                     continue;
                 };
+                if self.parts.of_key(&m.workflow, &k) != self.p {
+                    continue; // another partition owns this key
+                }
                 let mut got = false;
                 for prefix in [&k, index::ANY] {
                     let p = format!("{}{SEP}", key(&[&m.workflow, &m.event, prefix]));
                     for (entry, ()) in self.tx.prefix::<()>(Table::Waits, &p)? {
                         let inst = entry.rsplit(SEP).next().unwrap_or_default().to_string();
                         if seen.contains(&inst) {
+                            continue;
+                        }
+                        if !self.is_here(&inst) {
+                            self.deliver_elsewhere(&inst, &event, prefix == index::ANY)?;
+                            seen.insert(inst.clone());
+                            r.delivered.push(inst);
+                            got = true;
                             continue;
                         }
                         let input = Input::Event {
@@ -112,8 +136,12 @@ impl Batch<'_, '_> {
                     let a = key(&[&m.workflow, &m.event, &k]);
                     if let Some(inst) = self.tx.get::<String>(Table::Active, &a)? {
                         if seen.insert(inst.clone()) {
-                            let ttl = self.ttl(ed);
-                            self.buffer(&inst, event.clone(), ttl)?;
+                            if self.is_here(&inst) {
+                                let ttl = self.ttl(ed);
+                                self.buffer(&inst, event.clone(), ttl)?;
+                            } else {
+                                self.deliver_elsewhere(&inst, &event, false)?;
+                            }
                             r.buffered.push(inst);
                         }
                         continue;
@@ -129,16 +157,37 @@ impl Batch<'_, '_> {
             }
         }
         self.drain()?;
-        if !r.matched() {
-            self.fx
-                .stats
-                .push(Stat::Unmatched(event.event_type.clone()));
-        }
         Ok(r)
     }
 
-    fn route_to_instance(&mut self, target: &str, event: Event, r: &mut Routed) -> Result<()> {
-        let Some(rec) = self.load(target)? else {
+    /// Sends `event` to instance `inst` of another partition, which applies it, or buffers it
+    /// (an active instance not waiting for it yet), or, for a match as an instance with
+    /// nothing pinned (`unpinned`) that no longer takes it, hands it back here.
+    fn deliver_elsewhere(&mut self, inst: &str, event: &Event, unpinned: bool) -> Result<()> {
+        let Ok(to) = self.parts.of_instance(inst) else {
+            return Ok(());
+        };
+        let (instance, event) = (inst.to_string(), event.clone());
+        self.send(to, |source| Work::Deliver {
+            instance,
+            event,
+            unpinned,
+            source,
+        })
+    }
+
+    pub(super) fn route_to_instance(
+        &mut self,
+        target: &str,
+        event: Event,
+        r: &mut Routed,
+    ) -> Result<()> {
+        let rec = if self.is_here(target) {
+            self.load(target)?
+        } else {
+            None
+        };
+        let Some(rec) = rec else {
             r.rejected = Some(format!("no instance {target:?} (workflowinstanceid)"));
             return Ok(());
         };
@@ -233,7 +282,7 @@ impl Batch<'_, '_> {
             self.disarm(&timer)?;
             events = join.events;
         }
-        let id = start_id(workflow, &events);
+        let id = start_id(self.p, workflow, &events);
         match self.create(&id, &wf, serde_json::json!({}), events, None)? {
             Ok(true) => r.started.push(id),
             Ok(false) => r.delivered.push(id),
@@ -267,9 +316,10 @@ impl Batch<'_, '_> {
     }
 }
 
-/// Instances started by events get ids derived from the events, so the same start event
-/// delivered twice (Kafka and HTTP, or a producer retry) starts one instance.
-fn start_id(workflow: &str, events: &[Event]) -> String {
+/// Instances started by events get ids derived from the events (on the partition of their
+/// key), so the same start event delivered twice (Kafka and HTTP, or a producer retry) starts
+/// one instance.
+fn start_id(p: PartitionId, workflow: &str, events: &[Event]) -> String {
     let mut seed = workflow.to_string();
     for e in events {
         seed.push('\n');
@@ -277,5 +327,5 @@ fn start_id(workflow: &str, events: &[Event]) -> String {
         seed.push('\n');
         seed.push_str(&e.id);
     }
-    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, seed.as_bytes()).to_string()
+    InstanceId::derived(p, seed.as_bytes()).to_string()
 }

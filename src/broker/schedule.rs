@@ -29,6 +29,8 @@ use super::records::{ScheduleState, TimerEntry};
 use super::registry::{event_start, Deployed};
 use super::window::schedule;
 use super::Stat;
+use crate::cluster::partition::InstanceId;
+use crate::cluster::work::Work;
 use crate::config::CatchUp;
 use crate::engine::Event;
 use crate::store::{Table, SEP};
@@ -191,20 +193,40 @@ impl Batch<'_, '_> {
     ) -> Result<()> {
         let at = tick.to_rfc3339_opts(SecondsFormat::Secs, true);
         let input = json!({ "scheduledTime": at });
-        let id = uuid::Uuid::new_v5(
-            &uuid::Uuid::NAMESPACE_URL,
-            format!("{}/cron/{at}", d.id).as_bytes(),
-        )
-        .to_string();
+        let id = InstanceId::derived(self.p, format!("{}/cron/{at}", d.id).as_bytes()).to_string();
         let started = match event_start(&d.def) {
             Some(start) => {
                 // the broker is the event service: it issues the start events itself
                 let names: Vec<String> = start.names.iter().map(|n| n.to_string()).collect();
                 let mut any = false;
                 for name in names.iter().take(if start.all { usize::MAX } else { 1 }) {
-                    if let Some(ev) = tick_event(d, name, &id, &input) {
-                        let r = self.route(ev)?;
-                        any |= !r.started.is_empty() || !r.delivered.is_empty();
+                    let Some(ev) = tick_event(d, name, &id, &input) else {
+                        continue;
+                    };
+                    let to = d
+                        .def
+                        .workflow
+                        .event(name)
+                        .and_then(|ed| super::index::event_key(ed, &ev))
+                        .map(|k| self.parts.of_key(&d.id, &k));
+                    match to {
+                        Some(to) if to == self.p => {
+                            let r = self.route(ev, Some(&d.id))?;
+                            any |= !r.started.is_empty() || !r.delivered.is_empty();
+                        }
+                        Some(to) => {
+                            // the key's partition starts it (exactly once: the message's
+                            // position, and an id derived from the tick's events)
+                            let only = Some(d.id.clone());
+                            self.send(to, |source| Work::Event {
+                                event: ev,
+                                only,
+                                sole: true,
+                                source,
+                            })?;
+                            any = true;
+                        }
+                        None => {}
                     }
                 }
                 any

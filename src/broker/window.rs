@@ -10,7 +10,7 @@
 use super::batch::Batch;
 use super::registry::Deployed;
 use crate::model::{DirectInvoke, Schedule, StartKind};
-use crate::store::{key, Table};
+use crate::store::key;
 use crate::time::TimeInterval;
 use chrono::{DateTime, Utc};
 
@@ -30,11 +30,7 @@ pub fn first_deployed_key(workflow: &str) -> String {
 
 impl Batch<'_, '_> {
     fn anchor(&self, workflow: &str) -> DateTime<Utc> {
-        self.tx
-            .get::<DateTime<Utc>>(Table::Meta, &first_deployed_key(workflow))
-            .ok()
-            .flatten()
-            .unwrap_or(self.now)
+        self.reg.anchored(workflow).unwrap_or(self.now)
     }
 
     /// Why a start event may not start `wf` now: outside its interval.

@@ -12,3 +12,42 @@
 pub mod changelog;
 pub mod partition;
 pub mod work;
+
+use changelog::Entry;
+use partition::PartitionId;
+use work::Work;
+
+/// Why the Kafka side of the cluster failed a call; the core stops on it (it restarts from
+/// the last batch the changelog acknowledged).
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    #[error("changelog partition {partition}: {why}")]
+    Changelog { partition: PartitionId, why: String },
+    #[error("work topic partition {partition}: {why}")]
+    Work { partition: PartitionId, why: String },
+}
+
+/// What the core needs from Kafka synchronously (it runs on a thread of its own): append
+/// batches and fences to the changelog, read a partition's changelog back, and forward work
+/// records to the work topic. Every call returns once Kafka acknowledged (or answered).
+pub trait Log: Send {
+    /// Appends one record per partition; returns the offset each got.
+    fn append(
+        &mut self,
+        entries: Vec<(PartitionId, Entry)>,
+    ) -> Result<Vec<(PartitionId, i64)>, LogError>;
+
+    /// The changelog records of `partition` from offset `from` through offset `through`.
+    fn read(
+        &mut self,
+        partition: PartitionId,
+        from: i64,
+        through: i64,
+    ) -> Result<Vec<(i64, Entry)>, LogError>;
+
+    /// Sends work records to their partitions of the work topic, in order per partition.
+    fn forward(&mut self, work: Vec<(PartitionId, Work)>) -> Result<(), LogError>;
+
+    /// This broker's name in fence records.
+    fn owner(&self) -> String;
+}

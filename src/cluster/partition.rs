@@ -85,6 +85,12 @@ impl Partitions {
     }
 }
 
+/// The store scope holding an instance's keys (its state partition), from its id alone.
+pub fn scope_of(id: &str) -> Option<crate::store::Scope> {
+    let p = InstanceId::from_str(id).ok()?.partition();
+    Some(crate::store::Scope::Partition(p.0))
+}
+
 /// A root instance id: the partition it lives on and a UUID. Child ids extend it with
 /// `/{visit}/{lane}`; they parse to their root's id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -74,10 +74,19 @@ impl Source {
 
 /// One record of the work topic.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
+#[serde(tag = "work", rename_all = "camelCase")]
 pub enum Work {
     /// An event to correlate on this partition (its key, or its `workflowinstanceid`, is here).
-    Event { event: Event, source: Source },
+    /// `only`: correlate for this workflow alone (an event an instance handed back). `sole`:
+    /// this partition is the event's only target, so it may count it as unmatched.
+    Event {
+        event: Event,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        only: Option<String>,
+        #[serde(default)]
+        sole: bool,
+        source: Source,
+    },
     /// A direct start with the id the API chose (deterministic for an `Idempotency-Key`).
     Start {
         id: String,
@@ -101,6 +110,16 @@ pub enum Work {
         changes: Vec<IndexChange>,
         source: Source,
     },
+    /// An input record that is not a usable CloudEvent, to copy to the dead-letter topic with
+    /// the reason (`kind`: `not_cloudevent`, `bad_data`, `unmatched`).
+    DeadLetter {
+        key: Option<Vec<u8>>,
+        payload: Option<Vec<u8>>,
+        headers: Vec<(String, Vec<u8>)>,
+        kind: String,
+        reason: String,
+        source: Source,
+    },
 }
 
 impl Work {
@@ -110,7 +129,8 @@ impl Work {
             | Work::Start { source, .. }
             | Work::Cancel { source, .. }
             | Work::Deliver { source, .. }
-            | Work::Index { source, .. } => source,
+            | Work::Index { source, .. }
+            | Work::DeadLetter { source, .. } => source,
         }
     }
 

@@ -4,7 +4,7 @@
 use super::{ask, ApiError, AppState};
 use crate::broker::records::{HistoryEntry, InstanceRecord, ScheduleState};
 use crate::broker::Cmd;
-use crate::store::{key, split_at, Table, SEP};
+use crate::store::{key, split_at, Scope, Table, SEP};
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
@@ -16,8 +16,15 @@ use serde_json::{json, Value};
 pub async fn start(
     State(s): State<AppState>,
     Path(workflow): Path<String>,
+    headers: axum::http::HeaderMap,
     body: Bytes,
 ) -> Result<impl IntoResponse, ApiError> {
+    // a retried request with the same key starts (and answers) the same instance
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
+        .map(str::to_string);
     let input: Value = if body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
@@ -31,6 +38,7 @@ pub async fn start(
     let id = ask(&s.core, |reply| Cmd::Start {
         workflow: workflow.clone(),
         input,
+        key,
         reply,
     })
     .await?;
@@ -69,11 +77,14 @@ pub async fn instance(
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
     let tx = s.store.read()?;
+    let missing = || ApiError(StatusCode::NOT_FOUND, format!("no instance {id:?}"));
+    // the id carries the state partition whose keys hold the instance
+    let scope = crate::cluster::partition::scope_of(&id).ok_or_else(missing)?;
     let rec: InstanceRecord = tx
-        .get(Table::Instances, &id)?
-        .ok_or_else(|| ApiError(StatusCode::NOT_FOUND, format!("no instance {id:?}")))?;
+        .get_in(scope, Table::Instances, &id)?
+        .ok_or_else(missing)?;
     let history: Vec<HistoryEntry> = tx
-        .prefix::<HistoryEntry>(Table::History, &format!("{id}{SEP}"))?
+        .prefix_in::<HistoryEntry>(scope, Table::History, &format!("{id}{SEP}"))?
         .into_iter()
         .map(|(_, h)| h)
         .collect();
@@ -156,8 +167,9 @@ pub async fn workflows(State(s): State<AppState>) -> Json<Value> {
 pub async fn schedules(State(s): State<AppState>) -> Result<Json<Value>, ApiError> {
     let tx = s.store.read()?;
     let mut out = Vec::new();
-    for (wf, st) in tx.prefix::<ScheduleState>(Table::Schedules, "")? {
-        let timer: Option<String> = tx.get(Table::TimerIds, &key(&["cron", &wf]))?;
+    for (p, wf, st) in tx.partitioned::<ScheduleState>(Table::Schedules)? {
+        let scope = p.map_or(Scope::Node, Scope::Partition);
+        let timer: Option<String> = tx.get_in(scope, Table::TimerIds, &key(&["cron", &wf]))?;
         let next = timer.and_then(|k| split_at(&k).map(|(t, _)| t));
         out.push(json!({
             "workflowId": wf,

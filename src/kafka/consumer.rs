@@ -1,10 +1,12 @@
-//! The Kafka consumer: a consumer group with manual offsets. Records are decoded here, off
-//! the core, and handed over in batches; the core stores the offsets with the state they led
-//! to and commits them to the group afterwards (a hint: after a crash the stored offsets
-//! decide, and records below them are skipped).
+//! The group consumer: membership in the consumer group, which assigns this broker input
+//! topic partitions (records are decoded here, off the core, and handed over in batches; the
+//! core forwards them to the work topic and commits their offsets once Kafka acknowledged the
+//! forwarded records) and work topic partitions (the state partitions this broker owns: they
+//! are paused here and read by the work reader from the offsets their state records).
 
 use super::{client_config, decode::decode, KafkaError};
 use crate::broker::{Cmd, Record};
+use crate::cluster::partition::PartitionId;
 use crate::config::KafkaConfig;
 use rdkafka::consumer::{CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer};
 use rdkafka::message::{Headers, Message};
@@ -17,6 +19,26 @@ use tokio::sync::{mpsc, watch};
 pub struct Ctx {
     pub assigned: watch::Sender<usize>,
     pub metrics: Arc<crate::metrics::Metrics>,
+    /// The work topic: its partitions are the state partitions this broker owns.
+    pub work_topic: String,
+    /// Tells the core which state partitions it gained or lost.
+    pub control: mpsc::UnboundedSender<Cmd>,
+}
+
+impl Ctx {
+    fn work_partitions(&self, tpl: &TopicPartitionList) -> (Vec<PartitionId>, TopicPartitionList) {
+        let mut ps = Vec::new();
+        let mut list = TopicPartitionList::new();
+        for e in tpl.elements() {
+            if e.topic() == self.work_topic {
+                if let Ok(p) = u16::try_from(e.partition()) {
+                    ps.push(PartitionId(p));
+                    list.add_partition(e.topic(), e.partition());
+                }
+            }
+        }
+        (ps, list)
+    }
 }
 
 impl ClientContext for Ctx {
@@ -35,14 +57,23 @@ impl ClientContext for Ctx {
 }
 
 impl ConsumerContext for Ctx {
-    fn post_rebalance(&self, _c: &rdkafka::consumer::BaseConsumer<Self>, r: &Rebalance<'_>) {
+    fn post_rebalance(&self, c: &rdkafka::consumer::BaseConsumer<Self>, r: &Rebalance<'_>) {
         match r {
             Rebalance::Assign(tpl) => {
-                tracing::info!(partitions = tpl.count(), "partitions assigned");
+                let (owned, list) = self.work_partitions(tpl);
+                tracing::info!(partitions = tpl.count(), state_partitions = ?owned, "partitions assigned");
+                // the group only says who owns a state partition; the work reader reads it
+                // from the offset its restored state records
+                if let Err(e) = c.pause(&list) {
+                    tracing::warn!(error = %e, "could not pause work partitions in the group consumer");
+                }
+                let _ = self.control.send(Cmd::Assigned(owned));
                 let _ = self.assigned.send(tpl.count());
             }
             Rebalance::Revoke(tpl) => {
-                tracing::info!(partitions = tpl.count(), "partitions revoked");
+                let (lost, _) = self.work_partitions(tpl);
+                tracing::info!(partitions = tpl.count(), state_partitions = ?lost, "partitions revoked");
+                let _ = self.control.send(Cmd::Revoked(lost));
                 let _ = self.assigned.send(0);
             }
             Rebalance::Error(e) => tracing::warn!(error = %e, "rebalance error"),
@@ -54,6 +85,8 @@ pub type KafkaConsumer = StreamConsumer<Ctx>;
 
 pub fn create(
     cfg: &KafkaConfig,
+    work_topic: &str,
+    control: mpsc::UnboundedSender<Cmd>,
     metrics: Arc<crate::metrics::Metrics>,
 ) -> Result<(Arc<KafkaConsumer>, watch::Receiver<usize>), KafkaError> {
     let (tx, rx) = watch::channel(0);
@@ -77,13 +110,16 @@ pub fn create(
         .create_with_context(Ctx {
             assigned: tx,
             metrics,
+            work_topic: work_topic.to_string(),
+            control,
         })
         .map_err(|source| KafkaError::Client {
             what: "consumer",
             brokers: cfg.brokers.clone(),
             source,
         })?;
-    let topics: Vec<&str> = cfg.input_topics.iter().map(String::as_str).collect();
+    let mut topics: Vec<&str> = cfg.input_topics.iter().map(String::as_str).collect();
+    topics.push(work_topic);
     consumer
         .subscribe(&topics)
         .map_err(|source| KafkaError::Client {
@@ -109,8 +145,12 @@ pub fn committer(consumer: Arc<KafkaConsumer>) -> crate::broker::core::CommitOff
 
 /// Reads records until the core goes away, in batches of at most `batch_size`.
 pub async fn run(consumer: Arc<KafkaConsumer>, core: mpsc::Sender<Cmd>, batch_size: usize) {
+    let work_topic = consumer.context().work_topic.clone();
     loop {
         let first = match consumer.recv().await {
+            // work topic partitions are paused here; a record fetched before the pause took
+            // effect is the work reader's to read
+            Ok(m) if m.topic() == work_topic => continue,
             Ok(m) => m.detach(),
             Err(e) => {
                 tracing::warn!(error = %e, "kafka consume error");
@@ -122,6 +162,7 @@ pub async fn run(consumer: Arc<KafkaConsumer>, core: mpsc::Sender<Cmd>, batch_si
         while batch.len() < batch_size {
             use futures::FutureExt;
             match consumer.recv().now_or_never() {
+                Some(Ok(m)) if m.topic() == work_topic => continue,
                 Some(Ok(m)) => batch.push(record(m.detach())),
                 _ => break,
             }

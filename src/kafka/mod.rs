@@ -4,7 +4,9 @@
 
 pub mod consumer;
 pub mod decode;
+pub mod log;
 pub mod producer;
+pub mod work;
 
 use crate::config::KafkaConfig;
 use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
@@ -39,9 +41,17 @@ pub fn client_config(cfg: &KafkaConfig, settings: &[(&str, String)]) -> ClientCo
     c
 }
 
+/// A topic to create when missing.
+pub struct TopicSpec {
+    pub name: String,
+    pub partitions: i32,
+    /// Topic configs (`retention.ms`, ...).
+    pub config: Vec<(&'static str, String)>,
+}
+
 /// Creates missing topics (ignores "already exists"); a broker that refuses is logged, not
 /// fatal, since topics may be managed elsewhere.
-pub async fn ensure_topics(cfg: &KafkaConfig, topics: &[String]) -> Result<(), KafkaError> {
+pub async fn ensure_topics(cfg: &KafkaConfig, topics: &[TopicSpec]) -> Result<(), KafkaError> {
     let admin: AdminClient<DefaultClientContext> =
         client_config(cfg, &[])
             .create()
@@ -52,7 +62,12 @@ pub async fn ensure_topics(cfg: &KafkaConfig, topics: &[String]) -> Result<(), K
             })?;
     let new: Vec<NewTopic> = topics
         .iter()
-        .map(|t| NewTopic::new(t, cfg.topic_partitions, TopicReplication::Fixed(1)))
+        .map(|t| {
+            t.config.iter().fold(
+                NewTopic::new(&t.name, t.partitions, TopicReplication::Fixed(1)),
+                |n, (k, v)| n.set(k, v),
+            )
+        })
         .collect();
     let opts = AdminOptions::new()
         .operation_timeout(Some(Duration::from_secs(10)))
@@ -77,4 +92,15 @@ pub async fn ensure_topics(cfg: &KafkaConfig, topics: &[String]) -> Result<(), K
         }
     }
     Ok(())
+}
+
+/// The number of partitions `topic` has, when Kafka knows the topic.
+pub fn partitions_of(cfg: &KafkaConfig, topic: &str) -> Option<usize> {
+    let c: rdkafka::consumer::BaseConsumer = client_config(cfg, &[]).create().ok()?;
+    use rdkafka::consumer::Consumer;
+    let md = c
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .ok()?;
+    let t = md.topics().iter().find(|t| t.name() == topic)?;
+    (t.error().is_none() && !t.partitions().is_empty()).then(|| t.partitions().len())
 }

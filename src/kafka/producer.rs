@@ -5,7 +5,7 @@
 
 use super::{client_config, KafkaError};
 use crate::broker::records::OutRecord;
-use crate::broker::Cmd;
+use crate::broker::{Cmd, OutboxKey};
 use crate::config::{KafkaConfig, OutputMode};
 use cloudevents::binding::rdkafka::{FutureRecordExt, MessageRecord};
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -30,15 +30,17 @@ pub fn create(cfg: &KafkaConfig) -> Result<FutureProducer, KafkaError> {
     })
 }
 
-type Ack = (String, String, String);
+type Ack = (OutboxKey, String, String);
 
 /// Sends outbox batches until the core goes away.
 pub async fn run(
     producer: FutureProducer,
     mode: OutputMode,
-    mut rx: mpsc::UnboundedReceiver<Vec<(String, OutRecord)>>,
+    work_topic: String,
+    mut rx: mpsc::UnboundedReceiver<Vec<(OutboxKey, OutRecord)>>,
     core: mpsc::Sender<Cmd>,
 ) {
+    let work_topic: std::sync::Arc<str> = work_topic.into();
     let mut inflight = FuturesUnordered::new();
     let mut acks: Vec<Ack> = Vec::new();
     loop {
@@ -46,7 +48,7 @@ pub async fn run(
             batch = rx.recv() => match batch {
                 Some(batch) => {
                     for (k, rec) in batch {
-                        inflight.push(send(producer.clone(), mode, k, rec));
+                        inflight.push(send(producer.clone(), mode, work_topic.clone(), k, rec));
                     }
                 }
                 None => return,
@@ -65,7 +67,13 @@ pub async fn run(
 }
 
 /// Sends one record, retrying until Kafka acknowledges it.
-async fn send(producer: FutureProducer, mode: OutputMode, k: String, rec: OutRecord) -> Ack {
+async fn send(
+    producer: FutureProducer,
+    mode: OutputMode,
+    work_topic: std::sync::Arc<str>,
+    k: OutboxKey,
+    rec: OutRecord,
+) -> Ack {
     let label = rec.label().to_string();
     let topic = rec.topic().to_string();
     let mut pause = Duration::from_millis(100);
@@ -97,6 +105,13 @@ async fn send(producer: FutureProducer, mode: OutputMode, k: String, rec: OutRec
                 },
                 Err(e) => return poison(k, topic, label, e),
             },
+            OutRecord::Work { partition, work } => {
+                let bytes = work.encode();
+                let r = FutureRecord::<(), [u8]>::to(&work_topic)
+                    .partition(partition.kafka())
+                    .payload(&bytes);
+                producer.send(r, Duration::from_secs(30)).await.map(|_| ())
+            }
             OutRecord::Raw {
                 key,
                 payload,
@@ -132,7 +147,7 @@ async fn send(producer: FutureProducer, mode: OutputMode, k: String, rec: OutRec
 }
 
 /// A record that can never be encoded: logged and acknowledged so it does not block the rest.
-fn poison(k: String, topic: String, label: String, why: String) -> Ack {
+fn poison(k: OutboxKey, topic: String, label: String, why: String) -> Ack {
     tracing::error!(topic = %topic, r#type = %label, error = %why, "event cannot be encoded as a CloudEvent; dropped");
     (k, topic, label)
 }

@@ -446,6 +446,53 @@ impl Snapshot<'_> {
     pub fn store(&self) -> &Store {
         self.store
     }
+
+    /// A key of one scope.
+    pub fn get_in<T: DeserializeOwned>(
+        &self,
+        scope: Scope,
+        table: Table,
+        key: &str,
+    ) -> Result<Option<T>> {
+        self.get(table, &format!("{}{key}", scope_prefix(scope)))
+    }
+
+    /// Entries of one scope whose key starts with `prefix`, keys without the scope prefix.
+    pub fn prefix_in<T: DeserializeOwned>(
+        &self,
+        scope: Scope,
+        table: Table,
+        prefix: &str,
+    ) -> Result<Vec<(String, T)>> {
+        let sp = scope_prefix(scope);
+        let mut out = self.prefix::<T>(table, &format!("{sp}{prefix}"))?;
+        for (k, _) in out.iter_mut() {
+            k.drain(..sp.len());
+        }
+        Ok(out)
+    }
+
+    /// Every entry of a table with the state partition it belongs to (`None`: the node's).
+    pub fn partitioned<T: DeserializeOwned>(
+        &self,
+        table: Table,
+    ) -> Result<Vec<(Option<u16>, String, T)>> {
+        Ok(self
+            .prefix::<T>(table, "")?
+            .into_iter()
+            .map(|(k, v)| match split_scope(&k) {
+                Some((p, rest)) => (Some(p), rest.to_string(), v),
+                None => (None, k, v),
+            })
+            .collect())
+    }
+}
+
+/// `pNNNN SEP rest` -> (NNNN, rest).
+fn split_scope(k: &str) -> Option<(u16, &str)> {
+    let (head, rest) = k.split_once(SEP)?;
+    let digits = head.strip_prefix('p').filter(|d| d.len() == 4)?;
+    Some((digits.parse().ok()?, rest))
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use flowbroker::broker::core::Core;
 use flowbroker::broker::records::OutRecord;
-use flowbroker::broker::{Cmd, ManualClock};
+use flowbroker::broker::{Cmd, ManualClock, OutboxKey};
 use flowbroker::config::Config;
 use flowbroker::store::Store;
 use serde_json::{json, Value};
@@ -19,7 +19,7 @@ pub struct Harness {
     cfg: Config,
     core: Option<Core>,
     store: Option<Arc<Store>>,
-    out: mpsc::UnboundedReceiver<Vec<(String, OutRecord)>>,
+    out: mpsc::UnboundedReceiver<Vec<(OutboxKey, OutRecord)>>,
     files: BTreeMap<String, String>,
     /// Every `flowbroker.instance.started` seen: (instance id, workflow, input).
     pub started: Vec<(String, String, Value)>,
@@ -123,7 +123,8 @@ impl Harness {
     pub fn stored(&self, id: &str) -> Option<Value> {
         let store = self.store.as_ref()?;
         let snap = store.read().unwrap();
-        snap.get::<Value>(flowbroker::store::Table::Instances, id)
+        let scope = flowbroker::cluster::partition::scope_of(id)?;
+        snap.get_in::<Value>(scope, flowbroker::store::Table::Instances, id)
             .unwrap()
     }
 
@@ -132,7 +133,8 @@ impl Harness {
         let store = self.store.as_ref().unwrap();
         let snap = store.read().unwrap();
         let prefix = format!("{id}{}", flowbroker::store::SEP);
-        snap.prefix::<Value>(flowbroker::store::Table::History, &prefix)
+        let scope = flowbroker::cluster::partition::scope_of(id).unwrap();
+        snap.prefix_in::<Value>(scope, flowbroker::store::Table::History, &prefix)
             .unwrap()
             .len()
     }
@@ -181,6 +183,7 @@ impl Harness {
             .process(vec![Cmd::Start {
                 workflow: wf.into(),
                 input: json!({}),
+                key: None,
                 reply: tx,
             }])
             .unwrap();
@@ -190,6 +193,19 @@ impl Harness {
 
     pub fn event(&mut self, id: &str, source: &str, ty: &str) -> Value {
         self.event_with(id, source, ty, &[], json!({}))
+    }
+
+    /// Routes several events in one batch of the core (as records consumed together).
+    pub fn events_together(&mut self, events: Vec<flowbroker::engine::Event>) {
+        let cmds = events
+            .into_iter()
+            .map(|event| {
+                let (tx, _rx) = tokio::sync::oneshot::channel();
+                Cmd::Event { event, reply: tx }
+            })
+            .collect();
+        self.core.as_mut().unwrap().process(cmds).unwrap();
+        self.drain();
     }
 
     /// Routes an event with extension attributes and data; returns the routing outcome.

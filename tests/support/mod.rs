@@ -348,6 +348,17 @@ impl Publisher {
         block(self.p.send(rec, Duration::from_secs(10))).expect("publish");
     }
 
+    /// Publishes in binary mode with the given Kafka key (a producer that keys at random).
+    pub fn send_keyed(&self, e: &Event, key: &str) {
+        use cloudevents::binding::rdkafka::{FutureRecordExt, MessageRecord};
+        let ce = flowbroker::cloudevent::to_sdk(e).unwrap();
+        let mr = MessageRecord::from_event(ce).unwrap();
+        let rec = FutureRecord::to("flowbroker.in")
+            .key(key)
+            .message_record(&mr);
+        block(self.p.send(rec, Duration::from_secs(10))).expect("publish");
+    }
+
     /// Enqueues in binary mode without waiting for the acknowledgement (bursts); see `flush`.
     pub fn send_nowait(&self, e: &Event) {
         use cloudevents::binding::rdkafka::{FutureRecordExt, MessageRecord};
@@ -502,6 +513,38 @@ impl Broker {
     pub fn restart(&mut self) {
         self.kill();
         self.spawn();
+    }
+
+    /// Starts a process stopped with [`Broker::kill`] or [`Broker::terminate`] again, with its
+    /// data directory as it was.
+    pub fn start_again(&mut self) {
+        assert!(self.child.is_none(), "still running");
+        self.spawn();
+    }
+
+    /// SIGTERM: a graceful stop (the broker leaves the group); waits for the exit.
+    pub fn terminate(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill")
+                .args(["-TERM", &c.id().to_string()])
+                .status();
+            let end = Instant::now() + Duration::from_secs(20);
+            loop {
+                if let Ok(Some(_)) = c.try_wait() {
+                    return;
+                }
+                if Instant::now() > end {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                    panic!("flowbroker did not exit within 20 s of SIGTERM");
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
+    }
+
+    pub fn running(&self) -> bool {
+        self.child.is_some()
     }
 
     pub fn log(&self) -> String {

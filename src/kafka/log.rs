@@ -1,0 +1,171 @@
+//! The cluster's [`Log`] on Kafka: changelog appends and fences are produced with `acks=all`
+//! and idempotence, one record per state partition, and waited for; a changelog partition is
+//! read back with a consumer of its own (no group) from an offset through an offset; work
+//! records are forwarded to their work topic partition the same way.
+
+use super::{client_config, KafkaError};
+use crate::cluster::changelog::Entry;
+use crate::cluster::partition::PartitionId;
+use crate::cluster::work::Work;
+use crate::cluster::{Log, LogError};
+use crate::config::Config;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rdkafka::{Offset, TopicPartitionList};
+use std::time::{Duration, Instant};
+
+pub struct KafkaLog {
+    producer: FutureProducer,
+    reader: BaseConsumer,
+    changelog: String,
+    work: String,
+    owner: String,
+}
+
+/// How long reading a changelog partition through a fence may take before the core gives up.
+const READ_DEADLINE: Duration = Duration::from_secs(120);
+
+impl KafkaLog {
+    pub fn new(cfg: &Config, owner: String) -> Result<KafkaLog, KafkaError> {
+        let k = &cfg.kafka;
+        let producer: FutureProducer = client_config(
+            k,
+            &[
+                ("enable.idempotence", "true".into()),
+                ("acks", "all".into()),
+                ("linger.ms", "0".into()),
+                ("message.timeout.ms", "60000".into()),
+            ],
+        )
+        .create()
+        .map_err(|source| KafkaError::Client {
+            what: "changelog producer",
+            brokers: k.brokers.clone(),
+            source,
+        })?;
+        let reader: BaseConsumer = client_config(
+            k,
+            &[
+                ("group.id", format!("{}.restore", k.group_id)),
+                ("enable.auto.commit", "false".into()),
+                ("enable.auto.offset.store", "false".into()),
+                ("fetch.wait.max.ms", k.fetch_wait_max_ms.to_string()),
+                ("auto.offset.reset", "earliest".into()),
+            ],
+        )
+        .create()
+        .map_err(|source| KafkaError::Client {
+            what: "changelog reader",
+            brokers: k.brokers.clone(),
+            source,
+        })?;
+        Ok(KafkaLog {
+            producer,
+            reader,
+            changelog: cfg.cluster.changelog_topic.clone(),
+            work: cfg.cluster.work_topic.clone(),
+            owner,
+        })
+    }
+
+    /// Enqueues one record (waiting while librdkafka's queue is full).
+    fn enqueue(&self, topic: &str, p: PartitionId, payload: &[u8]) -> DeliveryFuture {
+        let mut record = FutureRecord::<(), [u8]>::to(topic)
+            .partition(p.kafka())
+            .payload(payload);
+        loop {
+            match self.producer.send_result(record) {
+                Ok(f) => return f,
+                Err((_, r)) => {
+                    // queue full: let deliveries drain
+                    std::thread::sleep(Duration::from_millis(5));
+                    record = r;
+                }
+            }
+        }
+    }
+
+    fn produce(
+        &self,
+        topic: &str,
+        records: Vec<(PartitionId, Vec<u8>)>,
+    ) -> Result<Vec<(PartitionId, i64)>, (PartitionId, String)> {
+        let pending: Vec<(PartitionId, DeliveryFuture)> = records
+            .iter()
+            .map(|(p, bytes)| (*p, self.enqueue(topic, *p, bytes)))
+            .collect();
+        let mut out = Vec::with_capacity(pending.len());
+        for (p, f) in pending {
+            match futures::executor::block_on(f) {
+                Ok(Ok(delivery)) => out.push((p, delivery.offset)),
+                Ok(Err((e, _))) => return Err((p, e.to_string())),
+                Err(_) => return Err((p, "the producer went away".into())),
+            }
+        }
+        Ok(out)
+    }
+}
+
+impl Log for KafkaLog {
+    fn append(
+        &mut self,
+        entries: Vec<(PartitionId, Entry)>,
+    ) -> Result<Vec<(PartitionId, i64)>, LogError> {
+        let records = entries.iter().map(|(p, e)| (*p, e.encode())).collect();
+        let topic = self.changelog.clone();
+        self.produce(&topic, records)
+            .map_err(|(partition, why)| LogError::Changelog { partition, why })
+    }
+
+    fn read(
+        &mut self,
+        partition: PartitionId,
+        from: i64,
+        through: i64,
+    ) -> Result<Vec<(i64, Entry)>, LogError> {
+        let fail = |why: String| LogError::Changelog { partition, why };
+        if from > through {
+            return Ok(vec![]);
+        }
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&self.changelog, partition.kafka(), Offset::Offset(from))
+            .map_err(|e| fail(e.to_string()))?;
+        self.reader.assign(&tpl).map_err(|e| fail(e.to_string()))?;
+        let deadline = Instant::now() + READ_DEADLINE;
+        let mut out = Vec::new();
+        let mut last = from - 1;
+        while last < through {
+            if Instant::now() > deadline {
+                return Err(fail(format!(
+                    "could not read offsets {from}..={through} within {READ_DEADLINE:?} (read up to {last})"
+                )));
+            }
+            let Some(m) = self.reader.poll(Duration::from_millis(500)) else {
+                continue;
+            };
+            let m = m.map_err(|e| fail(e.to_string()))?;
+            last = m.offset();
+            if last < from || last > through {
+                continue;
+            }
+            let entry = Entry::decode(last, m.payload().unwrap_or_default())
+                .map_err(|e| fail(e.to_string()))?;
+            out.push((last, entry));
+        }
+        let _ = self.reader.unassign();
+        Ok(out)
+    }
+
+    fn forward(&mut self, work: Vec<(PartitionId, Work)>) -> Result<(), LogError> {
+        let records = work.iter().map(|(p, w)| (*p, w.encode())).collect();
+        let topic = self.work.clone();
+        self.produce(&topic, records)
+            .map(|_| ())
+            .map_err(|(partition, why)| LogError::Work { partition, why })
+    }
+
+    fn owner(&self) -> String {
+        self.owner.clone()
+    }
+}

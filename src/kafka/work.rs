@@ -1,0 +1,101 @@
+//! The work reader: reads the work topic partitions this broker owns, from the offsets their
+//! restored state records (a consumer of its own, assigned by the core, not by the group), and
+//! hands their records to the core in batches per partition.
+
+use super::{client_config, KafkaError};
+use crate::broker::Cmd;
+use crate::cluster::partition::PartitionId;
+use crate::cluster::work::Work;
+use crate::config::Config;
+use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use std::collections::BTreeMap;
+use tokio::sync::mpsc;
+
+pub fn create(cfg: &Config) -> Result<StreamConsumer, KafkaError> {
+    let k = &cfg.kafka;
+    client_config(
+        k,
+        &[
+            // no group membership: the core assigns partitions; the id is only required
+            ("group.id", format!("{}.work", k.group_id)),
+            ("enable.auto.commit", "false".into()),
+            ("enable.auto.offset.store", "false".into()),
+            ("auto.offset.reset", "earliest".into()),
+            ("fetch.wait.max.ms", k.fetch_wait_max_ms.to_string()),
+        ],
+    )
+    .create()
+    .map_err(|source| KafkaError::Client {
+        what: "work reader",
+        brokers: k.brokers.clone(),
+        source,
+    })
+}
+
+/// Reads until the core goes away. `ctl` says which partitions to read from which offset
+/// (`None`: stop reading it).
+pub async fn run(
+    consumer: StreamConsumer,
+    topic: String,
+    mut ctl: mpsc::UnboundedReceiver<(PartitionId, Option<i64>)>,
+    core: mpsc::Sender<Cmd>,
+    batch_size: usize,
+) {
+    let mut reading = false;
+    loop {
+        let first = tokio::select! {
+            c = ctl.recv() => {
+                let Some((p, from)) = c else { return };
+                let mut tpl = TopicPartitionList::new();
+                let r = match from {
+                    Some(o) => tpl
+                        .add_partition_offset(&topic, p.kafka(), Offset::Offset(o))
+                        .and_then(|_| consumer.incremental_assign(&tpl)),
+                    None => {
+                        tpl.add_partition(&topic, p.kafka());
+                        consumer.incremental_unassign(&tpl)
+                    }
+                };
+                if let Err(e) = r {
+                    tracing::error!(partition = %p, error = %e, "work reader assignment failed");
+                }
+                reading = consumer.assignment().map(|a| a.count() > 0).unwrap_or(false);
+                continue;
+            }
+            m = consumer.recv(), if reading => match m {
+                Ok(m) => m.detach(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "work topic consume error");
+                    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                    continue;
+                }
+            },
+        };
+        let mut batch = vec![first];
+        while batch.len() < batch_size {
+            use futures::FutureExt;
+            match consumer.recv().now_or_never() {
+                Some(Ok(m)) => batch.push(m.detach()),
+                _ => break,
+            }
+        }
+        let mut by: BTreeMap<PartitionId, Vec<(i64, Work)>> = BTreeMap::new();
+        for m in batch {
+            let Ok(p) = u16::try_from(m.partition()) else {
+                continue;
+            };
+            match Work::decode(m.payload().unwrap_or_default()) {
+                Ok(w) => by.entry(PartitionId(p)).or_default().push((m.offset(), w)),
+                Err(e) => tracing::error!(partition = p, offset = m.offset(), error = %e,
+                    "unreadable work record skipped"),
+            }
+        }
+        for (partition, records) in by {
+            if core.send(Cmd::Work { partition, records }).await.is_err() {
+                return;
+            }
+        }
+    }
+}
