@@ -106,8 +106,12 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
         data = %cfg.store_path().display(), workflows = %cfg.workflows_dir.display(), "starting flowbroker");
     let producer = crate::kafka::producer::create(k)?;
     let (control_tx, control_rx) = mpsc::unbounded_channel::<Cmd>();
-    let (consumer, assigned) =
-        crate::kafka::consumer::create(k, &cfg.cluster.work_topic, control_tx, metrics.clone())?;
+    let (consumer, assigned) = crate::kafka::consumer::create(
+        k,
+        &cfg.cluster.work_topic,
+        control_tx.clone(),
+        metrics.clone(),
+    )?;
     let log = crate::kafka::log::KafkaLog::new(&cfg, owner)?;
     let work_reader = crate::kafka::work::create(&cfg)?;
 
@@ -210,9 +214,15 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
         },
         _ = shutdown_signal() => {
             tracing::info!("shutting down: leaving the group (partitions move at once), flushing the producer (anything unsent is re-sent by the next owner)");
+            let all = cfg.cluster.parts().all().collect();
             let _ = tokio::task::spawn_blocking(move || {
                 use rdkafka::consumer::Consumer;
                 use rdkafka::producer::Producer;
+                // stop writing first, then leave: the next owners fence and restore
+                let (done, stopped) = std::sync::mpsc::sync_channel(1);
+                if control_tx.send(Cmd::Revoked(all, Some(done))).is_ok() {
+                    let _ = stopped.recv_timeout(Duration::from_secs(30));
+                }
                 consumer.unsubscribe();
                 drop(consumer);
                 producer.flush(Duration::from_secs(5))

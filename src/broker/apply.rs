@@ -32,8 +32,10 @@ impl Batch<'_, '_> {
             return Ok(false);
         };
         let k = pos.slot.to_string();
-        if let Some(done) = self.tx.get::<i64>(Table::Offsets, &k)? {
+        if let Some(done) = self.tx.get::<(i64, i64)>(Table::Offsets, &k)? {
             if pos.at <= done {
+                tracing::debug!(partition = %self.p, slot = %k, at = ?pos.at, applied = ?done,
+                    "copy of an applied record dropped");
                 self.fx.stats.push(Stat::Duplicate);
                 return Ok(true);
             }

@@ -49,6 +49,8 @@ pub struct Batch<'a, 's> {
     pub tx: &'a Txn<'s>,
     pub p: PartitionId,
     pub parts: Partitions,
+    /// The changelog offset of this partition's owner's fence (0 without a changelog).
+    pub fence: i64,
     pub reg: &'a Registry,
     pub cfg: &'a Config,
     pub now: DateTime<Utc>,
@@ -70,6 +72,7 @@ impl<'a, 's> Batch<'a, 's> {
             tx,
             p,
             parts,
+            fence: 0,
             reg,
             cfg,
             now,
@@ -320,6 +323,7 @@ impl<'a, 's> Batch<'a, 's> {
         let seq = self.next_outbox_seq()?;
         let work = make(Source::Partition {
             partition: self.p,
+            fence: self.fence,
             seq,
         });
         self.put_outbox(

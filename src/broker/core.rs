@@ -339,9 +339,12 @@ impl Core {
                         self.take_over(p, &mut inputs)?;
                     }
                 }
-                Cmd::Revoked(ps) => {
+                Cmd::Revoked(ps, done) => {
                     for p in ps {
                         self.release(p, &mut inputs);
+                    }
+                    if let Some(d) = done {
+                        let _ = d.send(());
                     }
                 }
                 cmd => {
@@ -532,6 +535,9 @@ impl Core {
                     let ing = super::ingest::record(&self.reg, parts, &self.cfg, r);
                     stats.extend(ing.stats);
                     for (p, work) in ing.work {
+                        if let Work::Event { event, source, .. } = &work {
+                            tracing::debug!(to = %p, id = %event.id, from = ?source, "forward");
+                        }
                         if kafka {
                             // exactly once by source position at the owner, wherever it is
                             forward.push((p, work));
@@ -635,7 +641,7 @@ impl Core {
                     );
                 }
             }
-            Cmd::Assigned(_) | Cmd::Revoked(_) => unreachable!("handled by process"),
+            Cmd::Assigned(_) | Cmd::Revoked(..) => unreachable!("handled by process"),
         }
         Ok(())
     }
@@ -655,6 +661,7 @@ impl Core {
         let reg = &self.reg;
         let cfg = &*self.cfg;
         let mut b = Batch::new(&tx, (p, self.parts), reg, cfg, now);
+        b.fence = self.fences.get(&p).copied().unwrap_or(0);
         let mut produced = Vec::new();
         for i in inputs {
             match i {
@@ -667,6 +674,8 @@ impl Core {
                         // the work topic position: below it, records were applied already
                         let next = tx.get::<i64>(Table::Offsets, WORK_OFFSET)?.unwrap_or(0);
                         if o < next {
+                            tracing::debug!(partition = %p, offset = o, next,
+                                "work record below the stored offset skipped");
                             continue;
                         }
                         tx.put(Table::Offsets, WORK_OFFSET, &(o + 1))?;
@@ -802,11 +811,12 @@ impl Core {
     /// Lets partition `p` go (the consumer group moved it): its inputs are dropped here (the
     /// new owner reads them from the work topic), its timers stop firing here.
     fn release(&mut self, p: PartitionId, inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>) {
-        if self.owned.remove(&p) {
-            tracing::info!(partition = %p, "state partition released");
-        }
-        self.fences.remove(&p);
         inputs.remove(&p);
+        self.fences.remove(&p);
+        if !self.owned.remove(&p) || self.log.is_none() {
+            return;
+        }
+        tracing::info!(partition = %p, "state partition released");
         if let Some(r) = &self.reader {
             let _ = r.send((p, None));
         }

@@ -175,6 +175,11 @@ pub enum Cmd {
     },
     /// The consumer group gave this broker these state partitions (work topic partitions).
     Assigned(Vec<crate::cluster::partition::PartitionId>),
-    /// The consumer group took these state partitions away.
-    Revoked(Vec<crate::cluster::partition::PartitionId>),
+    /// The consumer group took these state partitions away. `done` is told once the core
+    /// has stopped writing them (the rebalance waits for it, so no other broker owns them
+    /// before this one has stopped).
+    Revoked(
+        Vec<crate::cluster::partition::PartitionId>,
+        Option<std::sync::mpsc::SyncSender<()>>,
+    ),
 }

@@ -122,10 +122,14 @@ impl Batch<'_, '_> {
                         let input = Input::Event {
                             event: event.clone(),
                         };
-                        if self.apply_now(&inst, input)?.is_ok() {
-                            seen.insert(inst.clone());
-                            r.delivered.push(inst);
-                            got = true;
+                        match self.apply_now(&inst, input)? {
+                            Ok(()) => {
+                                seen.insert(inst.clone());
+                                r.delivered.push(inst);
+                                got = true;
+                            }
+                            Err(e) => tracing::debug!(instance = %inst, event = %event.id,
+                                error = %e, "a waiting instance refused the event"),
                         }
                     }
                 }
@@ -137,6 +141,8 @@ impl Batch<'_, '_> {
                     if let Some(inst) = self.tx.get::<String>(Table::Active, &a)? {
                         if seen.insert(inst.clone()) {
                             if self.is_here(&inst) {
+                                tracing::debug!(instance = %inst, event = %event.id,
+                                    "buffered for the active instance of its key");
                                 let ttl = self.ttl(ed);
                                 self.buffer(&inst, event.clone(), ttl)?;
                             } else {

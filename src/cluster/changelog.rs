@@ -37,12 +37,14 @@ struct Wire<'a> {
     owner: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     fence: Option<i64>,
+    /// `[table, key, value]`: a value may itself be `null` (a unit value), so deletes are a
+    /// list of their own rather than puts of `null`.
     #[serde(borrow, default, skip_serializing_if = "Vec::is_empty")]
-    writes: Vec<WireWrite<'a>>,
+    puts: Vec<(String, String, &'a RawValue)>,
+    /// `[table, key]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    deletes: Vec<(String, String)>,
 }
-
-/// `[table, key, value or null]`.
-type WireWrite<'a> = (String, String, Option<&'a RawValue>);
 
 #[derive(Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]
@@ -60,30 +62,35 @@ impl Entry {
                     kind: Kind::Fence,
                     owner: Some(owner.clone()),
                     fence: None,
-                    writes: vec![],
+                    puts: vec![],
+                    deletes: vec![],
                 })
                 .expect("changelog entries serialize")
             }
             Entry::Batch { fence, writes } => (fence, writes),
         };
         let (fence, writes) = wire;
-        let raw: Vec<Option<Box<RawValue>>> = writes
+        let raw: Vec<(String, String, Box<RawValue>)> = writes
             .iter()
-            .map(|w| {
-                w.value.as_ref().map(|v| {
-                    let text = String::from_utf8_lossy(v).into_owned();
-                    RawValue::from_string(text).expect("store values are JSON")
-                })
+            .filter_map(|w| {
+                let v = w.value.as_ref()?;
+                let text = String::from_utf8_lossy(v).into_owned();
+                let raw = RawValue::from_string(text).expect("store values are JSON");
+                Some((w.table.name().to_string(), w.key.clone(), raw))
             })
             .collect();
         serde_json::to_vec(&Wire {
             kind: Kind::Batch,
             owner: None,
             fence: Some(*fence),
-            writes: writes
+            puts: raw
                 .iter()
-                .zip(&raw)
-                .map(|(w, r)| (w.table.name().to_string(), w.key.clone(), r.as_deref()))
+                .map(|(t, k, v)| (t.clone(), k.clone(), &**v))
+                .collect(),
+            deletes: writes
+                .iter()
+                .filter(|w| w.value.is_none())
+                .map(|w| (w.table.name().to_string(), w.key.clone()))
                 .collect(),
         })
         .expect("changelog entries serialize")
@@ -100,19 +107,24 @@ impl Entry {
         let fence = wire
             .fence
             .ok_or_else(|| corrupt("a batch without `fence`".into()))?;
-        let writes = wire
-            .writes
-            .into_iter()
-            .map(|(table, key, value)| {
-                let table = Table::from_name(&table)
-                    .ok_or_else(|| corrupt(format!("unknown table {table:?}")))?;
-                Ok(Write {
-                    table,
-                    key,
-                    value: value.map(|v| v.get().as_bytes().to_vec()),
-                })
-            })
-            .collect::<Result<_, ChangelogError>>()?;
+        let table = |name: &str| {
+            Table::from_name(name).ok_or_else(|| corrupt(format!("unknown table {name:?}")))
+        };
+        let mut writes = Vec::with_capacity(wire.puts.len() + wire.deletes.len());
+        for (t, key, value) in wire.puts {
+            writes.push(Write {
+                table: table(&t)?,
+                key,
+                value: Some(value.get().as_bytes().to_vec()),
+            });
+        }
+        for (t, key) in wire.deletes {
+            writes.push(Write {
+                table: table(&t)?,
+                key,
+                value: None,
+            });
+        }
         Ok(Entry::Batch { fence, writes })
     }
 }
@@ -174,6 +186,9 @@ mod tests {
         assert_eq!(Entry::decode(9, &bytes).unwrap(), e);
         let d = batch(3, "k", None);
         assert_eq!(Entry::decode(9, &d.encode()).unwrap(), d);
+        // a unit value (`null`, as the waits index stores) is a put, not a delete
+        let unit = batch(3, "w", Some("null"));
+        assert_eq!(Entry::decode(9, &unit.encode()).unwrap(), unit);
         let f = Entry::Fence {
             owner: "broker-a".into(),
         };

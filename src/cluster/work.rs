@@ -19,17 +19,26 @@ pub enum Source {
         partition: i32,
         offset: i64,
     },
-    /// A message another state partition sent from its outbox.
-    Partition { partition: PartitionId, seq: u64 },
+    /// A message another state partition sent from its outbox: `fence` is the changelog
+    /// offset of its owner's fence when the message was made (0 without a changelog), `seq`
+    /// its outbox sequence number. A new owner's messages rank above an old owner's, so a
+    /// sequence number an old owner used in a batch that was fenced out never hides one.
+    Partition {
+        partition: PartitionId,
+        #[serde(default)]
+        fence: i64,
+        seq: u64,
+    },
     /// A request to one broker's HTTP API (retries are made safe by ids, not positions).
     Http,
 }
 
-/// The slot a source's positions are counted in, and the position.
+/// The slot a source's positions are counted in, and the position: an input offset
+/// `(0, offset)`, or a message's `(fence, seq)`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Position {
     pub slot: SourceSlot,
-    pub at: i64,
+    pub at: (i64, i64),
 }
 
 /// A source whose positions only grow: an input topic partition, or a sending partition.
@@ -61,11 +70,15 @@ impl Source {
                     topic: topic.clone(),
                     partition: *partition,
                 },
-                at: *offset,
+                at: (0, *offset),
             }),
-            Source::Partition { partition, seq } => Some(Position {
+            Source::Partition {
+                partition,
+                fence,
+                seq,
+            } => Some(Position {
                 slot: SourceSlot::Partition(*partition),
-                at: *seq as i64,
+                at: (*fence, *seq as i64),
             }),
             Source::Http => None,
         }
@@ -176,6 +189,7 @@ mod tests {
             input: json!({"a": 1}),
             source: Source::Partition {
                 partition: PartitionId(3),
+                fence: 7,
                 seq: 42,
             },
         };
@@ -184,7 +198,7 @@ mod tests {
             w.source().position(),
             Some(Position {
                 slot: SourceSlot::Partition(PartitionId(3)),
-                at: 42
+                at: (7, 42)
             })
         );
         let input = Source::Input {
@@ -193,6 +207,18 @@ mod tests {
             offset: 9,
         };
         assert_eq!(input.position().unwrap().slot.to_string(), "in:in:2");
+        // a later owner's first message ranks above an earlier owner's last
+        let old = Source::Partition {
+            partition: PartitionId(3),
+            fence: 7,
+            seq: 900,
+        };
+        let new = Source::Partition {
+            partition: PartitionId(3),
+            fence: 12,
+            seq: 1,
+        };
+        assert!(new.position() > old.position());
         assert_eq!(Source::Http.position(), None);
     }
 }

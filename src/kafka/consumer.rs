@@ -73,7 +73,16 @@ impl ConsumerContext for Ctx {
             Rebalance::Revoke(tpl) => {
                 let (lost, _) = self.work_partitions(tpl);
                 tracing::info!(partitions = tpl.count(), state_partitions = ?lost, "partitions revoked");
-                let _ = self.control.send(Cmd::Revoked(lost));
+                // Wait until the core has stopped writing them: this broker rejoins the group
+                // (and so anyone else may get them) only after this returns.
+                let (done, stopped) = std::sync::mpsc::sync_channel(1);
+                if self.control.send(Cmd::Revoked(lost, Some(done))).is_ok()
+                    && stopped.recv_timeout(REVOKE_WAIT).is_err()
+                {
+                    tracing::warn!(
+                        "the core did not release its partitions within {REVOKE_WAIT:?}"
+                    );
+                }
                 let _ = self.assigned.send(0);
             }
             Rebalance::Error(e) => tracing::warn!(error = %e, "rebalance error"),
@@ -82,6 +91,9 @@ impl ConsumerContext for Ctx {
 }
 
 pub type KafkaConsumer = StreamConsumer<Ctx>;
+
+/// How long a revocation waits for the core to stop writing the revoked partitions.
+const REVOKE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub fn create(
     cfg: &KafkaConfig,
