@@ -49,6 +49,8 @@ pub struct Outlets {
 pub struct Shared {
     /// `GET /v1/workflows`.
     pub workflows: RwLock<Value>,
+    /// The state partitions this broker owns (`GET /health`).
+    pub owned: RwLock<Vec<u16>>,
 }
 
 pub struct Core {
@@ -180,6 +182,7 @@ impl Core {
             fences: BTreeMap::new(),
             reader: None,
         })
+        .inspect(|c| c.publish_owned())
     }
 
     /// Runs on Kafka: owns only the partitions the consumer group assigns (none until then),
@@ -193,6 +196,7 @@ impl Core {
         self.log = Some(log);
         self.reader = Some(reader);
         self.owned.clear();
+        self.publish_owned();
     }
 
     /// The state partitions this broker owns now.
@@ -777,6 +781,7 @@ impl Core {
         self.store.apply(&writes, false)?;
         self.fences.insert(p, fence);
         self.owned.insert(p);
+        self.publish_owned();
         let tx = self.store.scoped(Scope::Partition(p.0));
         let work_offset = tx.get::<i64>(Table::Offsets, WORK_OFFSET)?.unwrap_or(0);
         let outbox: Vec<(String, OutRecord)> = tx.prefix(Table::Outbox, "")?;
@@ -808,6 +813,12 @@ impl Core {
         Ok(())
     }
 
+    fn publish_owned(&self) {
+        if let Ok(mut o) = self.shared.owned.write() {
+            *o = self.owned.iter().map(|p| p.0).collect();
+        }
+    }
+
     /// Lets partition `p` go (the consumer group moved it): its inputs are dropped here (the
     /// new owner reads them from the work topic), its timers stop firing here.
     fn release(&mut self, p: PartitionId, inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>) {
@@ -817,6 +828,7 @@ impl Core {
             return;
         }
         tracing::info!(partition = %p, "state partition released");
+        self.publish_owned();
         if let Some(r) = &self.reader {
             let _ = r.send((p, None));
         }

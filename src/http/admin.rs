@@ -186,7 +186,12 @@ pub async fn schedules(State(s): State<AppState>) -> Result<Json<Value>, ApiErro
 
 pub async fn health(State(s): State<AppState>) -> Json<Value> {
     let partitions = *s.assigned.borrow();
-    Json(json!({"status": "ok", "kafka": {"assignedPartitions": partitions}}))
+    let owned = s.shared.owned.read().map(|o| o.clone()).unwrap_or_default();
+    Json(json!({
+        "status": "ok",
+        "kafka": {"assignedPartitions": partitions},
+        "statePartitions": owned,
+    }))
 }
 
 pub async fn metrics(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
