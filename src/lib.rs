@@ -28,16 +28,18 @@
 //!
 //! Broker (the running service, `flowbroker run`):
 //! - [`server`]: builds everything from [`config::Config`] and wires the tasks.
-//! - [`broker`]: the single-writer core. Commands (records, HTTP events, admin requests,
-//!   function results, outbox acks, file changes, due timers) -> one [`store`] transaction per
-//!   batch -> effects after commit. Inside: correlation router and index, registry of deployed
+//! - [`broker`]: the core. Commands (records, HTTP events, admin requests, function results,
+//!   outbox acks, file changes, partitions assigned and revoked) -> one [`store`] transaction
+//!   per owned state partition per round -> changelog -> effects after commit. Inside: the
+//!   ingress, correlation router and index, messages between partitions, registry of deployed
 //!   versions, cron schedules and interval windows.
 //! - [`store`]: the embedded store (fjall): tables of JSON records, one transaction per batch,
 //!   optionally scoped to one state partition; a transaction's writes are its changelog batch.
 //! - [`cluster`]: scale-out (docs/scale.md): state partitions and ids that carry them, work
 //!   topic records with their source positions, changelog batches and fences.
-//! - [`kafka`]: consumer (records -> decoded CloudEvents in batches), producer (outbox ->
-//!   Kafka, acks back to the core), topic creation; [`cloudevent`] converts SDK events.
+//! - [`kafka`]: the group consumer (input records in batches; which state partitions this
+//!   broker owns), the work reader, the producer (outbox -> Kafka, acks back to the core), the
+//!   changelog log ([`cluster::Log`]), topic creation; [`cloudevent`] converts SDK events.
 //! - [`http`]: CloudEvents HTTP ingress, admin API, health, Prometheus [`metrics`].
 //! - [`invoke`]: function calls over HTTP with idempotency keys.
 //! - [`watch`]: the workflow directory, polled.
