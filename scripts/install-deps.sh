@@ -16,6 +16,8 @@ command -v cmake >/dev/null 2>&1 || missing+=(cmake)
   || missing+=(libcurl4-openssl-dev)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
+# virtualenvs for Python tools the checks use (scripts/check-deploy.sh)
+python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "installing apt packages: ${missing[*]}" >&2
   SUDO=""

@@ -22,3 +22,5 @@ echo "== cargo test"
 cargo test --all-targets --locked
 echo "== flowbroker validate workflows/"
 "$CARGO_TARGET_DIR/debug/flowbroker" validate workflows
+echo "== Kubernetes manifests (deploy/kubernetes)"
+scripts/check-deploy.sh
