@@ -50,6 +50,14 @@ fn start(kafka: &Kafka, wf: &str, extra: &[(&str, String)]) -> Broker {
     Broker::start(kafka, &[("order.yaml", wf)], &env)
 }
 
+/// The instance ids of the lifecycle events of one type.
+fn instances(out: &Collector, lifecycle: &str) -> BTreeSet<String> {
+    out.events(lifecycle)
+        .iter()
+        .filter_map(|e| e.data.as_ref()?["instanceId"].as_str().map(str::to_string))
+        .collect()
+}
+
 fn n() -> usize {
     std::env::var("FLOWBROKER_CLUSTER_ORDERS")
         .ok()
@@ -138,16 +146,7 @@ fn brokers_come_and_go_mid_stream_and_every_order_completes_once() {
     while completed(&out) < total {
         if std::time::Instant::now() > deadline {
             let mut report = String::new();
-            let done: BTreeSet<String> = out
-                .events("flowbroker.instance.completed")
-                .iter()
-                .map(|e| {
-                    e.data.as_ref().unwrap()["instanceId"]
-                        .as_str()
-                        .unwrap()
-                        .to_string()
-                })
-                .collect();
+            let done = instances(&out, "flowbroker.instance.completed");
             for br in &live {
                 let (_, v) = br.get("/v1/instances?workflowId=order&limit=100000");
                 for i in v["instances"].as_array().cloned().unwrap_or_default() {
@@ -181,28 +180,10 @@ fn brokers_come_and_go_mid_stream_and_every_order_completes_once() {
     }
 
     // one instance per key: no more instances started than orders, each completed
-    let started: BTreeSet<String> = out
-        .events("flowbroker.instance.started")
-        .iter()
-        .map(|e| {
-            e.data.as_ref().unwrap()["instanceId"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let started = instances(&out, "flowbroker.instance.started");
     assert_eq!(started.len(), total, "one instance per order");
     let mut by_order: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let ids: BTreeSet<String> = out
-        .events("flowbroker.instance.completed")
-        .iter()
-        .map(|e| {
-            e.data.as_ref().unwrap()["instanceId"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let ids = instances(&out, "flowbroker.instance.completed");
     assert_eq!(ids.len(), total, "distinct completed instances");
     // one produced id per logical event
     let mut done_ids: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();

@@ -4,8 +4,8 @@
 
 mod support;
 use chrono::Duration;
-use serde_json::{json, Value};
-use support::manual::Harness;
+use serde_json::json;
+use support::manual::{list, Harness};
 
 const CLAIMS: &str = r#"
 id: claims
@@ -43,15 +43,6 @@ states:
     eventDataFilter: {dataOutputPath: "{{ $.data.doc }}"}
   end: {kind: default}
 "#;
-
-fn list(v: &Value, field: &str) -> Vec<String> {
-    v[field]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_str().unwrap().to_string())
-        .collect()
-}
 
 #[test]
 fn several_attributes_fixed_values_one_active_instance_and_early_events() {

@@ -5,8 +5,8 @@
 //! the same with 1 partition as with 12.
 
 mod support;
-use serde_json::{json, Value};
-use support::manual::Harness;
+use serde_json::json;
+use support::manual::{list, Harness};
 
 const APPROVAL: &str = r#"
 id: approval
@@ -31,15 +31,6 @@ states:
   eventsActions: [{eventRefs: [Signed]}]
   end: {kind: default}
 "#;
-
-fn list(v: &Value, field: &str) -> Vec<String> {
-    v[field]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_str().unwrap().to_string())
-        .collect()
-}
 
 fn harness(partitions: usize) -> Harness {
     let mut h = Harness::new("2024-01-01T00:00:00Z", |c| {

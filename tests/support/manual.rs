@@ -25,6 +25,16 @@ pub struct Harness {
     pub started: Vec<(String, String, Value)>,
 }
 
+/// The strings of an array field of a routing outcome.
+pub fn list(v: &Value, field: &str) -> Vec<String> {
+    v[field]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect()
+}
+
 pub fn t(s: &str) -> DateTime<Utc> {
     s.parse().unwrap()
 }
