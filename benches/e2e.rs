@@ -76,9 +76,56 @@ fn wait_completed(c: &BaseConsumer, n: usize, limit: Duration) {
     }
 }
 
+/// The state partitions a broker owns, from `GET /health`.
+fn owned(b: &Broker) -> usize {
+    let (_, v) = b.get("/health");
+    v["statePartitions"].as_array().map_or(0, Vec::len)
+}
+
+/// Publishes `burst` start events at once; returns (seconds to publish, seconds until every
+/// instance's completed event was consumed).
+fn burst(kafka: &Kafka, c: &BaseConsumer, tag: &str, n: usize) -> (f64, f64) {
+    let p = kafka.producer();
+    let t = Instant::now();
+    for i in 0..n {
+        let key = format!("{tag}{i}");
+        p.send_nowait(&event(
+            &key,
+            "/bench",
+            "bench.ping",
+            &[("key", &key)],
+            json!({"i": i}),
+        ));
+    }
+    p.flush();
+    let published = t.elapsed().as_secs_f64();
+    wait_completed(c, n, Duration::from_secs(600));
+    (published, t.elapsed().as_secs_f64())
+}
+
+/// The same burst against one broker, then against two brokers in one group (each on a fresh
+/// tansu), in one run: the throughput of one and two brokers on this machine.
+fn scale(n: usize) -> Vec<(usize, f64)> {
+    let mut out = Vec::new();
+    for brokers in [1, 2] {
+        let kafka = Kafka::start();
+        let bs: Vec<Broker> = (0..brokers)
+            .map(|_| Broker::start(&kafka, &[("echo.yaml", ECHO)], &[]))
+            .collect();
+        support::wait_for(60, "the group to settle with every partition owned", || {
+            (bs.iter().map(owned).sum::<usize>() == 12 && bs.iter().all(|b| owned(b) > 0))
+                .then_some(())
+        });
+        let c = completed_counter(&kafka);
+        let (_, total) = burst(&kafka, &c, "s", n);
+        out.push((brokers, n as f64 / total));
+    }
+    out
+}
+
 fn main() {
     let measuring = std::env::args().any(|a| a == "--bench");
-    let (pings, burst) = if measuring { (200, 20_000) } else { (5, 100) };
+    let (pings, burst_n) = if measuring { (200, 20_000) } else { (5, 100) };
     let kafka = Kafka::start();
     let _broker = Broker::start(&kafka, &[("echo.yaml", ECHO)], &[]);
     let p = kafka.producer();
@@ -101,21 +148,7 @@ fn main() {
     lat.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let pct = |q: f64| lat[((lat.len() as f64 * q) as usize).min(lat.len() - 1)];
 
-    let t = Instant::now();
-    for i in 0..burst {
-        let key = format!("b{i}");
-        p.send_nowait(&event(
-            &key,
-            "/bench",
-            "bench.ping",
-            &[("key", &key)],
-            json!({"i": i}),
-        ));
-    }
-    p.flush();
-    let published = t.elapsed().as_secs_f64();
-    wait_completed(&c, burst, Duration::from_secs(600));
-    let total = t.elapsed().as_secs_f64();
+    let (published, total) = burst(&kafka, &c, "b", burst_n);
     println!("| measure | value |");
     println!("|---|---|");
     println!(
@@ -123,11 +156,15 @@ fn main() {
         pct(0.5)
     );
     println!("| round trip p99 | {:.1} ms |", pct(0.99));
-    println!("| burst of {burst} start events published in | {published:.2} s |");
+    println!("| burst of {burst_n} start events published in | {published:.2} s |");
     println!("| burst fully processed (every completed event consumed) in | {total:.2} s |");
     println!(
         "| throughput | {:.0} instances/s ({:.0} Kafka records in+out/s) |",
-        burst as f64 / total,
-        burst as f64 * 4.0 / total
+        burst_n as f64 / total,
+        burst_n as f64 * 4.0 / total
     );
+    let n = if measuring { 10_000 } else { 50 };
+    for (brokers, rate) in scale(n) {
+        println!("| throughput, {brokers} broker(s) in one group, burst of {n} | {rate:.0} instances/s |");
+    }
 }
