@@ -93,6 +93,11 @@ fn checkpoint_key(p: PartitionId) -> String {
 /// The partition-scope key of the next work topic offset to read.
 const WORK_OFFSET: &str = "work";
 
+/// A partition's batch stops taking inputs once its writes reach this size; the rest go in
+/// the next round. One changelog record per batch must stay under Kafka's message size limit
+/// (1 MB by default).
+const BATCH_BYTES: usize = 512 * 1024;
+
 /// How often expired buffered events, seen event ids and finished instances are swept.
 const SWEEP_EVERY_SECS: i64 = 5;
 
@@ -408,7 +413,10 @@ impl Core {
                 if !self.owned.contains(&p) {
                     continue;
                 }
-                let (w, fx) = self.partition(p, batch, now, first && sweep, &mut tickets)?;
+                let (w, fx, rest) = self.partition(p, batch, now, first && sweep, &mut tickets)?;
+                if !rest.is_empty() {
+                    inputs.insert(p, rest);
+                }
                 if !w.is_empty() {
                     changed.push((p, w));
                 }
@@ -659,7 +667,7 @@ impl Core {
         now: DateTime<Utc>,
         sweep: bool,
         tickets: &mut [Ticket],
-    ) -> Result<(Vec<Write>, Effects), StoreError> {
+    ) -> Result<(Vec<Write>, Effects, Vec<PartInput>), StoreError> {
         let store = self.store.clone();
         let tx = store.scoped(Scope::Partition(p.0));
         let reg = &self.reg;
@@ -667,7 +675,14 @@ impl Core {
         let mut b = Batch::new(&tx, (p, self.parts), reg, cfg, now);
         b.fence = self.fences.get(&p).copied().unwrap_or(0);
         let mut produced = Vec::new();
-        for i in inputs {
+        let mut inputs = inputs.into_iter();
+        let mut rest = Vec::new();
+        while let Some(i) = inputs.next() {
+            if tx.written() >= BATCH_BYTES {
+                rest.push(i);
+                rest.extend(inputs.by_ref());
+                break;
+            }
             match i {
                 PartInput::Work {
                     work,
@@ -738,7 +753,7 @@ impl Core {
                 .with_label_values(&[&topic, &ty])
                 .inc();
         }
-        Ok((tx.writes(), fx))
+        Ok((tx.writes(), fx, rest))
     }
 
     /// Takes partition `p` over (the consumer group assigned it): appends a fence to its

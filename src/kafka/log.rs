@@ -69,18 +69,27 @@ impl KafkaLog {
         })
     }
 
-    /// Enqueues one record (waiting while librdkafka's queue is full).
-    fn enqueue(&self, topic: &str, p: PartitionId, payload: &[u8]) -> DeliveryFuture {
+    /// Enqueues one record, waiting while librdkafka's queue is full; any other refusal (a
+    /// record over the size limit, ...) is an error.
+    fn enqueue(
+        &self,
+        topic: &str,
+        p: PartitionId,
+        payload: &[u8],
+    ) -> Result<DeliveryFuture, (PartitionId, String)> {
+        use rdkafka::error::{KafkaError, RDKafkaErrorCode};
         let mut record = FutureRecord::<(), [u8]>::to(topic)
             .partition(p.kafka())
             .payload(payload);
         loop {
             match self.producer.send_result(record) {
-                Ok(f) => return f,
-                Err((_, r)) => {
-                    // queue full: let deliveries drain
+                Ok(f) => return Ok(f),
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
                     std::thread::sleep(Duration::from_millis(5));
                     record = r;
+                }
+                Err((e, _)) => {
+                    return Err((p, format!("{e} (a record of {} bytes)", payload.len())))
                 }
             }
         }
@@ -93,8 +102,8 @@ impl KafkaLog {
     ) -> Result<Vec<(PartitionId, i64)>, (PartitionId, String)> {
         let pending: Vec<(PartitionId, DeliveryFuture)> = records
             .iter()
-            .map(|(p, bytes)| (*p, self.enqueue(topic, *p, bytes)))
-            .collect();
+            .map(|(p, bytes)| self.enqueue(topic, *p, bytes).map(|f| (*p, f)))
+            .collect::<Result<_, _>>()?;
         let mut out = Vec::with_capacity(pending.len());
         for (p, f) in pending {
             match futures::executor::block_on(f) {

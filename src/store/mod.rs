@@ -108,6 +108,7 @@ impl Store {
             store: self,
             prefix: scope_prefix(scope),
             overlay: RefCell::new(BTreeMap::new()),
+            written: std::cell::Cell::new(0),
         }
     }
 
@@ -150,6 +151,8 @@ pub struct Txn<'s> {
     store: &'s Store,
     prefix: String,
     overlay: RefCell<Overlay>,
+    /// Bytes written so far (keys and values, overwrites counted again): a bound for batches.
+    written: std::cell::Cell<usize>,
 }
 
 /// A transaction's writes by table and full key (`None`: deleted).
@@ -275,10 +278,18 @@ impl Txn<'_> {
     }
 
     pub fn put<T: Serialize>(&self, table: Table, key: &str, value: &T) -> Result<()> {
+        let bytes = encode(value);
+        self.written
+            .set(self.written.get() + key.len() + bytes.len());
         self.overlay
             .borrow_mut()
-            .insert((table, self.full(key)), Some(encode(value)));
+            .insert((table, self.full(key)), Some(bytes));
         Ok(())
+    }
+
+    /// About how many bytes this transaction wrote (its changelog record's size).
+    pub fn written(&self) -> usize {
+        self.written.get()
     }
 
     /// Removes `key`; true if it was there.
