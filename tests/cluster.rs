@@ -313,6 +313,16 @@ fn a_cron_fires_every_tick_once_across_a_sigkill_of_its_owner() {
         (both && (ox.contains(&part) || oy.contains(&part))).then(|| ox.contains(&part))
     });
     wait_for(30, "three ticks", || (ticks(&out).len() >= 3).then_some(()));
+    // any broker refuses a start the instance's owner would refuse, whoever owns it (ids are
+    // random, so across eight requests both owners and non-owners answer)
+    for b in [&x, &y] {
+        for _ in 0..4 {
+            let (code, v) = b.post("/v1/workflows/nope/instances", json!({}));
+            assert_eq!(code, 404, "{v}");
+            let (code, v) = b.post("/v1/workflows/heartbeat/instances", json!({}));
+            assert_eq!(code, 409, "directInvoke: exclusive: {v}");
+        }
+    }
     let owner = if owner_is_x { &mut x } else { &mut y };
     let before = ticks(&out).len();
     let killed_at = chrono::Utc::now();

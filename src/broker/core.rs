@@ -592,6 +592,18 @@ impl Core {
                 key,
                 reply,
             } => {
+                // checked here too, so a start forwarded to another broker's partition is not
+                // answered 201 for a workflow that owner will refuse
+                let refused = match self.reg.current(&workflow) {
+                    None => Some(AdminError::NotFound(format!(
+                        "no workflow {workflow:?} is deployed (GET /v1/workflows lists them)"
+                    ))),
+                    Some(wf) => super::window::direct_refusal(wf).map(AdminError::Refused),
+                };
+                if let Some(e) = refused {
+                    let _ = reply.send(Err(e));
+                    return Ok(());
+                }
                 let id = direct_id(parts, &workflow, key.as_deref());
                 let ticket = tickets.len();
                 tickets.push(Ticket::Start(reply, None));

@@ -53,14 +53,19 @@ impl Batch<'_, '_> {
 
     /// Why a direct (admin API) start of `wf` is refused now.
     pub fn direct_refused(&self, wf: &Deployed) -> Option<String> {
-        let s = schedule(wf)?;
-        match s.direct_invoke.unwrap_or(DirectInvoke::Allow) {
-            DirectInvoke::Allow => None,
-            DirectInvoke::Exclusive => Some(format!(
-                "workflow {} starts only on its schedule (directInvoke: exclusive); \
-                 set directInvoke: allow to start it directly",
-                wf.id
-            )),
-        }
+        direct_refusal(wf)
+    }
+}
+
+/// Why a direct (admin API) start of `wf` is refused: `directInvoke: exclusive`.
+pub fn direct_refusal(wf: &Deployed) -> Option<String> {
+    let s = schedule(wf)?;
+    match s.direct_invoke.unwrap_or(DirectInvoke::Allow) {
+        DirectInvoke::Allow => None,
+        DirectInvoke::Exclusive => Some(format!(
+            "workflow {} starts only on its schedule (directInvoke: exclusive); \
+             set directInvoke: allow to start it directly",
+            wf.id
+        )),
     }
 }
