@@ -424,28 +424,33 @@ impl Core {
             }
             // on Kafka the changelog takes each partition's batch first: only what it
             // acknowledged is applied here and let out
-            if let Some(log) = self.log.as_mut() {
-                let entries = changed
-                    .iter()
-                    .map(|(p, w)| {
-                        let fence = self.fences.get(p).copied().unwrap_or(-1);
-                        (
-                            *p,
-                            Entry::Batch {
-                                fence,
-                                writes: w.clone(),
-                            },
-                        )
-                    })
-                    .collect();
-                for (p, offset) in log.append(entries)? {
-                    let cp = Checkpoint {
-                        next: offset + 1,
-                        fence: self.fences.get(&p).copied(),
-                    };
-                    writes.push(node_write(&checkpoint_key(p), &cp));
+            // (the batches move into the entries and back out: no copy of the writes)
+            let changed = match self.log.as_mut() {
+                None => changed,
+                Some(log) => {
+                    let entries: Vec<(PartitionId, Entry)> = changed
+                        .into_iter()
+                        .map(|(p, writes)| {
+                            let fence = self.fences.get(&p).copied().unwrap_or(-1);
+                            (p, Entry::Batch { fence, writes })
+                        })
+                        .collect();
+                    for (p, offset) in log.append(&entries)? {
+                        let cp = Checkpoint {
+                            next: offset + 1,
+                            fence: self.fences.get(&p).copied(),
+                        };
+                        writes.push(node_write(&checkpoint_key(p), &cp));
+                    }
+                    entries
+                        .into_iter()
+                        .filter_map(|(p, e)| match e {
+                            Entry::Batch { writes, .. } => Some((p, writes)),
+                            Entry::Fence { .. } => None,
+                        })
+                        .collect()
                 }
-            }
+            };
             for (_, w) in changed {
                 writes.extend(w);
             }
@@ -782,7 +787,7 @@ impl Core {
         };
         let t0 = std::time::Instant::now();
         let owner = log.owner();
-        let fence = log.append(vec![(p, Entry::Fence { owner })])?[0].1;
+        let fence = log.append(&[(p, Entry::Fence { owner })])?[0].1;
         let node = self.store.write()?;
         let mut cp: Checkpoint = node
             .get(Table::Meta, &checkpoint_key(p))?

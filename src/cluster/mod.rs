@@ -34,7 +34,7 @@ pub trait Log: Send {
     /// Appends one record per partition; returns the offset each got.
     fn append(
         &mut self,
-        entries: Vec<(PartitionId, Entry)>,
+        entries: &[(PartitionId, Entry)],
     ) -> Result<Vec<(PartitionId, i64)>, LogError>;
 
     /// The changelog records of `partition` from offset `from` through offset `through`.

@@ -119,7 +119,7 @@ impl KafkaLog {
 impl Log for KafkaLog {
     fn append(
         &mut self,
-        entries: Vec<(PartitionId, Entry)>,
+        entries: &[(PartitionId, Entry)],
     ) -> Result<Vec<(PartitionId, i64)>, LogError> {
         let records = entries.iter().map(|(p, e)| (*p, e.encode())).collect();
         let topic = self.changelog.clone();
