@@ -242,18 +242,8 @@ fn brokers_come_and_go_mid_stream_and_every_order_completes_once() {
     assert!(by_order.values().all(|s| s.len() == 1), "{by_order:?}");
 }
 
-const EVERY_SECOND: &str = r#"
-id: heartbeat
-name: heartbeat
-states:
-- name: Beat
-  type: inject
-  start:
-    kind: scheduled
-    schedule: {cron: "* * * * * ?", timezone: UTC, directInvoke: exclusive}
-  data: {beat: true}
-  end: {kind: default}
-"#;
+/// A per-second cron workflow (catch-up per the broker's `schedules.catch_up`).
+const EVERY_SECOND: &str = include_str!("fixtures/heartbeat.yaml");
 
 /// The state partitions a broker owns, from `GET /health`.
 fn owned(b: &Broker) -> Vec<u16> {

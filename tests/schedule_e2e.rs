@@ -7,18 +7,8 @@ use serde_json::json;
 use std::collections::BTreeSet;
 use support::*;
 
-const EVERY_SECOND: &str = r#"
-id: heartbeat
-name: heartbeat
-states:
-- name: Beat
-  type: inject
-  start:
-    kind: scheduled
-    schedule: {cron: "* * * * * ?", timezone: UTC, directInvoke: exclusive}
-  data: {beat: true}
-  end: {kind: default}
-"#;
+/// A per-second cron workflow (catch-up per the broker's `schedules.catch_up`).
+const EVERY_SECOND: &str = include_str!("fixtures/heartbeat.yaml");
 
 fn ticks(out: &Collector) -> Vec<String> {
     out.events("flowbroker.instance.started")
