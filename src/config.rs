@@ -103,6 +103,10 @@ pub enum OutputMode {
 pub struct HttpConfig {
     /// Admin API, CloudEvents ingress and metrics. Empty disables the HTTP server.
     pub listen: String,
+    /// The address other brokers use to reach this one's API (they forward requests for the
+    /// state partitions it owns). Empty: `http://{listen}`, with the host name in place of an
+    /// unspecified address (`0.0.0.0`, `[::]`).
+    pub advertised_url: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -182,7 +186,26 @@ impl Default for HttpConfig {
     fn default() -> Self {
         HttpConfig {
             listen: "127.0.0.1:8080".into(),
+            advertised_url: String::new(),
         }
+    }
+}
+
+impl HttpConfig {
+    /// `advertised_url`, or the URL derived from `listen` (`host` names this machine).
+    pub fn advertised(&self, host: &str) -> String {
+        if !self.advertised_url.is_empty() {
+            return self.advertised_url.trim_end_matches('/').to_string();
+        }
+        let (ip, port) = self
+            .listen
+            .rsplit_once(':')
+            .unwrap_or((self.listen.as_str(), "80"));
+        let ip = match ip {
+            "0.0.0.0" | "[::]" | "::" | "" => host,
+            ip => ip,
+        };
+        format!("http://{ip}:{port}")
     }
 }
 
@@ -208,6 +231,9 @@ pub struct ClusterConfig {
     pub work_topic: String,
     /// The internal topic each state partition writes its committed batches to.
     pub changelog_topic: String,
+    /// The internal topic where a broker announces the state partitions it took over (and
+    /// its `http.advertised_url`), so that any broker's API can answer for any instance.
+    pub owners_topic: String,
 }
 
 impl Default for ClusterConfig {
@@ -216,6 +242,7 @@ impl Default for ClusterConfig {
             partitions: 12,
             work_topic: "flowbroker.work".into(),
             changelog_topic: "flowbroker.changelog".into(),
+            owners_topic: "flowbroker.owners".into(),
         }
     }
 }
@@ -453,6 +480,24 @@ mod tests {
         assert_eq!(c.kafka.brokers, "127.0.0.1:9092");
         assert_eq!(c.http.listen, "127.0.0.1:8080");
         assert_eq!(c.kafka.input_topics, vec!["flowbroker.in"]);
+    }
+
+    #[test]
+    fn the_advertised_url_defaults_to_the_listen_address_with_this_hosts_name() {
+        let mut h = HttpConfig::default();
+        assert_eq!(h.advertised("box"), "http://127.0.0.1:8080");
+        h.listen = "0.0.0.0:9000".into();
+        assert_eq!(h.advertised("box"), "http://box:9000");
+        h.listen = "[::]:9000".into();
+        assert_eq!(h.advertised("box"), "http://box:9000");
+        h.advertised_url = "http://10.0.0.7:9000/".into();
+        assert_eq!(h.advertised("box"), "http://10.0.0.7:9000");
+        let c = Config::load(
+            None,
+            env(&[("FLOWBROKER_HTTP_ADVERTISED_URL", "http://a:1")]),
+        )
+        .unwrap();
+        assert_eq!(c.http.advertised_url, "http://a:1");
     }
 
     #[test]

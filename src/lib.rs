@@ -36,11 +36,14 @@
 //! - [`store`]: the embedded store (fjall): tables of JSON records, one transaction per batch,
 //!   optionally scoped to one state partition; a transaction's writes are its changelog batch.
 //! - [`cluster`]: scale-out (docs/scale.md): state partitions and ids that carry them, work
-//!   topic records with their source positions, changelog batches and fences.
+//!   topic records with their source positions, changelog batches and fences, and the
+//!   directory of which broker owns which partition.
 //! - [`kafka`]: the group consumer (input records in batches; which state partitions this
 //!   broker owns), the work reader, the producer (outbox -> Kafka, acks back to the core), the
-//!   changelog log ([`cluster::Log`]), topic creation; [`cloudevent`] converts SDK events.
-//! - [`http`]: CloudEvents HTTP ingress, admin API, health, Prometheus [`metrics`].
+//!   changelog log ([`cluster::Log`]), the owners topic (claims published and read), topic
+//!   creation; [`cloudevent`] converts SDK events.
+//! - [`http`]: CloudEvents HTTP ingress, admin API (requests about another broker's
+//!   partitions are forwarded to it), health, Prometheus [`metrics`].
 //! - [`invoke`]: function calls over HTTP with idempotency keys.
 //! - [`watch`]: the workflow directory, polled.
 //! - [`cli`]: the `flowbroker` command (`run`, `validate`, `graph`); [`graph`]: Mermaid charts.

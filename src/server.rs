@@ -58,6 +58,11 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
                 ("cleanup.policy", "delete".into()),
             ],
         },
+        TopicSpec {
+            name: c.owners_topic.clone(),
+            partitions: 1,
+            config: vec![("cleanup.policy", "compact".into())],
+        },
     ];
     if k.create_topics {
         let mut user = k.input_topics.clone();
@@ -95,14 +100,15 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
     let metrics = Arc::new(Metrics::new());
     let shared = Arc::new(Shared::default());
     let k = &cfg.kafka;
+    let host = host_name();
     let owner = format!(
-        "{}-{}-{}",
-        std::env::var("HOSTNAME").unwrap_or_else(|_| "flowbroker".into()),
+        "{host}-{}-{}",
         std::process::id(),
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     );
+    let url = cfg.http.advertised(&host);
     tracing::info!(brokers = %k.brokers, group = %k.group_id, topics = ?k.input_topics,
-        partitions = cfg.cluster.partitions, broker = %owner,
+        partitions = cfg.cluster.partitions, broker = %owner, advertised = %url,
         data = %cfg.store_path().display(), workflows = %cfg.workflows_dir.display(), "starting flowbroker");
     let producer = crate::kafka::producer::create(k)?;
     let (control_tx, control_rx) = mpsc::unbounded_channel::<Cmd>();
@@ -112,7 +118,8 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
         control_tx.clone(),
         metrics.clone(),
     )?;
-    let log = crate::kafka::log::KafkaLog::new(&cfg, owner)?;
+    let log = crate::kafka::log::KafkaLog::new(&cfg, owner.clone())?;
+    crate::kafka::owners::tail(k, &cfg.cluster.owners_topic, shared.clone())?;
     let work_reader = crate::kafka::work::create(&cfg)?;
 
     let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>(64);
@@ -144,6 +151,13 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
         cfg.cluster.work_topic.clone(),
         prod_rx,
         cmd_tx.clone(),
+    ));
+    tokio::spawn(crate::kafka::owners::publish(
+        producer.clone(),
+        cfg.cluster.owners_topic.clone(),
+        shared.clone(),
+        owner.clone(),
+        url.clone(),
     ));
     tokio::spawn(crate::kafka::work::run(
         work_reader,
@@ -184,6 +198,7 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
             metrics: metrics.clone(),
             shared: shared.clone(),
             assigned,
+            peers: crate::http::Peers::new(owner.clone(), cfg.cluster.parts()),
         });
         tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
@@ -230,6 +245,16 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
             Ok(())
         }
     }
+}
+
+/// This machine's name: `HOSTNAME`, else the kernel's, else `localhost`.
+fn host_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/proc/sys/kernel/hostname").ok())
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into())
 }
 
 async fn shutdown_signal() {

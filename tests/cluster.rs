@@ -204,15 +204,35 @@ fn brokers_come_and_go_mid_stream_and_every_order_completes_once() {
     }
     assert_eq!(keys.len(), total);
     assert!(keys.values().all(|s| s.len() == 1), "{keys:?}");
-    // each input exactly once in its instance's history, read from the broker that owns it
-    for id in &ids {
-        let v = live
+    // the API of any broker lists every instance (each partition answered by its owner) ...
+    for br in &live {
+        let listed = wait_for(60, "every partition to answer the list", || {
+            let (code, v) = br.get("/v1/instances?workflowId=order&limit=100000");
+            let whole = code == 200
+                && v["statePartitions"]["unavailable"]
+                    .as_array()
+                    .is_some_and(|a| a.is_empty());
+            whole.then_some(v)
+        });
+        let listed: BTreeSet<String> = listed["instances"]
+            .as_array()
+            .unwrap()
             .iter()
-            .find_map(|br| {
-                let (code, v) = br.get(&format!("/v1/instances/{id}"));
-                (code == 200 && v["status"] == "COMPLETED").then_some(v)
-            })
-            .unwrap_or_else(|| panic!("no live broker shows {id} completed"));
+            .filter(|i| i["status"] == "COMPLETED")
+            .map(|i| i["id"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(listed, ids, "broker {} lists every instance", br.http);
+    }
+    // ... and shows every one, whoever owns it; each input exactly once in its history
+    for (n, id) in ids.iter().enumerate() {
+        let shown: Vec<Value> = live.iter().map(|br| br.instance(id)).collect();
+        assert!(
+            shown
+                .iter()
+                .all(|v| v["status"] == "COMPLETED" && v["history"] == shown[0]["history"]),
+            "every broker shows {id} the same"
+        );
+        let v = shown[n % shown.len()].clone();
         let order = v["data"]["orderid"].as_str().unwrap().to_string();
         by_order
             .entry(order.clone())
@@ -374,4 +394,197 @@ fn a_cron_fires_every_tick_once_across_a_sigkill_of_its_owner() {
         })
     });
     assert!(counted >= 8, "{counted}");
+}
+
+/// Each instance waits on a delay, then on an event that never comes, so it ends by its event
+/// timeout.
+const TIMERS: &str = r#"
+id: timers
+name: timers
+events:
+- {name: Go, type: timers.go, source: /t, correlation: [{contextAttributeName: tid}]}
+- {name: Never, type: timers.never, source: /t, correlation: [{contextAttributeName: tid}]}
+states:
+- name: Go
+  type: event
+  start: {kind: default}
+  eventsActions: [{eventRefs: [Go]}]
+  transition: {nextState: Wait}
+- name: Wait
+  type: delay
+  timeDelay: PT6S
+  transition: {nextState: Listen}
+- name: Listen
+  type: event
+  eventsActions: [{eventRefs: [Never]}]
+  timeout: PT25S
+  end: {kind: default}
+"#;
+
+/// Delay timers armed on a broker that is SIGKILLed fire once on the broker that takes its
+/// partitions over; event timeouts armed there fire once more on the first broker after it
+/// comes back and gets partitions back.
+#[test]
+fn timers_armed_before_a_hand_off_fire_once_after_it() {
+    const N: usize = 36;
+    let kafka = Kafka::start();
+    let out = kafka.collect(&["flowbroker.lifecycle"]);
+    let env = [("FLOWBROKER_CLUSTER_PARTITIONS", "12")];
+    let mut a = Broker::start(&kafka, &[("timers.yaml", TIMERS)], &env);
+    let b = Broker::start(&kafka, &[("timers.yaml", TIMERS)], &env);
+    wait_for(60, "both brokers to own partitions", || {
+        (!owned(&a).is_empty() && !owned(&b).is_empty()).then_some(())
+    });
+    let pubr = kafka.producer();
+    for i in 0..N {
+        let tid = format!("t-{i}");
+        pubr.send(&event(
+            &format!("go-{i}"),
+            "/t",
+            "timers.go",
+            &[("tid", &tid)],
+            json!({}),
+        ));
+    }
+    let part = |id: &str| {
+        id.strip_prefix('p')
+            .and_then(|r| r.split_once('-'))
+            .map(|(n, _)| n.parse::<u16>().unwrap())
+            .unwrap()
+    };
+    // every instance has armed its delay; the ones on a's partitions move with the kill
+    let waiting = wait_for(60, "every instance to wait on its delay", || {
+        let all = b.instances("timers");
+        (all.len() == N && all.iter().all(|i| i["state"] == "Wait")).then_some(all)
+    });
+    let on_a: BTreeSet<String> = {
+        let mine = owned(&a);
+        waiting
+            .iter()
+            .map(|i| i["id"].as_str().unwrap().to_string())
+            .filter(|id| mine.contains(&part(id)))
+            .collect()
+    };
+    assert!(!on_a.is_empty(), "a owns instances whose delay is armed");
+    a.kill();
+    // b takes a's partitions over and fires their delays: every instance listens
+    let listening = wait_for(60, "every instance to listen, on b alone", || {
+        let all = b.instances("timers");
+        let done = all.len() == N && all.iter().all(|i| i["state"] == "Listen");
+        (done && owned(&b).len() == 12).then_some(all)
+    });
+    assert!(
+        out.events("flowbroker.instance.completed").is_empty(),
+        "no event timeout fired before the second hand-off"
+    );
+    // a comes back and takes partitions back while the event timeouts are armed on b
+    a.start_again();
+    let back = wait_for(60, "a to own partitions again", || {
+        let mine = owned(&a);
+        (!mine.is_empty()).then_some(mine)
+    });
+    let moved: BTreeSet<String> = listening
+        .iter()
+        .map(|i| i["id"].as_str().unwrap().to_string())
+        .filter(|id| back.contains(&part(id)))
+        .collect();
+    assert!(
+        !moved.is_empty(),
+        "a took back partitions with armed event timeouts"
+    );
+    let done_before: BTreeSet<String> = out
+        .events("flowbroker.instance.completed")
+        .iter()
+        .filter_map(|e| e.data.as_ref()?["instanceId"].as_str().map(str::to_string))
+        .collect();
+    assert!(
+        moved.is_disjoint(&done_before),
+        "the moved instances' timeouts had not fired before the hand-off"
+    );
+    // every instance ends by its timeout, once
+    wait_for(90, "every instance to complete", || {
+        let ids: BTreeSet<String> = out
+            .events("flowbroker.instance.completed")
+            .iter()
+            .filter_map(|e| e.data.as_ref()?["instanceId"].as_str().map(str::to_string))
+            .collect();
+        (ids.len() == N).then_some(())
+    });
+    for i in waiting {
+        let id = i["id"].as_str().unwrap();
+        let v = a.instance(id);
+        assert_eq!(v["status"], "COMPLETED", "{id}");
+        let fired = v["history"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|h| h["input"]["kind"] == "timerFired")
+            .count();
+        assert_eq!(
+            fired, 2,
+            "{id}: the delay and the event timeout fired once each"
+        );
+    }
+}
+
+/// Waits, then ends.
+const NAP: &str = r#"
+id: nap
+name: nap
+states:
+- name: Nap
+  type: delay
+  start: {kind: default}
+  timeDelay: PT10S
+  end: {kind: default}
+"#;
+
+/// A broker that takes over partitions runs their instances on the versions they started on,
+/// even with a `workflows_dir` that lacks the workflow (a rollout that has not reached it yet):
+/// the versions travel with the partition's state.
+#[test]
+fn a_new_owner_runs_instances_of_a_workflow_it_never_deployed() {
+    const N: usize = 24;
+    let kafka = Kafka::start();
+    let out = kafka.collect(&["flowbroker.lifecycle"]);
+    let env = [("FLOWBROKER_CLUSTER_PARTITIONS", "12")];
+    let a = Broker::start(&kafka, &[("nap.yaml", NAP)], &env);
+    wait_for(60, "a to own every partition", || {
+        (owned(&a).len() == 12).then_some(())
+    });
+    let ids: Vec<String> = (0..N)
+        .map(|_| {
+            let (code, v) = a.post("/v1/workflows/nap/instances", json!({}));
+            assert_eq!(code, 201, "{v}");
+            v["id"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let part = |id: &str| -> u16 {
+        let (n, _) = id.strip_prefix('p').unwrap().split_once('-').unwrap();
+        n.parse().unwrap()
+    };
+    // b has no workflow files at all
+    let b = Broker::start(&kafka, &[], &env);
+    let mine = wait_for(60, "b to take partitions over", || {
+        let mine = owned(&b);
+        (!mine.is_empty() && owned(&a).len() + mine.len() == 12).then_some(mine)
+    });
+    let moved: Vec<&String> = ids.iter().filter(|id| mine.contains(&part(id))).collect();
+    assert!(!moved.is_empty(), "b owns partitions with instances of nap");
+    let done = out.events("flowbroker.instance.completed").len();
+    assert!(
+        done < N,
+        "the hand-off happened while the delays were armed"
+    );
+    for id in &moved {
+        let v = b.instance(id);
+        assert_eq!(v["status"], "WAITING", "{id} still naps when b owns it");
+    }
+    for id in &ids {
+        b.wait_status(id, "COMPLETED", 60);
+    }
+    assert!(
+        b.log().contains("not deployed here"),
+        "b ran a version it never deployed"
+    );
 }

@@ -3,7 +3,9 @@
 //! children). Nothing here talks to Kafka or HTTP; [`Effects`] says what to do after commit.
 
 use super::index;
-use super::records::{Buffered, Call, HistoryEntry, InstanceRecord, OutRecord, TimerEntry};
+use super::records::{
+    Buffered, Call, HistoryEntry, InstanceRecord, OutRecord, StoredVersion, TimerEntry,
+};
 use super::registry::{Deployed, Registry};
 use super::Stat;
 use crate::cluster::partition::{PartitionId, Partitions};
@@ -114,6 +116,16 @@ impl<'a, 's> Batch<'a, 's> {
             history: 0,
         };
         self.tx.put(Table::Instances, id, &rec)?;
+        // the partition keeps the versions its instances run on: a broker that takes it over
+        // runs them whatever its own workflows_dir holds (docs/scale.md)
+        let vk = key(&[&wf.id, &wf.version]);
+        if self
+            .tx
+            .get::<StoredVersion>(Table::Versions, &vk)?
+            .is_none()
+        {
+            self.tx.put(Table::Versions, &vk, &StoredVersion::of(wf))?;
+        }
         match self.apply_now(id, Input::Start { input, events })? {
             Ok(()) => Ok(Ok(true)),
             Err(e) => {

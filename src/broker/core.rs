@@ -16,8 +16,9 @@
 use super::apply::Outcome;
 use super::batch::{Batch, Effects};
 use super::records::{Call, OutRecord, StoredVersion, TimerEntry};
-use super::registry::{Deployed, Registry};
+use super::registry::Registry;
 use super::router::Routed;
+pub use super::shared::Shared;
 use super::{AdminError, Clock, Cmd, OutboxKey, Reply, Stat};
 use crate::cluster::changelog::{Checkpoint, Entry};
 use crate::cluster::partition::{InstanceId, PartitionId, Partitions};
@@ -30,7 +31,7 @@ use crate::store::{split_at, Scope, Store, StoreError, Table, Write, SEP};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// Commits `(topic, partition, next offset)` to the Kafka group.
@@ -42,15 +43,6 @@ pub struct Outlets {
     pub invoke: mpsc::UnboundedSender<Call>,
     /// Commits consumed offsets (next offset to read) to the Kafka group, best effort.
     pub commit_offsets: CommitOffsets,
-}
-
-/// What the HTTP side reads without asking the core.
-#[derive(Default)]
-pub struct Shared {
-    /// `GET /v1/workflows`.
-    pub workflows: RwLock<Value>,
-    /// The state partitions this broker owns (`GET /health`).
-    pub owned: RwLock<Vec<u16>>,
 }
 
 pub struct Core {
@@ -143,24 +135,17 @@ impl Core {
     ) -> Result<Core, StoreError> {
         let mut reg = Registry::default();
         let tx = store.read()?;
-        for (k, v) in tx.prefix::<StoredVersion>(Table::Versions, "")? {
+        // versions deployed here, and those the partitions in this store keep for their
+        // instances
+        for (_, k, v) in tx.partitioned::<StoredVersion>(Table::Versions)? {
             let mut parts = k.split(SEP);
             let (Some(id), Some(version)) = (parts.next(), parts.next()) else {
                 continue;
             };
-            let format = crate::load::Format::from_path(std::path::Path::new(&v.file))
-                .unwrap_or(crate::load::Format::Yaml);
-            match crate::definition::Definition::parse_lenient(&v.file, &v.source, format) {
-                Ok(def) => reg.remember(Deployed {
-                    id: id.to_string(),
-                    version: version.to_string(),
-                    file: v.file,
-                    source: v.source,
-                    def: Arc::new(def),
-                    deployed: v.deployed,
-                }),
-                Err(e) => tracing::error!(workflow = id, version, errors = ?e.diagnostics,
-                    "a stored workflow version no longer validates; its instances cannot run"),
+            if reg.version(id, version).is_none() {
+                if let Some(d) = v.revive(id, version) {
+                    reg.remember(d);
+                }
             }
         }
         for (k, at) in tx.prefix::<DateTime<Utc>>(Table::Meta, "first_deployed")? {
@@ -815,6 +800,18 @@ impl Core {
         self.owned.insert(p);
         self.publish_owned();
         let tx = self.store.scoped(Scope::Partition(p.0));
+        // the versions the partition's instances run on, even if this broker never deployed them
+        for (k, v) in tx.prefix::<StoredVersion>(Table::Versions, "")? {
+            if let Some((id, version)) = k.split_once(SEP) {
+                if self.reg.version(id, version).is_none() {
+                    if let Some(d) = v.revive(id, version) {
+                        tracing::info!(partition = %p, workflow = id, version,
+                            "running a version this partition's instances use (not deployed here)");
+                        self.reg.remember(d);
+                    }
+                }
+            }
+        }
         let work_offset = tx.get::<i64>(Table::Offsets, WORK_OFFSET)?.unwrap_or(0);
         let outbox: Vec<(String, OutRecord)> = tx.prefix(Table::Outbox, "")?;
         let calls: Vec<(String, Call)> = tx.prefix(Table::Calls, "")?;
@@ -846,9 +843,12 @@ impl Core {
     }
 
     fn publish_owned(&self) {
-        if let Ok(mut o) = self.shared.owned.write() {
-            *o = self.owned.iter().map(|p| p.0).collect();
-        }
+        self.shared.set_owned(
+            self.owned
+                .iter()
+                .map(|p| (*p, self.fences.get(p).copied().unwrap_or(-1)))
+                .collect(),
+        );
     }
 
     /// Lets partition `p` go (the consumer group moved it): its inputs are dropped here (the

@@ -1,42 +1,74 @@
 //! The store-kept gauges `/metrics` appends: instances by status and the sizes of the small
-//! tables (outbox, buffer, calls in flight).
+//! tables (outbox, buffer, calls in flight), per state partition this broker owns. A
+//! partition's series come from its owner only (a store keeps the keys of partitions it owned
+//! before), so summing over the cluster's brokers counts every partition once.
 
+use crate::cluster::partition::PartitionId;
 use crate::engine::Status;
-use crate::store::{key, Store, StoreError, Table};
+use crate::store::{key, Scope, Store, StoreError, Table};
 use std::collections::BTreeMap;
+use std::fmt::Write;
 
-/// The store-kept gauges for `/metrics`: sums over the state partitions in this broker's store.
-pub fn gauges(store: &Store) -> Result<String, StoreError> {
+/// The store-kept gauges for `/metrics`, one series per owned partition.
+pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError> {
     let tx = store.read()?;
-    let mut counters: BTreeMap<String, i64> = BTreeMap::new();
+    let mut counters: BTreeMap<(u16, String), i64> = BTreeMap::new();
     for (p, k, v) in tx.partitioned::<serde_json::Value>(Table::Meta)? {
-        if let (Some(_), Some(n)) = (p, v.as_i64()) {
-            *counters.entry(k).or_default() += n;
+        if let (Some(p), Some(n)) = (p, v.as_i64()) {
+            *counters.entry((p, k)).or_default() += n;
         }
     }
-    let counter = |k: &str| counters.get(k).copied().unwrap_or(0);
-    let mut s = String::from(
-        "# HELP flowbroker_instances Instances by status.\n# TYPE flowbroker_instances gauge\n",
-    );
-    for st in Status::ALL {
-        let name = st.as_str();
-        let n = counter(&key(&["status", name]));
-        s.push_str(&format!("flowbroker_instances{{status=\"{name}\"}} {n}\n"));
+    let counter =
+        |p: PartitionId, k: &str| counters.get(&(p.0, k.to_string())).copied().unwrap_or(0);
+    let mut s = String::new();
+    let mut family = |name: &str, help: &str, rows: Vec<(String, i64)>| {
+        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for (labels, n) in rows {
+            if labels.is_empty() {
+                let _ = writeln!(s, "{name} {n}");
+            } else {
+                let _ = writeln!(s, "{name}{{{labels}}} {n}");
+            }
+        }
+    };
+    let mut rows = Vec::new();
+    for &p in owned {
+        for st in Status::ALL {
+            let name = st.as_str();
+            let n = counter(p, &key(&["status", name]));
+            rows.push((format!("partition=\"{p}\",status=\"{name}\""), n));
+        }
     }
-    s.push_str("# HELP flowbroker_outbox_pending Events committed but not yet acknowledged by Kafka.\n# TYPE flowbroker_outbox_pending gauge\n");
-    s.push_str(&format!(
-        "flowbroker_outbox_pending {}\n",
-        tx.len(Table::Outbox)?
-    ));
-    s.push_str("# HELP flowbroker_buffered_events Early events waiting for their instance (or held for their key).\n# TYPE flowbroker_buffered_events gauge\n");
-    s.push_str(&format!(
-        "flowbroker_buffered_events {}\n",
-        counter(crate::broker::effects::BUFFER_COUNT)
-    ));
-    s.push_str("# HELP flowbroker_function_calls_in_flight Function calls not yet answered.\n# TYPE flowbroker_function_calls_in_flight gauge\n");
-    s.push_str(&format!(
-        "flowbroker_function_calls_in_flight {}\n",
-        tx.len(Table::Calls)?
-    ));
+    family(
+        "flowbroker_instances",
+        "Instances by state partition and status.",
+        rows,
+    );
+    let per = |f: &dyn Fn(PartitionId) -> Result<i64, StoreError>| {
+        owned
+            .iter()
+            .map(|&p| Ok((format!("partition=\"{p}\""), f(p)?)))
+            .collect::<Result<Vec<_>, StoreError>>()
+    };
+    family(
+        "flowbroker_outbox_pending",
+        "Events committed but not yet acknowledged by Kafka.",
+        per(&|p| Ok(tx.len_in(Scope::Partition(p.0), Table::Outbox)? as i64))?,
+    );
+    family(
+        "flowbroker_buffered_events",
+        "Early events waiting for their instance (or held for their key).",
+        per(&|p| Ok(counter(p, crate::broker::effects::BUFFER_COUNT)))?,
+    );
+    family(
+        "flowbroker_function_calls_in_flight",
+        "Function calls not yet answered.",
+        per(&|p| Ok(tx.len_in(Scope::Partition(p.0), Table::Calls)? as i64))?,
+    );
+    family(
+        "flowbroker_state_partitions_owned",
+        "State partitions this broker owns.",
+        vec![(String::new(), owned.len() as i64)],
+    );
     Ok(s)
 }

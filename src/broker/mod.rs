@@ -20,6 +20,8 @@
 //! - [`window`]: interval windows and `directInvoke`.
 //! - [`retention`]: forgetting finished instances after `retention`.
 //! - [`records`]: what the store's tables hold.
+//! - [`shared`]: what the HTTP side reads without asking the core (owned partitions, the
+//!   directory of owners, deployed workflows).
 
 pub mod apply;
 pub mod batch;
@@ -35,6 +37,7 @@ pub mod registry;
 pub mod retention;
 pub mod router;
 pub mod schedule;
+pub mod shared;
 mod sweep;
 pub mod window;
 

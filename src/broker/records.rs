@@ -137,6 +137,38 @@ pub struct StoredVersion {
     pub deployed: DateTime<Utc>,
 }
 
+impl StoredVersion {
+    pub fn of(d: &super::registry::Deployed) -> StoredVersion {
+        StoredVersion {
+            file: d.file.clone(),
+            source: d.source.clone(),
+            deployed: d.deployed,
+        }
+    }
+
+    /// The version as the registry keeps it, parsed again (leniently: it validated when it
+    /// was deployed); `None` (logged) when it no longer parses.
+    pub fn revive(self, id: &str, version: &str) -> Option<super::registry::Deployed> {
+        let format = crate::load::Format::from_path(std::path::Path::new(&self.file))
+            .unwrap_or(crate::load::Format::Yaml);
+        match crate::definition::Definition::parse_lenient(&self.file, &self.source, format) {
+            Ok(def) => Some(super::registry::Deployed {
+                id: id.to_string(),
+                version: version.to_string(),
+                file: self.file,
+                source: self.source,
+                def: std::sync::Arc::new(def),
+                deployed: self.deployed,
+            }),
+            Err(e) => {
+                tracing::error!(workflow = id, version, errors = ?e.diagnostics,
+                    "a stored workflow version no longer validates; its instances cannot run");
+                None
+            }
+        }
+    }
+}
+
 /// Where a schedule is: the last tick that started an instance.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(rename_all = "camelCase")]

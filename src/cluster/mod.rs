@@ -8,8 +8,11 @@
 //!   applying them exactly once.
 //! - [`changelog`]: one changelog record per committed batch, fence records, and the rule that
 //!   keeps a fenced-out owner's batches from being restored.
+//! - [`directory`]: which broker owns which partition, from the claims brokers publish after
+//!   taking a partition over (the API forwards to the owner).
 
 pub mod changelog;
+pub mod directory;
 pub mod partition;
 pub mod work;
 

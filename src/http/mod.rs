@@ -1,8 +1,13 @@
 //! The HTTP side: CloudEvents ingress (`POST /v1/events`), the admin API, `/health` and
-//! `/metrics`. Writes go to the core as commands; reads use store snapshots directly.
+//! `/metrics`. Writes go to the core as commands; reads use store snapshots directly. A
+//! request about a state partition another broker owns is forwarded to it ([`forward`]).
 
 mod admin;
+mod forward;
 mod ingress;
+mod query;
+
+pub use forward::Peers;
 
 use crate::broker::core::Shared;
 use crate::broker::{AdminError, Cmd};
@@ -24,6 +29,8 @@ pub struct AppState {
     pub shared: Arc<Shared>,
     /// Partitions assigned to the consumer.
     pub assigned: watch::Receiver<usize>,
+    /// The other brokers: requests about their partitions are forwarded to them.
+    pub peers: Peers,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -31,13 +38,13 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/events", post(ingress::post_event))
         .route("/v1/workflows", get(admin::workflows))
         .route("/v1/workflows/{id}/instances", post(admin::start))
-        .route("/v1/instances", get(admin::list))
+        .route("/v1/instances", get(query::list))
         // child instance ids contain `/` (`{parent}/{visit}/i0`): match the rest of the path
         .route(
             "/v1/instances/{*id}",
-            get(admin::instance).post(admin::instance_action),
+            get(query::instance).post(admin::instance_action),
         )
-        .route("/v1/schedules", get(admin::schedules))
+        .route("/v1/schedules", get(query::schedules))
         .route("/health", get(admin::health))
         .route("/metrics", get(admin::metrics))
         .with_state(state)

@@ -1,10 +1,12 @@
 //! Kafka at the edges: the consumer (records -> decoded [`crate::broker::Record`]s in
-//! batches), the producer (outbox -> records, acknowledged back to the core), topic creation,
-//! and the client settings built from [`crate::config::KafkaConfig`].
+//! batches), the producer (outbox -> records, acknowledged back to the core), the changelog
+//! ([`log`]), the work reader ([`work`]), partition claims ([`owners`]), topic creation, and
+//! the client settings built from [`crate::config::KafkaConfig`].
 
 pub mod consumer;
 pub mod decode;
 pub mod log;
+pub mod owners;
 pub mod producer;
 pub mod work;
 

@@ -453,6 +453,17 @@ impl Snapshot<'_> {
         Ok(self.snap(table).is_empty()?)
     }
 
+    /// Entries of one scope in a table (counts keys without decoding: keep it to small
+    /// tables).
+    pub fn len_in(&self, scope: Scope, table: Table) -> Result<u64> {
+        let mut n = 0;
+        for kv in self.snap(table).prefix(scope_prefix(scope)) {
+            kv?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// The store this snapshot reads (for callers that need a fresh view).
     pub fn store(&self) -> &Store {
         self.store

@@ -169,20 +169,19 @@ impl Harness {
         rx.try_recv().unwrap().unwrap();
     }
 
-    /// The store-kept gauges as `/metrics` shows them.
+    /// The store-kept gauges as `/metrics` shows them (one process owns every partition).
     pub fn gauges(&self) -> String {
-        flowbroker::broker::gauges::gauges(self.store.as_ref().unwrap()).unwrap()
+        let all: Vec<_> = self.cfg.cluster.parts().all().collect();
+        flowbroker::broker::gauges::gauges(self.store.as_ref().unwrap(), &all).unwrap()
     }
 
-    /// The instances-by-status gauge for `status`.
+    /// The instances-by-status gauge for `status`, summed over the partitions.
     pub fn gauge(&self, status: &str) -> i64 {
-        let text = flowbroker::broker::gauges::gauges(self.store.as_ref().unwrap()).unwrap();
-        let line = format!("flowbroker_instances{{status=\"{status}\"}} ");
-        text.lines()
-            .find_map(|l| l.strip_prefix(&line))
-            .unwrap()
-            .parse()
-            .unwrap()
+        super::metric_sum(
+            &self.gauges(),
+            "flowbroker_instances",
+            &format!("status=\"{status}\""),
+        )
     }
 
     pub fn start(&mut self, wf: &str) -> Result<String, String> {

@@ -571,8 +571,13 @@ impl Broker {
         (status, r.json().unwrap_or(Value::Null))
     }
 
+    /// `GET /v1/instances/{id}`, retried while it answers 503 (a state partition without an
+    /// owner yet, during start or a hand-off).
     pub fn instance(&self, id: &str) -> Value {
-        let (status, v) = self.get(&format!("/v1/instances/{id}"));
+        let (status, v) = wait_for(30, &format!("instance {id} to be readable"), || {
+            let (status, v) = self.get(&format!("/v1/instances/{id}"));
+            (status != 503).then_some((status, v))
+        });
         assert_eq!(status, 200, "GET instance {id}: {v}");
         v
     }
@@ -592,6 +597,20 @@ impl Broker {
         ));
         v["instances"].as_array().cloned().unwrap_or_default()
     }
+}
+
+/// The sum of the series of metric `name` (every label set, or those containing `with`) in a
+/// Prometheus text exposition, as `sum(name{with})` would give.
+pub fn metric_sum(text: &str, name: &str, with: &str) -> i64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (series, value) = l.rsplit_once(' ')?;
+            let rest = series.strip_prefix(name)?;
+            let ok = (rest.is_empty() || rest.starts_with('{')) && rest.contains(with);
+            ok.then(|| value.parse::<f64>().ok()).flatten()
+        })
+        .sum::<f64>() as i64
 }
 
 impl Drop for Broker {

@@ -1,0 +1,41 @@
+//! What the HTTP side reads without asking the core: the deployed workflows, the state
+//! partitions this broker owns (with the changelog offset of its fence on each), and the
+//! cluster's directory of owners.
+
+use crate::cluster::directory::Directory;
+use crate::cluster::partition::PartitionId;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::RwLock;
+use tokio::sync::Notify;
+
+#[derive(Default)]
+pub struct Shared {
+    /// `GET /v1/workflows`.
+    pub workflows: RwLock<Value>,
+    /// The state partitions this broker owns, each with the offset of its fence
+    /// (`GET /health`, claims in the owners topic).
+    pub owned: RwLock<BTreeMap<PartitionId, i64>>,
+    /// Signalled when `owned` changes (the claim publisher waits on it).
+    pub owned_changed: Notify,
+    /// Who owns every partition, as the owners topic says (the API forwards to them).
+    pub directory: RwLock<Directory>,
+}
+
+impl Shared {
+    /// The state partitions this broker owns now.
+    pub fn owned(&self) -> BTreeMap<PartitionId, i64> {
+        self.owned.read().map(|o| o.clone()).unwrap_or_default()
+    }
+
+    pub fn owns(&self, p: PartitionId) -> bool {
+        self.owned.read().is_ok_and(|o| o.contains_key(&p))
+    }
+
+    pub(super) fn set_owned(&self, owned: BTreeMap<PartitionId, i64>) {
+        if let Ok(mut o) = self.owned.write() {
+            *o = owned;
+        }
+        self.owned_changed.notify_one();
+    }
+}

@@ -1,0 +1,100 @@
+//! Who owns which state partition, as the brokers announce it: after a broker has fenced and
+//! restored a partition it publishes a [`Claim`] (partition, the changelog offset of its fence,
+//! its name and its HTTP address) to the owners topic, and every broker folds the claims it
+//! reads into a [`Directory`]. The claim with the highest fence wins, so a claim that arrives
+//! late from a broker that was already fenced out never hides the current owner. This is the
+//! `application.server` metadata of Kafka Streams' interactive queries: the API of any broker
+//! answers for any instance by asking the owner.
+
+use super::partition::PartitionId;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One broker's announcement that it owns a partition since its fence.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Claim {
+    pub partition: PartitionId,
+    /// The changelog offset of the owner's fence record: later owners have higher fences.
+    pub fence: i64,
+    /// The broker's name (as in its fence records).
+    pub broker: String,
+    /// Where the broker's HTTP API answers (`http.advertised_url`).
+    pub url: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("not a partition claim: {0}")]
+pub struct ClaimError(#[from] serde_json::Error);
+
+impl Claim {
+    pub fn encode(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a claim serializes")
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Claim, ClaimError> {
+        Ok(serde_json::from_slice(bytes)?)
+    }
+}
+
+/// The latest claim per partition.
+#[derive(Debug, Clone, Default)]
+pub struct Directory {
+    claims: BTreeMap<PartitionId, Claim>,
+}
+
+impl Directory {
+    /// Folds a claim in; returns whether it became the partition's owner. A claim with a
+    /// lower fence than the one known is stale (its broker was fenced out since) and ignored.
+    pub fn offer(&mut self, claim: Claim) -> bool {
+        match self.claims.get(&claim.partition) {
+            Some(known) if known.fence > claim.fence => false,
+            _ => {
+                self.claims.insert(claim.partition, claim);
+                true
+            }
+        }
+    }
+
+    /// The broker that claimed `p` last, if any did.
+    pub fn owner(&self, p: PartitionId) -> Option<&Claim> {
+        self.claims.get(&p)
+    }
+
+    pub fn claims(&self) -> impl Iterator<Item = &Claim> {
+        self.claims.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(p: u16, fence: i64, broker: &str) -> Claim {
+        Claim {
+            partition: PartitionId(p),
+            fence,
+            broker: broker.into(),
+            url: format!("http://{broker}:8080"),
+        }
+    }
+
+    #[test]
+    fn the_highest_fence_owns_the_partition_whatever_the_order_claims_arrive_in() {
+        let mut d = Directory::default();
+        assert!(d.offer(claim(3, 10, "a")));
+        assert!(d.offer(claim(3, 25, "b")));
+        // a's second claim was written before b fenced it out, but read after b's
+        assert!(!d.offer(claim(3, 12, "a")));
+        assert_eq!(d.owner(PartitionId(3)).unwrap().broker, "b");
+        assert!(d.owner(PartitionId(4)).is_none());
+        assert!(d.offer(claim(4, 1, "a")));
+        assert_eq!(d.claims().count(), 2);
+    }
+
+    #[test]
+    fn claims_round_trip_and_garbage_is_an_error() {
+        let c = claim(7, 99, "x");
+        assert_eq!(Claim::decode(&c.encode()).unwrap(), c);
+        assert!(Claim::decode(b"{\"partition\":1}").is_err());
+    }
+}

@@ -1,0 +1,187 @@
+//! The read side of the admin API: one instance, lists of instances and schedules. Each state
+//! partition is answered by the broker that owns it (this one, or the owner the request is
+//! forwarded to, [`super::forward`]); a list says which partitions answered.
+
+use super::forward::{forwarded, unavailable, Route};
+use super::{ApiError, AppState};
+use crate::broker::records::{HistoryEntry, InstanceRecord, ScheduleState};
+use crate::cluster::partition::PartitionId;
+use crate::store::{key, split_at, Scope, Table, SEP};
+use axum::extract::{OriginalUri, Path, Query, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+fn view(rec: &InstanceRecord, history: Option<Vec<HistoryEntry>>) -> Value {
+    let i = &rec.instance;
+    let mut v = json!({
+        "id": i.id,
+        "workflowId": i.workflow_id,
+        "version": rec.version,
+        "status": i.status,
+        "state": i.state,
+        "data": i.data,
+        "output": i.output,
+        "error": i.error,
+        "correlation": i.correlation,
+        "parentId": rec.parent,
+        "created": rec.created,
+        "updated": rec.updated,
+    });
+    if let Some(h) = history {
+        v["history"] = serde_json::to_value(h).unwrap_or_default();
+    }
+    v
+}
+
+/// `GET /v1/instances/{id}`.
+pub async fn instance(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+) -> Result<Response, ApiError> {
+    let missing = || ApiError(StatusCode::NOT_FOUND, format!("no instance {id:?}"));
+    // the id carries the state partition whose keys hold the instance
+    let p = s.peers.parts.of_instance(&id).map_err(|_| missing())?;
+    match s.peers.route(&s.shared, p, forwarded(&headers)) {
+        Route::Local => {}
+        Route::Remote(url) => {
+            return Ok(s
+                .peers
+                .relay(Method::GET, &url, &uri.to_string(), None)
+                .await)
+        }
+        Route::Unavailable(why) => return Ok(unavailable(why)),
+    }
+    let tx = s.store.read()?;
+    let scope = Scope::Partition(p.0);
+    let rec: InstanceRecord = tx
+        .get_in(scope, Table::Instances, &id)?
+        .ok_or_else(missing)?;
+    let history: Vec<HistoryEntry> = tx
+        .prefix_in::<HistoryEntry>(scope, Table::History, &format!("{id}{SEP}"))?
+        .into_iter()
+        .map(|(_, h)| h)
+        .collect();
+    Ok(Json(view(&rec, Some(history))).into_response())
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListQuery {
+    workflow_id: Option<String>,
+    status: Option<String>,
+    limit: Option<usize>,
+}
+
+/// `"statePartitions": {"answered": [...], "unavailable": [...]}`.
+fn coverage(answered: &BTreeSet<PartitionId>, unavailable: &BTreeSet<PartitionId>) -> Value {
+    json!({"answered": answered, "unavailable": unavailable})
+}
+
+/// `GET /v1/instances`: the owned partitions' instances from this store, the others' from
+/// their owners; ordered by partition, then id.
+pub async fn list(
+    State(s): State<AppState>,
+    Query(q): Query<ListQuery>,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let limit = q.limit.unwrap_or(1000);
+    let want = q.status.map(|s| s.to_ascii_uppercase());
+    let owned: BTreeSet<PartitionId> = s.shared.owned().into_keys().collect();
+    let mut items: Vec<Value> = Vec::new();
+    {
+        let tx = s.store.read()?;
+        for p in &owned {
+            let recs =
+                tx.prefix_in::<InstanceRecord>(Scope::Partition(p.0), Table::Instances, "")?;
+            items.extend(
+                recs.into_iter()
+                    .map(|(_, r)| r)
+                    .filter(|r| {
+                        q.workflow_id
+                            .as_ref()
+                            .is_none_or(|w| *w == r.instance.workflow_id)
+                    })
+                    .filter(|r| {
+                        want.as_ref()
+                            .is_none_or(|w| w == r.instance.status.as_str())
+                    })
+                    .take(limit)
+                    .map(|r| view(&r, None)),
+            );
+        }
+    }
+    let parts = s.peers.parts;
+    let of = |v: &Value| v["id"].as_str().and_then(|id| parts.of_instance(id).ok());
+    let mut missing = BTreeSet::new();
+    let mut answered = owned.clone();
+    if !forwarded(&headers) {
+        let (more, m) = s
+            .peers
+            .gather(&s.shared, &owned, &uri.to_string(), "instances", of)
+            .await;
+        items.extend(more);
+        answered = parts.all().filter(|p| !m.contains(p)).collect();
+        missing = m;
+    }
+    items.sort_by_cached_key(|v| (of(v), v["id"].as_str().map(str::to_string)));
+    items.truncate(limit);
+    Ok(Json(json!({
+        "instances": items,
+        "statePartitions": coverage(&answered, &missing),
+    })))
+}
+
+/// `GET /v1/schedules`: each schedule's progress, from the owner of its partition.
+pub async fn schedules(
+    State(s): State<AppState>,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    let owned: BTreeSet<PartitionId> = s.shared.owned().into_keys().collect();
+    let mut out = Vec::new();
+    {
+        let tx = s.store.read()?;
+        for (p, wf, st) in tx.partitioned::<ScheduleState>(Table::Schedules)? {
+            if p.is_some_and(|p| !owned.contains(&PartitionId(p))) {
+                continue;
+            }
+            let scope = p.map_or(Scope::Node, Scope::Partition);
+            let timer: Option<String> = tx.get_in(scope, Table::TimerIds, &key(&["cron", &wf]))?;
+            let next = timer.and_then(|k| split_at(&k).map(|(t, _)| t));
+            out.push(json!({
+                "workflowId": wf,
+                "cron": st.cron,
+                "timezone": st.timezone,
+                "active": next.is_some(),
+                "nextFireTime": next,
+                "lastFiredTick": st.last_tick,
+                "fired": st.fired,
+            }));
+        }
+    }
+    let parts = s.peers.parts;
+    let of = |v: &Value| v["workflowId"].as_str().map(|w| parts.of_key(w, ""));
+    let mut missing = BTreeSet::new();
+    let mut answered = owned.clone();
+    if !forwarded(&headers) {
+        let (more, m) = s
+            .peers
+            .gather(&s.shared, &owned, &uri.to_string(), "schedules", of)
+            .await;
+        out.extend(more);
+        answered = parts.all().filter(|p| !m.contains(p)).collect();
+        missing = m;
+    }
+    out.sort_by_cached_key(|v| v["workflowId"].as_str().map(str::to_string));
+    Ok(Json(json!({
+        "schedules": out,
+        "statePartitions": coverage(&answered, &missing),
+    })))
+}

@@ -1,0 +1,121 @@
+//! The owners topic (`cluster.owners_topic`): each broker publishes a
+//! [`Claim`](crate::cluster::directory::Claim) for every state partition it took over, and
+//! tails the topic from the beginning into the [`Directory`](crate::cluster::directory) the
+//! API forwards by. Claims are small and keyed by partition (the topic is compacted where the
+//! Kafka broker compacts).
+
+use super::{client_config, KafkaError};
+use crate::broker::shared::Shared;
+use crate::cluster::directory::Claim;
+use crate::cluster::partition::PartitionId;
+use crate::config::KafkaConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Offset, TopicPartitionList};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How often claims not yet acknowledged are tried again (they are also sent on every change
+/// of the owned partitions).
+const RECHECK: Duration = Duration::from_secs(10);
+
+/// Publishes a claim for every partition this broker owns under a fence it has not claimed
+/// yet, until the process ends.
+pub async fn publish(
+    producer: FutureProducer,
+    topic: String,
+    shared: Arc<Shared>,
+    broker: String,
+    url: String,
+) {
+    let mut claimed: BTreeMap<PartitionId, i64> = BTreeMap::new();
+    loop {
+        let owned = shared.owned();
+        claimed.retain(|p, f| owned.get(p) == Some(f));
+        for (p, fence) in owned {
+            if claimed.get(&p) == Some(&fence) || fence < 0 {
+                continue;
+            }
+            let claim = Claim {
+                partition: p,
+                fence,
+                broker: broker.clone(),
+                url: url.clone(),
+            };
+            let key = p.0.to_string();
+            let payload = claim.encode();
+            let record = FutureRecord::to(&topic).key(&key).payload(&payload);
+            match producer.send(record, Duration::from_secs(5)).await {
+                Ok(_) => {
+                    claimed.insert(p, fence);
+                }
+                Err((e, _)) => {
+                    tracing::warn!(partition = %p, topic = %topic, error = %e,
+                        "could not publish the partition claim; other brokers forward to the \
+                         previous owner until it is published");
+                }
+            }
+        }
+        let _ = tokio::time::timeout(RECHECK, shared.owned_changed.notified()).await;
+    }
+}
+
+/// Reads the owners topic from the beginning, forever, on a thread of its own, folding every
+/// claim into `shared.directory`.
+pub fn tail(cfg: &KafkaConfig, topic: &str, shared: Arc<Shared>) -> Result<(), KafkaError> {
+    let consumer: BaseConsumer = client_config(
+        cfg,
+        &[
+            ("group.id", format!("{}.owners", cfg.group_id)),
+            ("enable.auto.commit", "false".into()),
+            ("enable.auto.offset.store", "false".into()),
+            ("fetch.wait.max.ms", "100".into()),
+        ],
+    )
+    .create()
+    .map_err(|source| KafkaError::Client {
+        what: "owners reader",
+        brokers: cfg.brokers.clone(),
+        source,
+    })?;
+    let (cfg, topic) = (cfg.clone(), topic.to_string());
+    std::thread::Builder::new()
+        .name("flowbroker-owners".into())
+        .spawn(move || {
+            // the topic may not exist yet when the broker starts: wait for it
+            let count = loop {
+                if let Some(n) = super::partitions_of(&cfg, &topic) {
+                    break n;
+                }
+                std::thread::sleep(Duration::from_secs(1));
+            };
+            let mut tpl = TopicPartitionList::new();
+            for p in 0..count as i32 {
+                let _ = tpl.add_partition_offset(&topic, p, Offset::Beginning);
+            }
+            if let Err(e) = consumer.assign(&tpl) {
+                tracing::error!(topic = %topic, error = %e,
+                    "cannot read the owners topic; the API answers only for owned partitions");
+                return;
+            }
+            loop {
+                match consumer.poll(Duration::from_millis(500)) {
+                    Some(Ok(m)) => match Claim::decode(m.payload().unwrap_or_default()) {
+                        Ok(c) => {
+                            if let Ok(mut d) = shared.directory.write() {
+                                d.offer(c);
+                            }
+                        }
+                        Err(e) => tracing::warn!(topic = %topic, offset = m.offset(),
+                            error = %e, "skipping a record of the owners topic"),
+                    },
+                    Some(Err(e)) => tracing::debug!(error = %e, "owners topic"),
+                    None => {}
+                }
+            }
+        })
+        .expect("owners thread");
+    Ok(())
+}
