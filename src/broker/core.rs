@@ -46,26 +46,30 @@ pub struct Outlets {
 }
 
 pub struct Core {
-    store: Arc<Store>,
+    pub(super) store: Arc<Store>,
     pub(super) reg: Registry,
     cfg: Arc<Config>,
     metrics: Arc<Metrics>,
     clock: Arc<dyn Clock>,
-    out: Outlets,
+    pub(super) out: Outlets,
     pub(super) shared: Arc<Shared>,
-    parts: Partitions,
+    pub(super) parts: Partitions,
     last_sweep: DateTime<Utc>,
     /// Messages between partitions committed but not applied yet (delivered in process).
     loopback: Vec<(PartitionId, PartInput)>,
     /// The Kafka side (changelog, work topic); `None`: one process owns every partition and
     /// messages between partitions stay in process (tests, benches).
-    log: Option<Box<dyn Log>>,
+    pub(super) log: Option<Box<dyn Log>>,
     /// The state partitions this broker owns now.
-    owned: BTreeSet<PartitionId>,
+    pub(super) owned: BTreeSet<PartitionId>,
     /// The changelog offset of this broker's fence, per owned partition.
-    fences: BTreeMap<PartitionId, i64>,
+    pub(super) fences: BTreeMap<PartitionId, i64>,
+    /// The changelog offset of this broker's last record (fence or batch), per owned
+    /// partition: a batch acknowledged at any other offset than the next one means another
+    /// broker wrote to the partition since, and it is checked for a newer fence.
+    pub(super) tail: BTreeMap<PartitionId, i64>,
     /// Where to say which work topic partitions to read, from which offset (`None`: stop).
-    reader: Option<mpsc::UnboundedSender<(PartitionId, Option<i64>)>>,
+    pub(super) reader: Option<mpsc::UnboundedSender<(PartitionId, Option<i64>)>>,
 }
 
 /// Why the core stopped.
@@ -78,12 +82,12 @@ pub enum CoreError {
 }
 
 /// The node-scope key of a partition's changelog checkpoint.
-fn checkpoint_key(p: PartitionId) -> String {
+pub(super) fn checkpoint_key(p: PartitionId) -> String {
     crate::store::key(&["changelog", &p.0.to_string()])
 }
 
 /// The partition-scope key of the next work topic offset to read.
-const WORK_OFFSET: &str = "work";
+pub(super) const WORK_OFFSET: &str = "work";
 
 /// A partition's batch stops taking inputs once its writes reach this size; the rest go in
 /// the next round. One changelog record per batch must stay under Kafka's message size limit
@@ -119,6 +123,8 @@ enum Ticket {
     Event {
         reply: Reply<Routed>,
         routed: Routed,
+        /// Set when the partition applying it was lost mid-round.
+        failed: Option<AdminError>,
     },
     Start(Reply<String>, Option<Result<String, AdminError>>),
     Cancel(Reply<()>, Option<Result<(), AdminError>>),
@@ -170,6 +176,7 @@ impl Core {
             log: None,
             owned: parts.all().collect(),
             fences: BTreeMap::new(),
+            tail: BTreeMap::new(),
             reader: None,
         })
         .inspect(|c| c.publish_owned())
@@ -393,11 +400,24 @@ impl Core {
             let mut writes: Vec<Write> = Vec::new();
             let mut effects: Vec<(PartitionId, Effects)> = Vec::new();
             let mut changed: Vec<(PartitionId, Vec<Write>)> = Vec::new();
+            let mut asked: BTreeMap<PartitionId, Vec<usize>> = BTreeMap::new();
             for p in todo {
                 let batch = inputs.remove(&p).unwrap_or_default();
                 if !self.owned.contains(&p) {
                     continue;
                 }
+                asked.insert(
+                    p,
+                    batch
+                        .iter()
+                        .filter_map(|i| match i {
+                            PartInput::Work {
+                                ticket: Some(t), ..
+                            } => Some(*t),
+                            _ => None,
+                        })
+                        .collect(),
+                );
                 let (w, fx, rest) = self.partition(p, batch, now, first && sweep, &mut tickets)?;
                 if !rest.is_empty() {
                     inputs.insert(p, rest);
@@ -410,6 +430,7 @@ impl Core {
             // on Kafka the changelog takes each partition's batch first: only what it
             // acknowledged is applied here and let out
             // (the batches move into the entries and back out: no copy of the writes)
+            let mut lost: BTreeSet<PartitionId> = BTreeSet::new();
             let changed = match self.log.as_mut() {
                 None => changed,
                 Some(log) => {
@@ -421,6 +442,20 @@ impl Core {
                         })
                         .collect();
                     for (p, offset) in log.append(&entries)? {
+                        // a zombie check that costs nothing while nobody else writes: only
+                        // this broker's records since its fence means it still owns `p`
+                        let prev = self.tail.get(&p).copied().unwrap_or(-1);
+                        if offset != prev + 1 {
+                            if let Some(by) =
+                                super::handoff::fenced_by(log.as_mut(), p, prev + 1, offset - 1)?
+                            {
+                                tracing::error!(partition = %p, by = %by, batch = offset,
+                                    "another broker took this state partition over without this                                      broker noticing: the batch is void (neither stored nor let                                      out) and the partition released");
+                                lost.insert(p);
+                                continue;
+                            }
+                        }
+                        self.tail.insert(p, offset);
                         let cp = Checkpoint {
                             next: offset + 1,
                             fence: self.fences.get(&p).copied(),
@@ -429,6 +464,7 @@ impl Core {
                     }
                     entries
                         .into_iter()
+                        .filter(|(p, _)| !lost.contains(p))
                         .filter_map(|(p, e)| match e {
                             Entry::Batch { writes, .. } => Some((p, writes)),
                             Entry::Fence { .. } => None,
@@ -438,6 +474,17 @@ impl Core {
             };
             for (_, w) in changed {
                 writes.extend(w);
+            }
+            // a partition lost to a newer fence lets nothing out; its requests are told to
+            // retry (their work is not applied; the owner reads the work topic again)
+            effects.retain(|(p, _)| !lost.contains(p));
+            for p in lost {
+                for t in asked.remove(&p).unwrap_or_default() {
+                    if let Some(t) = tickets.get_mut(t) {
+                        moved(t, p);
+                    }
+                }
+                self.release(p, &mut inputs);
             }
             let lazy = acks_only
                 && effects.iter().all(|(_, fx)| {
@@ -469,8 +516,12 @@ impl Core {
         }
         for t in tickets {
             match t {
-                Ticket::Event { reply, routed } => {
-                    let _ = reply.send(Ok(routed));
+                Ticket::Event {
+                    reply,
+                    routed,
+                    failed,
+                } => {
+                    let _ = reply.send(failed.map_or(Ok(routed), Err));
                 }
                 Ticket::Start(reply, r) => {
                     let _ = reply.send(r.unwrap_or_else(|| {
@@ -564,6 +615,7 @@ impl Core {
                 tickets.push(Ticket::Event {
                     reply,
                     routed: Routed::default(),
+                    failed: None,
                 });
                 for (p, work) in ing.work {
                     push(
@@ -758,117 +810,9 @@ impl Core {
         Ok((tx.writes(), fx, rest))
     }
 
-    /// Takes partition `p` over (the consumer group assigned it): appends a fence to its
-    /// changelog, restores what this broker's store missed up to that fence (ignoring batches
-    /// of fenced-out owners), then reads the work topic from the offset the state records,
-    /// re-sends its outbox, re-invokes its calls and plans its schedules.
-    fn take_over(
-        &mut self,
-        p: PartitionId,
-        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
-    ) -> Result<(), CoreError> {
-        let Some(log) = self.log.as_mut() else {
-            return Ok(());
-        };
-        let t0 = std::time::Instant::now();
-        let owner = log.owner();
-        let fence = log.append(&[(p, Entry::Fence { owner })])?[0].1;
-        let node = self.store.write()?;
-        let mut cp: Checkpoint = node
-            .get(Table::Meta, &checkpoint_key(p))?
-            .unwrap_or_default();
-        drop(node);
-        if cp.next > fence {
-            tracing::warn!(partition = %p, local = cp.next, fence,
-                "the changelog is shorter than this broker's store (was the Kafka data lost?); \
-                 continuing from the store");
-            cp.next = fence;
-        }
-        let entries = log.read(p, cp.next, fence)?;
-        let restored = entries.len().saturating_sub(1);
-        let mut writes = Vec::new();
-        for (offset, entry) in entries {
-            if let Some(w) = cp.offer(offset, entry) {
-                writes.extend(w);
-            }
-        }
-        cp.next = fence + 1;
-        cp.fence = Some(fence);
-        writes.push(node_write(&checkpoint_key(p), &cp));
-        self.store.apply(&writes, false)?;
-        self.fences.insert(p, fence);
-        self.owned.insert(p);
-        self.publish_owned();
-        let tx = self.store.scoped(Scope::Partition(p.0));
-        // the versions the partition's instances run on, even if this broker never deployed them
-        for (k, v) in tx.prefix::<StoredVersion>(Table::Versions, "")? {
-            if let Some((id, version)) = k.split_once(SEP) {
-                if self.reg.version(id, version).is_none() {
-                    if let Some(d) = v.revive(id, version) {
-                        tracing::info!(partition = %p, workflow = id, version,
-                            "running a version this partition's instances use (not deployed here)");
-                        self.reg.remember(d);
-                    }
-                }
-            }
-        }
-        let work_offset = tx.get::<i64>(Table::Offsets, WORK_OFFSET)?.unwrap_or(0);
-        let outbox: Vec<(String, OutRecord)> = tx.prefix(Table::Outbox, "")?;
-        let calls: Vec<(String, Call)> = tx.prefix(Table::Calls, "")?;
-        drop(tx);
-        if let Some(r) = &self.reader {
-            let _ = r.send((p, Some(work_offset)));
-        }
-        tracing::info!(partition = %p, fence, restored, work_offset, outbox = outbox.len(),
-            calls = calls.len(), took_ms = t0.elapsed().as_millis() as u64,
-            "state partition taken over");
-        self.send_out(
-            outbox
-                .into_iter()
-                .map(|(key, rec)| (OutboxKey { partition: p, key }, rec))
-                .collect(),
-        );
-        for (_, c) in calls {
-            let _ = self.out.invoke.send(c);
-        }
-        for d in self.reg.all_current() {
-            if self.parts.of_key(&d.id, "") == p {
-                inputs
-                    .entry(p)
-                    .or_default()
-                    .push(PartInput::Plan(d.id.clone()));
-            }
-        }
-        Ok(())
-    }
-
-    fn publish_owned(&self) {
-        self.shared.set_owned(
-            self.owned
-                .iter()
-                .map(|p| (*p, self.fences.get(p).copied().unwrap_or(-1)))
-                .collect(),
-        );
-    }
-
-    /// Lets partition `p` go (the consumer group moved it): its inputs are dropped here (the
-    /// new owner reads them from the work topic), its timers stop firing here.
-    fn release(&mut self, p: PartitionId, inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>) {
-        inputs.remove(&p);
-        self.fences.remove(&p);
-        if !self.owned.remove(&p) || self.log.is_none() {
-            return;
-        }
-        tracing::info!(partition = %p, "state partition released");
-        self.publish_owned();
-        if let Some(r) = &self.reader {
-            let _ = r.send((p, None));
-        }
-    }
-
     /// Sends committed outbox records: messages between partitions are applied in process in
     /// the next round; everything else goes to Kafka.
-    fn send_out(&mut self, out: Vec<(OutboxKey, OutRecord)>) {
+    pub(super) fn send_out(&mut self, out: Vec<(OutboxKey, OutRecord)>) {
         let mut kafka = Vec::new();
         for (k, rec) in out {
             match rec {
@@ -946,6 +890,21 @@ fn settle(t: &mut Ticket, outcome: Outcome) {
     }
 }
 
+/// Fails a request whose partition turned out to be owned by another broker (a newer fence):
+/// its work was not applied here, the client retries.
+fn moved(t: &mut Ticket, p: PartitionId) {
+    let why = || {
+        AdminError::Moved(format!(
+            "state partition {p} moved to another broker while this request was applied; retry"
+        ))
+    };
+    match t {
+        Ticket::Event { failed, .. } => *failed = Some(why()),
+        Ticket::Start(_, slot) => *slot = Some(Err(why())),
+        Ticket::Cancel(_, slot) => *slot = Some(Err(why())),
+    }
+}
+
 /// Answers a request whose work went to a partition another broker owns: it is in Kafka
 /// (acknowledged before the reply leaves) and that broker applies it.
 fn forwarded(t: &mut Ticket, p: PartitionId, work: &Work) {
@@ -980,7 +939,7 @@ struct Sinks<'a> {
 }
 
 /// A write of a node-scope key (checkpoints).
-fn node_write<T: serde::Serialize>(key: &str, value: &T) -> Write {
+pub(super) fn node_write<T: serde::Serialize>(key: &str, value: &T) -> Write {
     Write {
         table: Table::Meta,
         key: key.to_string(),

@@ -6,6 +6,8 @@
 //! - `effects` (outbox, timers, buffer, lifecycle events inside a batch), `deploy`, `sweep`:
 //!   the core's work on file changes, due timers and expired buffered events; [`gauges`]:
 //!   store-kept metrics.
+//! - `handoff`: taking a state partition over (fence, restore, resume), letting it go, and
+//!   noticing that another broker fenced this one out.
 //! - [`batch`]: applying inputs to instances inside one state partition's transaction
 //!   (indexes, actions, children, lifecycle events, outbox, calls, timers, messages to other
 //!   partitions).
@@ -30,6 +32,7 @@ pub mod dedupe;
 mod deploy;
 pub mod effects;
 pub mod gauges;
+mod handoff;
 pub mod index;
 pub mod ingest;
 pub mod records;
@@ -141,6 +144,9 @@ pub enum AdminError {
     Invalid(String),
     #[error("{0}")]
     Internal(String),
+    /// The state partition moved to another broker mid-request: retry.
+    #[error("{0}")]
+    Moved(String),
 }
 
 pub type Reply<T> = oneshot::Sender<Result<T, AdminError>>;

@@ -60,6 +60,7 @@ impl From<AdminError> for ApiError {
             AdminError::Refused(_) => StatusCode::CONFLICT,
             AdminError::Invalid(_) => StatusCode::BAD_REQUEST,
             AdminError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            AdminError::Moved(_) => StatusCode::SERVICE_UNAVAILABLE,
         };
         ApiError(code, e.to_string())
     }

@@ -1,0 +1,146 @@
+//! Hand-off of state partitions between brokers: taking one over (fence, restore from the
+//! changelog, resume the work topic at the restored offset, re-send the outbox, re-invoke
+//! calls, plan schedules), letting one go, and finding out that another broker fenced this
+//! one out (docs/scale.md).
+
+use super::core::{checkpoint_key, node_write, Core, CoreError, PartInput, WORK_OFFSET};
+use super::records::{Call, OutRecord, StoredVersion};
+use super::OutboxKey;
+use crate::cluster::changelog::{Checkpoint, Entry};
+use crate::cluster::partition::PartitionId;
+use crate::cluster::{Log, LogError};
+use crate::store::{Scope, Table, SEP};
+use std::collections::BTreeMap;
+
+impl Core {
+    /// Takes partition `p` over (the consumer group assigned it): appends a fence to its
+    /// changelog, restores what this broker's store missed up to that fence (ignoring batches
+    /// of fenced-out owners), then reads the work topic from the offset the state records,
+    /// re-sends its outbox, re-invokes its calls and plans its schedules.
+    pub(super) fn take_over(
+        &mut self,
+        p: PartitionId,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) -> Result<(), CoreError> {
+        let Some(log) = self.log.as_mut() else {
+            return Ok(());
+        };
+        let t0 = std::time::Instant::now();
+        let owner = log.owner();
+        let fence = log.append(&[(p, Entry::Fence { owner })])?[0].1;
+        let node = self.store.write()?;
+        let mut cp: Checkpoint = node
+            .get(Table::Meta, &checkpoint_key(p))?
+            .unwrap_or_default();
+        drop(node);
+        if cp.next > fence {
+            tracing::warn!(partition = %p, local = cp.next, fence,
+                "the changelog is shorter than this broker's store (was the Kafka data lost?); \
+                 continuing from the store");
+            cp.next = fence;
+        }
+        let entries = log.read(p, cp.next, fence)?;
+        let restored = entries.len().saturating_sub(1);
+        let mut writes = Vec::new();
+        for (offset, entry) in entries {
+            if let Some(w) = cp.offer(offset, entry) {
+                writes.extend(w);
+            }
+        }
+        cp.next = fence + 1;
+        cp.fence = Some(fence);
+        writes.push(node_write(&checkpoint_key(p), &cp));
+        self.store.apply(&writes, false)?;
+        self.fences.insert(p, fence);
+        self.tail.insert(p, fence);
+        self.owned.insert(p);
+        self.publish_owned();
+        let tx = self.store.scoped(Scope::Partition(p.0));
+        // the versions the partition's instances run on, even if this broker never deployed them
+        for (k, v) in tx.prefix::<StoredVersion>(Table::Versions, "")? {
+            if let Some((id, version)) = k.split_once(SEP) {
+                if self.reg.version(id, version).is_none() {
+                    if let Some(d) = v.revive(id, version) {
+                        tracing::info!(partition = %p, workflow = id, version,
+                            "running a version this partition's instances use (not deployed here)");
+                        self.reg.remember(d);
+                    }
+                }
+            }
+        }
+        let work_offset = tx.get::<i64>(Table::Offsets, WORK_OFFSET)?.unwrap_or(0);
+        let outbox: Vec<(String, OutRecord)> = tx.prefix(Table::Outbox, "")?;
+        let calls: Vec<(String, Call)> = tx.prefix(Table::Calls, "")?;
+        drop(tx);
+        if let Some(r) = &self.reader {
+            let _ = r.send((p, Some(work_offset)));
+        }
+        tracing::info!(partition = %p, fence, restored, work_offset, outbox = outbox.len(),
+            calls = calls.len(), took_ms = t0.elapsed().as_millis() as u64,
+            "state partition taken over");
+        self.send_out(
+            outbox
+                .into_iter()
+                .map(|(key, rec)| (OutboxKey { partition: p, key }, rec))
+                .collect(),
+        );
+        for (_, c) in calls {
+            let _ = self.out.invoke.send(c);
+        }
+        for d in self.reg.all_current() {
+            if self.parts.of_key(&d.id, "") == p {
+                inputs
+                    .entry(p)
+                    .or_default()
+                    .push(PartInput::Plan(d.id.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn publish_owned(&self) {
+        self.shared.set_owned(
+            self.owned
+                .iter()
+                .map(|p| (*p, self.fences.get(p).copied().unwrap_or(-1)))
+                .collect(),
+        );
+    }
+
+    /// Lets partition `p` go (the consumer group moved it): its inputs are dropped here (the
+    /// new owner reads them from the work topic), its timers stop firing here.
+    pub(super) fn release(
+        &mut self,
+        p: PartitionId,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) {
+        inputs.remove(&p);
+        self.fences.remove(&p);
+        self.tail.remove(&p);
+        if !self.owned.remove(&p) || self.log.is_none() {
+            return;
+        }
+        tracing::info!(partition = %p, "state partition released");
+        self.publish_owned();
+        if let Some(r) = &self.reader {
+            let _ = r.send((p, None));
+        }
+    }
+}
+
+/// The broker whose fence is among the changelog records `from..=through` of partition `p`
+/// (written by others while this broker thought it owned `p`), if any.
+pub(super) fn fenced_by(
+    log: &mut dyn Log,
+    p: PartitionId,
+    from: i64,
+    through: i64,
+) -> Result<Option<String>, LogError> {
+    Ok(log
+        .read(p, from, through)?
+        .into_iter()
+        .find_map(|(_, e)| match e {
+            Entry::Fence { owner } => Some(owner),
+            Entry::Batch { .. } => None,
+        }))
+}
