@@ -165,9 +165,14 @@ impl Kafka {
     }
 
     pub fn producer(&self) -> Publisher {
+        self.producer_lingering(0)
+    }
+
+    /// A publisher whose records wait up to `ms` to be batched (a busy producer's setting).
+    pub fn producer_lingering(&self, ms: u32) -> Publisher {
         let p: FutureProducer = ClientConfig::new()
             .set("bootstrap.servers", self.brokers())
-            .set("linger.ms", "0")
+            .set("linger.ms", ms.to_string())
             .create()
             .unwrap();
         Publisher { p }
@@ -426,12 +431,23 @@ pub struct Broker {
     pub http: String,
     pub dir: PathBuf,
     env: Vec<(String, String)>,
+    bin: PathBuf,
     _tmp: Option<tempfile::TempDir>,
 }
 
 impl Broker {
     /// Starts the broker with workflows `(file name, text)` in a fresh directory.
     pub fn start(kafka: &Kafka, workflows: &[(&str, &str)], env: &[(&str, &str)]) -> Broker {
+        Broker::start_bin(env!("CARGO_BIN_EXE_flowbroker"), kafka, workflows, env)
+    }
+
+    /// [`Broker::start`] with another build of the binary (a bench's baseline).
+    pub fn start_bin(
+        bin: impl Into<PathBuf>,
+        kafka: &Kafka,
+        workflows: &[(&str, &str)],
+        env: &[(&str, &str)],
+    ) -> Broker {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_path_buf();
         std::fs::create_dir_all(dir.join("workflows")).unwrap();
@@ -463,6 +479,7 @@ impl Broker {
             http,
             dir,
             env: all,
+            bin: bin.into(),
             _tmp: Some(tmp),
         };
         b.spawn();
@@ -475,7 +492,7 @@ impl Broker {
             .append(true)
             .open(self.dir.join("broker.log"))
             .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_flowbroker"))
+        let child = Command::new(&self.bin)
             .arg("run")
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())

@@ -1,0 +1,299 @@
+//! flowbroker against Kafka itself, in one process run on one tansu:
+//! - throughput: `N` start events queued in `flowbroker.in`, then (a) a raw rdkafka
+//!   consume -> produce passthrough copies them to another topic, and (b) the `flowbroker`
+//!   binary (default config, durable state, lifecycle events on) completes one instance per
+//!   event (a workflow that starts on the event and ends by producing one event). Rates are
+//!   taken from the first output to the last, so start-up and group joins do not count;
+//! - latency at half of flowbroker's maximum rate: publish -> the copy consumed (passthrough),
+//!   publish -> the instance's produced event consumed (flowbroker); p50 and p99 of each.
+//!
+//! `cargo bench --bench ratio`; under `cargo test` a small smoke run. `RATIO_EVENTS` sets the
+//! queue, `RATIO_RATE` the paced rate, `RATIO_BASELINE=<path to an older flowbroker binary>`
+//! adds that build's throughput, measured the same way in the same run. Results:
+//! docs/performance.md.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use serde_json::json;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use support::{event, Broker, Kafka};
+
+const ECHO: &str = r#"
+id: echo
+name: echo
+events:
+- {name: Ping, type: bench.ping, source: /bench, correlation: [{contextAttributeName: key}]}
+- {name: Pong, type: bench.pong, kind: produced}
+states:
+- name: Receive
+  type: event
+  start: {kind: default}
+  eventsActions: [{eventRefs: [Ping]}]
+  transition: {nextState: Mark}
+- name: Mark
+  type: inject
+  data: {seen: true}
+  end: {kind: event, produceEvent: {eventRef: Pong, data: "{{ $ }}"}}
+"#;
+
+const COPY: &str = "bench.copy";
+
+/// Records that warm the latency phase's passthrough up before its paced stream.
+const WARM: usize = 50;
+
+fn now_us() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_micros() as u64
+}
+
+/// A consumer assigned to every partition of `topic` from the beginning.
+fn reader(brokers: &str, topic: &str) -> BaseConsumer {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", format!("bench-{topic}"))
+        .set("fetch.wait.max.ms", FETCH_WAIT_MS)
+        .set("enable.auto.commit", "false")
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..3 {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)
+            .unwrap();
+    }
+    c.assign(&tpl).unwrap();
+    c
+}
+
+fn header<'a>(m: &'a impl Message, key: &str) -> Option<&'a [u8]> {
+    m.headers()?
+        .iter()
+        .find(|h| h.key == key)
+        .and_then(|h| h.value)
+}
+
+/// The send time carried in a record's JSON data (`{"t": micros, ...}`).
+fn sent_at(m: &impl Message) -> Option<u64> {
+    let v: serde_json::Value = serde_json::from_slice(m.payload()?).ok()?;
+    v["t"].as_u64()
+}
+
+/// Publishes `n` start events with tag `tag`; `pace` spaces them (None: as fast as possible).
+fn publish(kafka: &Kafka, tag: &str, n: usize, pace: Option<Duration>) {
+    publish_to(kafka.producer(), tag, n, pace)
+}
+
+/// Publishes a paced stream from another thread, so its outputs are read as they arrive.
+fn publish_paced(
+    kafka: &Kafka,
+    tag: &'static str,
+    n: usize,
+    gap: Duration,
+) -> std::thread::JoinHandle<()> {
+    let p = kafka.producer_lingering(1);
+    std::thread::spawn(move || publish_to(p, tag, n, Some(gap)))
+}
+
+fn publish_to(p: support::Publisher, tag: &str, n: usize, pace: Option<Duration>) {
+    let t0 = Instant::now();
+    for i in 0..n {
+        if let Some(gap) = pace {
+            let due = t0 + gap * i as u32;
+            // pacing the load, not waiting for a condition
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+        }
+        let key = format!("{tag}{i}");
+        p.send_nowait(&event(
+            &key,
+            "/bench",
+            "bench.ping",
+            &[("key", &key)],
+            json!({"i": i, "t": now_us()}),
+        ));
+    }
+    p.flush();
+}
+
+/// The raw passthrough: copies `n` records of `flowbroker.in` to `bench.copy` (same key,
+/// payload and headers), settings as flowbroker's own clients. Returns records/s from the
+/// first delivery to the last.
+fn passthrough(brokers: &str, n: usize) -> f64 {
+    let c = reader(brokers, "flowbroker.in");
+    let p: BaseProducer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("linger.ms", "5")
+        .create()
+        .unwrap();
+    let mut copied = 0;
+    let mut first = None;
+    let end = Instant::now() + Duration::from_secs(600);
+    while copied < n {
+        assert!(
+            Instant::now() < end,
+            "passthrough copied only {copied} of {n}"
+        );
+        let Some(Ok(m)) = c.poll(Duration::from_millis(5)) else {
+            p.poll(Duration::ZERO);
+            continue;
+        };
+        first.get_or_insert_with(Instant::now);
+        let mut rec = BaseRecord::<[u8], [u8]>::to(COPY);
+        if let Some(k) = m.key() {
+            rec = rec.key(k);
+        }
+        if let Some(v) = m.payload() {
+            rec = rec.payload(v);
+        }
+        if let Some(h) = m.headers() {
+            rec = rec.headers(h.detach());
+        }
+        loop {
+            match p.send(rec) {
+                Ok(()) => break,
+                Err((_, r)) => {
+                    p.poll(Duration::from_millis(1));
+                    rec = r;
+                }
+            }
+        }
+        p.poll(Duration::ZERO);
+        copied += 1;
+    }
+    p.flush(Duration::from_secs(60)).unwrap();
+    n as f64 / first.unwrap().elapsed().as_secs_f64()
+}
+
+/// Reads `n` records of `topic` that have `ce_type` = `ty`; returns (outputs/s from the first
+/// to the last, latencies in ms from each record's `t` to its arrival).
+fn drain(c: &BaseConsumer, ty: &[u8], n: usize) -> (f64, Vec<f64>) {
+    let mut got = 0;
+    let mut first = None;
+    let mut lat = Vec::new();
+    let end = Instant::now() + Duration::from_secs(900);
+    while got < n {
+        assert!(Instant::now() < end, "only {got} of {n} outputs arrived");
+        let Some(Ok(m)) = c.poll(Duration::from_millis(50)) else {
+            continue;
+        };
+        if header(&m, "ce_type") != Some(ty) {
+            continue;
+        }
+        first.get_or_insert_with(Instant::now);
+        if let Some(t) = sent_at(&m) {
+            lat.push(now_us().saturating_sub(t) as f64 / 1000.0);
+        }
+        got += 1;
+    }
+    let secs = first.unwrap().elapsed().as_secs_f64();
+    ((n - 1).max(1) as f64 / secs.max(1e-9), lat)
+}
+
+fn pct(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
+}
+
+/// `fetch.wait.max.ms` of every consumer here, flowbroker's default (tansu answers a fetch
+/// when this runs out rather than when a record arrives, so it shows in latency).
+const FETCH_WAIT_MS: &str = "100";
+
+/// The broker's settings here: the defaults (the test harness's shorter fetch wait and debug
+/// log level are put back).
+const DEFAULTS: &[(&str, &str)] = &[
+    ("FLOWBROKER_LOG", "info"),
+    ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS", FETCH_WAIT_MS),
+];
+
+fn start(kafka: &Kafka, bin: &str) -> Broker {
+    Broker::start_bin(bin, kafka, &[("echo.yaml", ECHO)], DEFAULTS)
+}
+
+/// On a fresh tansu: `n` queued start events, copied by the raw passthrough, then run through
+/// the broker binary `bin`. Returns (records/s copied, instances/s completed).
+fn throughput(bin: &str, n: usize) -> (f64, f64) {
+    let kafka = Kafka::start();
+    kafka.create_topic(COPY, 3);
+    publish(&kafka, "q", n, None);
+    let raw = passthrough(&kafka.brokers(), n);
+    let lifecycle = reader(&kafka.brokers(), "flowbroker.lifecycle");
+    let _broker = start(&kafka, bin);
+    let (ours, _) = drain(&lifecycle, b"flowbroker.instance.completed", n);
+    (raw, ours)
+}
+
+fn main() {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let (mut n, paced_secs) = if measuring { (100_000, 10) } else { (300, 1) };
+    if let Some(v) = std::env::var("RATIO_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        n = v;
+    }
+    let bin = env!("CARGO_BIN_EXE_flowbroker");
+    println!("| measure | raw passthrough | flowbroker | ratio |");
+    println!("|---|---|---|---|");
+    // an older build, measured the same way in the same run (before/after figures)
+    if let Ok(old) = std::env::var("RATIO_BASELINE") {
+        let (raw, ours) = throughput(&old, n);
+        println!(
+            "| {n} queued start events, baseline build, records or instances/s | {raw:.0} | {ours:.0} | {:.3} |",
+            ours / raw
+        );
+    }
+    let (raw, ours) = throughput(bin, n);
+    println!(
+        "| {n} queued start events, records or instances/s | {raw:.0} | {ours:.0} | {:.3} |",
+        ours / raw
+    );
+
+    // Latency at half of flowbroker's rate, on a fresh broker pair: passthrough first, then
+    // flowbroker, each with its own paced stream.
+    let rate = std::env::var("RATIO_RATE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or((ours / 2.0).max(10.0));
+    let m = (rate * paced_secs as f64) as usize;
+    let gap = Duration::from_secs_f64(1.0 / rate);
+    let kafka = Kafka::start();
+    kafka.create_topic(COPY, 3);
+    let copies = reader(&kafka.brokers(), COPY);
+    let copier = {
+        let brokers = kafka.brokers();
+        std::thread::spawn(move || passthrough(&brokers, WARM + m))
+    };
+    // the passthrough's group join and first fetches are not part of its latency
+    publish(&kafka, "w", WARM, None);
+    drain(&copies, b"bench.ping", WARM);
+    let sender = publish_paced(&kafka, "r", m, gap);
+    let (_, mut raw_lat) = drain(&copies, b"bench.ping", m);
+    sender.join().unwrap();
+    copier.join().unwrap();
+    let out = reader(&kafka.brokers(), "flowbroker.out");
+    let broker = start(&kafka, bin);
+    // The queued "w" and "r" records complete first; only the paced "s" stream is measured.
+    drain(&out, b"bench.pong", WARM + m);
+    let sender = publish_paced(&kafka, "s", m, gap);
+    let (_, mut our_lat) = drain(&out, b"bench.pong", m);
+    sender.join().unwrap();
+    drop(broker);
+    println!(
+        "| latency p50 at {rate:.0}/s, ms | {:.1} | {:.1} | |",
+        pct(&mut raw_lat, 0.5),
+        pct(&mut our_lat, 0.5)
+    );
+    println!(
+        "| latency p99 at {rate:.0}/s, ms | {:.1} | {:.1} | +{:.1} ms |",
+        pct(&mut raw_lat, 0.99),
+        pct(&mut our_lat, 0.99),
+        pct(&mut our_lat, 0.99) - pct(&mut raw_lat, 0.99)
+    );
+}
