@@ -48,6 +48,12 @@
 //! - [`watch`]: the workflow directory, polled.
 //! - [`cli`]: the `flowbroker` command (`run`, `validate`, `graph`); [`graph`]: Mermaid charts.
 
+/// mimalloc instead of the system allocator: the hot path allocates many small, short-lived
+/// values (JSON data, keys, records), and glibc's malloc/free were a fifth of the core thread's
+/// profile (docs/performance.md). Declared here so the binary, tests and benches all use it.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 pub mod broker;
 pub mod cli;
 pub mod cloudevent;
