@@ -39,7 +39,7 @@ states:
 
 fn step(
     def: &Definition,
-    inst: &Instance,
+    inst: Instance,
     input: Input,
     now: DateTime<Utc>,
 ) -> (Instance, Vec<Action>) {
@@ -72,7 +72,7 @@ fn main() {
         let inst = Instance::new(id.clone(), "bench");
         let (inst, acts) = step(
             &def,
-            &inst,
+            inst,
             Input::Start {
                 input: json!({}),
                 events: vec![ev],
@@ -85,7 +85,7 @@ fn main() {
         };
         let (inst, acts) = step(
             &def,
-            &inst,
+            inst,
             Input::ActionResult {
                 key: key(&acts),
                 result: json!({"total": 150 + n % 7}),
@@ -94,7 +94,7 @@ fn main() {
         );
         let (inst, acts) = step(
             &def,
-            &inst,
+            inst,
             Input::ActionResult {
                 key: key(&acts),
                 result: json!({"reserved": true}),

@@ -15,7 +15,7 @@ use crate::engine::{self, Action, EngineError, ErrorInfo, Event, Input, Instance
 use crate::store::{at, key, num, Table, Txn, SEP};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub type Result<T> = crate::store::Result<T>;
 
@@ -37,6 +37,14 @@ pub struct Parent {
     pub wait: bool,
     /// The parent's workflow and version, then its own lineage.
     pub lineage: Vec<(String, String)>,
+}
+
+/// What `apply_now` keeps of an instance before the engine takes it.
+struct Before {
+    status: engine::Status,
+    visit: u64,
+    waits: BTreeSet<index::Entry>,
+    active: BTreeSet<index::Entry>,
 }
 
 struct Queued {
@@ -185,11 +193,18 @@ impl<'a, 's> Batch<'a, 's> {
             return Ok(Err(EngineError::UnknownState(rec.version.clone())));
         };
         let def = &*def;
-        let before = rec.instance.clone();
+        // what reindexing and counting need of the instance before; the engine takes it
+        let before = Before {
+            status: rec.instance.status,
+            visit: rec.instance.visit,
+            waits: index::waits(def, &rec.instance),
+            active: index::active(def, &rec.instance),
+        };
+        let inst = std::mem::replace(&mut rec.instance, Instance::new("", ""));
         // A bug in the engine must not become a crash loop on the same record: the input is
         // refused (and logged) and the stream moves on.
         let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            engine::apply(def, &before, input.clone(), self.now)
+            engine::apply(def, inst, input.clone(), self.now)
         }));
         let step = match applied {
             Ok(Ok(s)) => s,
@@ -229,7 +244,7 @@ impl<'a, 's> Batch<'a, 's> {
                 actions = step.actions.len(), "applied");
         }
         rec.instance = step.instance;
-        self.reindex(def, &before, &rec.instance)?;
+        self.reindex(def, before.waits, before.active, &rec.instance)?;
         if matches!(input, Input::Start { .. }) {
             self.count_status(None, rec.instance.status)?;
             self.lifecycle(
@@ -259,12 +274,12 @@ impl<'a, 's> Batch<'a, 's> {
     fn reindex(
         &mut self,
         def: &crate::definition::Definition,
-        old: &Instance,
+        ow: BTreeSet<index::Entry>,
+        oa: BTreeSet<index::Entry>,
         new: &Instance,
     ) -> Result<()> {
         let mut remote: BTreeMap<PartitionId, Vec<IndexChange>> = BTreeMap::new();
-        let (ow, nw) = (index::waits(def, old), index::waits(def, new));
-        let (oa, na) = (index::active(def, old), index::active(def, new));
+        let (nw, na) = (index::waits(def, new), index::active(def, new));
         let changes = [
             (IndexEntry::Waits, ow.difference(&nw), false),
             (IndexEntry::Waits, nw.difference(&ow), true),

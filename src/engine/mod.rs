@@ -137,10 +137,12 @@ pub enum EngineError {
     UnknownState(String),
 }
 
-/// Applies one input to an instance.
+/// Applies one input to an instance, which it takes: the next instance is built in place
+/// (a caller that keeps the previous one clones it first). On an error the instance is
+/// dropped unchanged; the stored copy is the caller's.
 pub fn apply(
     def: &Definition,
-    instance: &Instance,
+    instance: Instance,
     input: Input,
     now: DateTime<Utc>,
 ) -> Result<Step, EngineError> {
@@ -166,7 +168,7 @@ pub fn apply(
     }
     let mut cx = Cx {
         def,
-        inst: instance.clone(),
+        inst: instance,
         now,
         out: Vec::new(),
         entered: 0,

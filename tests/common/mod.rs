@@ -42,7 +42,7 @@ impl Env {
     }
 
     pub fn try_feed(&mut self, input: Input) -> Result<Vec<Action>, EngineError> {
-        let step = apply(&self.def, &self.inst, input, self.now)?;
+        let step = apply(&self.def, self.inst.clone(), input, self.now)?;
         // Every instance survives a store round trip at every step.
         let stored = serde_json::to_string(&step.instance).unwrap();
         self.inst = serde_json::from_str(&stored).unwrap();
