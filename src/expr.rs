@@ -32,6 +32,9 @@ pub struct Path {
     definite: bool,
     /// The path starts by filtering the root (`$[?(...)]`).
     root_filter: bool,
+    /// The member names of a plain member path (`$.a.b`): selected by walking the value,
+    /// without jsonpath-rust's general machinery (the common case, and a hot one).
+    chain: Option<Vec<String>>,
 }
 
 impl Path {
@@ -60,12 +63,15 @@ impl Path {
             || source.contains(','));
         let rest = source[1..].trim_start_matches('.').trim_start();
         let root_filter = rest.starts_with("[?");
-        Ok(Path {
+        let mut path = Path {
             source: source.to_string(),
             compiled,
             definite,
             root_filter,
-        })
+            chain: None,
+        };
+        path.chain = path.member_chain();
+        Ok(path)
     }
 
     pub fn source(&self) -> &str {
@@ -79,6 +85,16 @@ impl Path {
 
     /// Every value the path selects, in document order.
     pub fn matches(&self, data: &Value) -> Vec<Value> {
+        if let Some(chain) = &self.chain {
+            let mut at = data;
+            for m in chain {
+                match at.get(m.as_str()) {
+                    Some(v) => at = v,
+                    None => return vec![],
+                }
+            }
+            return vec![at.clone()];
+        }
         let found = collect(&self.compiled, data);
         if found.is_empty() && self.root_filter && data.is_object() {
             // Jayway applies a filter on an object to the object itself.
@@ -375,6 +391,44 @@ pub fn templates_in(value: &Value, at: String, out: &mut Vec<(String, String)>) 
 
 #[cfg(test)]
 mod tests {
+    /// The member-chain shortcut selects what jsonpath-rust selects.
+    #[test]
+    fn member_chains_select_like_jsonpath() {
+        let docs = [
+            serde_json::json!({"a": {"b": [1, 2], "c": null}, "x-y": 1, "n": 0}),
+            serde_json::json!([{"a": 1}, {"a": 2}]),
+            serde_json::json!({"a": [{"b": 1}]}),
+            serde_json::json!("text"),
+            serde_json::json!(null),
+        ];
+        for src in [
+            "$",
+            "$.a",
+            "$.a.b",
+            "$.a.c",
+            "$.a.missing",
+            "$['a'].b",
+            "$.n",
+            "$.a.b.c",
+        ] {
+            let p = Path::compile(src).unwrap();
+            assert!(p.chain.is_some(), "{src} is a member chain");
+            for d in &docs {
+                assert_eq!(
+                    p.matches(d),
+                    collect(&p.compiled, d),
+                    "{src} on {d}: shortcut and jsonpath differ"
+                );
+            }
+        }
+        for src in ["$.a[0]", "$.a[*]", "$..b", "$.a.length()", "$[?(@.a)]"] {
+            assert!(
+                Path::compile(src).unwrap().chain.is_none(),
+                "{src} is not a chain"
+            );
+        }
+    }
+
     use super::*;
     use serde_json::json;
 
