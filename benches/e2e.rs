@@ -9,45 +9,14 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::BaseConsumer;
 use rdkafka::message::Message;
-use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use support::{event, Broker, Kafka};
-
-const ECHO: &str = r#"
-id: echo
-name: echo
-events:
-- {name: Ping, type: bench.ping, source: /bench, correlation: [{contextAttributeName: key}]}
-- {name: Pong, type: bench.pong, kind: produced}
-states:
-- name: Receive
-  type: event
-  start: {kind: default}
-  eventsActions: [{eventRefs: [Ping]}]
-  transition: {nextState: Mark}
-- name: Mark
-  type: inject
-  data: {seen: true}
-  end: {kind: event, produceEvent: {eventRef: Pong, data: "{{ $ }}"}}
-"#;
+use support::{event, Broker, Kafka, ECHO};
 
 fn completed_counter(kafka: &Kafka) -> BaseConsumer {
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", kafka.brokers())
-        .set("group.id", "bench")
-        .set("fetch.wait.max.ms", "10")
-        .create()
-        .unwrap();
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..3 {
-        tpl.add_partition_offset("flowbroker.lifecycle", p, Offset::Beginning)
-            .unwrap();
-    }
-    c.assign(&tpl).unwrap();
-    c
+    support::reader(&kafka.brokers(), &["flowbroker.lifecycle"], 10)
 }
 
 /// Waits until `n` more `completed` lifecycle events were read.

@@ -15,31 +15,13 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::BaseConsumer;
 use rdkafka::message::{Headers, Message};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
-use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use rdkafka::ClientConfig;
 use serde_json::json;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use support::{event, Broker, Kafka};
-
-const ECHO: &str = r#"
-id: echo
-name: echo
-events:
-- {name: Ping, type: bench.ping, source: /bench, correlation: [{contextAttributeName: key}]}
-- {name: Pong, type: bench.pong, kind: produced}
-states:
-- name: Receive
-  type: event
-  start: {kind: default}
-  eventsActions: [{eventRefs: [Ping]}]
-  transition: {nextState: Mark}
-- name: Mark
-  type: inject
-  data: {seen: true}
-  end: {kind: event, produceEvent: {eventRef: Pong, data: "{{ $ }}"}}
-"#;
+use support::{event, Broker, Kafka, ECHO};
 
 const COPY: &str = "bench.copy";
 
@@ -53,22 +35,9 @@ fn now_us() -> u64 {
         .as_micros() as u64
 }
 
-/// A consumer assigned to every partition of `topic` from the beginning.
+/// A consumer of every partition of `topic` from the beginning.
 fn reader(brokers: &str, topic: &str) -> BaseConsumer {
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", brokers)
-        .set("group.id", format!("bench-{topic}"))
-        .set("fetch.wait.max.ms", FETCH_WAIT_MS)
-        .set("enable.auto.commit", "false")
-        .create()
-        .unwrap();
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..3 {
-        tpl.add_partition_offset(topic, p, Offset::Beginning)
-            .unwrap();
-    }
-    c.assign(&tpl).unwrap();
-    c
+    support::reader(brokers, &[topic], FETCH_WAIT_MS)
 }
 
 fn header<'a>(m: &'a impl Message, key: &str) -> Option<&'a [u8]> {
@@ -203,17 +172,17 @@ fn pct(v: &mut [f64], q: f64) -> f64 {
 
 /// `fetch.wait.max.ms` of every consumer here, flowbroker's default (tansu answers a fetch
 /// when this runs out rather than when a record arrives, so it shows in latency).
-const FETCH_WAIT_MS: &str = "100";
+const FETCH_WAIT_MS: u32 = 100;
 
-/// The broker's settings here: the defaults (the test harness's shorter fetch wait and debug
-/// log level are put back).
-const DEFAULTS: &[(&str, &str)] = &[
-    ("FLOWBROKER_LOG", "info"),
-    ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS", FETCH_WAIT_MS),
-];
-
+/// The broker runs with the defaults: the test harness's shorter fetch wait and debug log level
+/// are put back.
 fn start(kafka: &Kafka, bin: &str) -> Broker {
-    Broker::start_bin(bin, kafka, &[("echo.yaml", ECHO)], DEFAULTS)
+    let wait = FETCH_WAIT_MS.to_string();
+    let defaults = [
+        ("FLOWBROKER_LOG", "info"),
+        ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS", wait.as_str()),
+    ];
+    Broker::start_bin(bin, kafka, &[("echo.yaml", ECHO)], &defaults)
 }
 
 /// On a fresh tansu: `n` queued start events, copied by the raw passthrough, then run through

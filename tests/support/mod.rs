@@ -26,6 +26,29 @@ pub const TOPICS: [&str; 4] = [
     "flowbroker.dlq",
 ];
 
+/// A consumer assigned to every partition of `topics` from the beginning (no group
+/// membership, nothing committed).
+pub fn reader(brokers: &str, topics: &[&str], fetch_wait_ms: u32) -> BaseConsumer {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "test-reader")
+        .set("enable.auto.commit", "false")
+        .set("fetch.wait.max.ms", fetch_wait_ms.to_string())
+        .create()
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for t in topics {
+        for p in 0..3 {
+            tpl.add_partition_offset(t, p, Offset::Beginning).unwrap();
+        }
+    }
+    c.assign(&tpl).unwrap();
+    c
+}
+
+/// The benches' workflow: starts on a `bench.ping` event, injects, ends producing `bench.pong`.
+pub const ECHO: &str = include_str!("../fixtures/echo.yaml");
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -180,21 +203,7 @@ impl Kafka {
 
     /// Collects every record of `topics` from the beginning, in a background thread.
     pub fn collect(&self, topics: &[&str]) -> Collector {
-        let c: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", self.brokers())
-            .set("group.id", "test-collector")
-            .set("enable.auto.commit", "false")
-            .set("fetch.wait.max.ms", "10")
-            .create()
-            .unwrap();
-        let mut tpl = TopicPartitionList::new();
-        for t in topics {
-            for p in 0..3 {
-                tpl.add_partition_offset(t, p, Offset::Beginning).unwrap();
-            }
-        }
-        c.assign(&tpl).unwrap();
-        drop(tpl);
+        let c = reader(&self.brokers(), topics, 10);
         let seen: Arc<Mutex<Vec<Received>>> = Arc::default();
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let (s2, stop2) = (seen.clone(), stop.clone());
