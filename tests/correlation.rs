@@ -269,3 +269,144 @@ states:
         "{done}"
     );
 }
+
+/// Fifty instances wait for the same event definition, told apart by an expression value
+/// (`{{ $.order }}`): an event reaches its one instance through the index, and no other
+/// instance is tried and refused (the index holds the expression's value).
+#[test]
+fn an_expression_correlation_value_is_an_index_lookup() {
+    let wf = r#"
+id: shipping
+name: shipping
+events:
+- name: Shipped
+  type: order.shipped
+  source: /warehouse
+  correlation: [{contextAttributeName: orderid, contextAttributeValue: "{{ $.order }}"}]
+states:
+- name: Wait
+  type: event
+  start: {kind: default}
+  eventsActions: [{eventRefs: [Shipped]}]
+  end: {kind: default}
+"#;
+    let mut h = Harness::new("2026-01-01T00:00:00Z", |_| {});
+    h.deploy("shipping.yaml", wf);
+    h.sync();
+    let ids: Vec<String> = (0..50)
+        .map(|i| {
+            h.start_with("shipping", json!({"order": format!("o-{i}")}))
+                .unwrap()
+        })
+        .collect();
+    let routed = h.event_with(
+        "s7",
+        "/warehouse",
+        "order.shipped",
+        &[("orderid", "o-7")],
+        json!({}),
+    );
+    assert_eq!(list(&routed, "delivered"), vec![ids[7].clone()], "{routed}");
+    assert_eq!(
+        h.stored(&ids[7]).unwrap()["instance"]["status"],
+        "COMPLETED"
+    );
+    assert_eq!(h.stored(&ids[8]).unwrap()["instance"]["status"], "WAITING");
+    assert_eq!(h.counter("flowbroker_correlation_refused_total"), 0);
+    // a value no instance expects reaches none
+    let routed = h.event_with(
+        "s99",
+        "/warehouse",
+        "order.shipped",
+        &[("orderid", "o-99")],
+        json!({}),
+    );
+    assert!(list(&routed, "delivered").is_empty(), "{routed}");
+    assert_eq!(h.counter("flowbroker_correlation_refused_total"), 0);
+    assert_eq!(h.gauge("WAITING"), 49);
+}
+
+/// Instances that pinned `customerId` (from their start event) and wait for an event that
+/// also correlates on `region`, which none has pinned: an event reaches only the instance of
+/// its customer, through the index, and pins the region.
+#[test]
+fn a_partly_pinned_key_is_an_index_lookup() {
+    let wf = r#"
+id: claims2
+name: claims2
+events:
+- name: Filed
+  type: claim.filed
+  source: /claims
+  correlation: [{contextAttributeName: customerId}]
+- name: Assessed
+  type: claim.assessed
+  source: /claims
+  correlation: [{contextAttributeName: customerId}, {contextAttributeName: region}]
+- name: Paid
+  type: claim.paid
+  source: /claims
+  correlation: [{contextAttributeName: customerId}, {contextAttributeName: region}]
+states:
+- name: Filed
+  type: event
+  start: {kind: default}
+  eventsActions: [{eventRefs: [Filed]}]
+  transition: {nextState: Assess}
+- name: Assess
+  type: event
+  eventsActions: [{eventRefs: [Assessed]}]
+  transition: {nextState: Pay}
+- name: Pay
+  type: event
+  eventsActions: [{eventRefs: [Paid]}]
+  end: {kind: default}
+"#;
+    let mut h = Harness::new("2026-01-01T00:00:00Z", |_| {});
+    h.deploy("claims2.yaml", wf);
+    let ids: Vec<String> = (0..40)
+        .map(|i| {
+            let c = format!("c{i}");
+            let r = h.event_with(
+                &format!("f{i}"),
+                "/claims",
+                "claim.filed",
+                &[("customerid", &c)],
+                json!({}),
+            );
+            list(&r, "started")[0].clone()
+        })
+        .collect();
+    let routed = h.event_with(
+        "a3",
+        "/claims",
+        "claim.assessed",
+        &[("customerid", "c3"), ("region", "eu")],
+        json!({}),
+    );
+    assert_eq!(list(&routed, "delivered"), vec![ids[3].clone()], "{routed}");
+    assert_eq!(h.counter("flowbroker_correlation_refused_total"), 0);
+    // now fully pinned: a payment for another region does not reach it, the right one does
+    let other = h.event_with(
+        "p1",
+        "/claims",
+        "claim.paid",
+        &[("customerid", "c3"), ("region", "us")],
+        json!({}),
+    );
+    assert!(list(&other, "delivered").is_empty(), "{other}");
+    let paid = h.event_with(
+        "p2",
+        "/claims",
+        "claim.paid",
+        &[("customerid", "c3"), ("region", "eu")],
+        json!({}),
+    );
+    assert_eq!(list(&paid, "delivered"), vec![ids[3].clone()], "{paid}");
+    assert_eq!(
+        h.stored(&ids[3]).unwrap()["instance"]["status"],
+        "COMPLETED"
+    );
+    assert_eq!(h.counter("flowbroker_correlation_refused_total"), 0);
+    assert_eq!(h.gauge("WAITING"), 39);
+}

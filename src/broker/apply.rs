@@ -54,8 +54,11 @@ impl Batch<'_, '_> {
                 event,
                 only,
                 sole,
+                returned,
                 source,
-            } => Outcome::Routed(self.correlate(event, only.as_deref(), sole, &source)?),
+            } => {
+                Outcome::Routed(self.correlate(event, only.as_deref(), sole, returned, &source)?)
+            }
             Work::Start {
                 id,
                 workflow,
@@ -127,6 +130,7 @@ impl Batch<'_, '_> {
         event: Event,
         only: Option<&str>,
         sole: bool,
+        returned: bool,
         source: &Source,
     ) -> Result<Routed> {
         match source {
@@ -146,7 +150,7 @@ impl Batch<'_, '_> {
         let copy = (sole && self.cfg.kafka.dlq_unmatched && matches!(source, Source::Input { .. }))
             .then(|| serde_json::to_vec(&event).unwrap_or_default());
         let ty = event.event_type.clone();
-        let r = self.route(event, only)?;
+        let r = self.route(event, only, returned)?;
         if sole && !r.matched() {
             self.fx.stats.push(Stat::Unmatched(ty));
             if let Some(payload) = copy {
@@ -207,10 +211,12 @@ impl Batch<'_, '_> {
                 return Ok(());
             };
             let only = Some(rec.instance.workflow_id.clone());
+            self.fx.stats.push(Stat::Refused);
             return self.send(*partition, |source| Work::Event {
                 event,
                 only,
                 sole: false,
+                returned: true,
                 source,
             });
         }

@@ -54,6 +54,33 @@ struct Queued {
     buffered: Option<String>,
 }
 
+/// Entries this batch added to tables that expire, so that the batch's sweeps remove at
+/// least as many (twice as many, to catch up) and no table outgrows its sweep.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Added {
+    /// `SeenExpiry` entries (dedupe).
+    pub seen: usize,
+    /// Of those, new `Seen` keys (the `flowbroker_dedupe_entries` gauge).
+    pub seen_new: usize,
+    /// `Finished` entries (retention).
+    pub finished: usize,
+    /// `BufferExpiry` entries.
+    pub buffered: usize,
+}
+
+impl Added {
+    /// How many due entries a sweep removes: twice the batch's additions, and at least
+    /// `floor` on the periodic sweep (which also runs when nothing is consumed).
+    pub fn pace(added: usize, periodic: bool, floor: usize) -> usize {
+        let keep_up = added.saturating_mul(2);
+        if periodic {
+            keep_up.max(floor)
+        } else {
+            keep_up
+        }
+    }
+}
+
 pub struct Batch<'a, 's> {
     /// Scoped to partition `p`: every key read or written here is this partition's.
     pub tx: &'a Txn<'s>,
@@ -67,6 +94,7 @@ pub struct Batch<'a, 's> {
     /// The config's durations, parsed once for the batch.
     pub windows: Windows,
     pub fx: Effects,
+    pub added: Added,
     queue: VecDeque<Queued>,
 }
 
@@ -88,6 +116,7 @@ impl<'a, 's> Batch<'a, 's> {
             now,
             windows: cfg.windows(now),
             fx: Effects::default(),
+            added: Added::default(),
             queue: VecDeque::new(),
         }
     }
@@ -520,6 +549,7 @@ impl<'a, 's> Batch<'a, 's> {
     fn finish(&mut self, rec: &InstanceRecord) -> Result<()> {
         self.tx
             .put(Table::Finished, &at(self.now, &rec.instance.id), &())?;
+        self.added.finished += 1;
         for t in &rec.instance.timers {
             self.disarm(t)?;
         }

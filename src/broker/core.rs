@@ -196,6 +196,11 @@ impl Core {
         self.publish_owned();
     }
 
+    /// The broker's counters (those a detached core counts too).
+    pub fn metrics(&self) -> &Metrics {
+        &self.metrics
+    }
+
     /// The state partitions this broker owns now.
     pub fn owned(&self) -> Vec<PartitionId> {
         self.owned.iter().copied().collect()
@@ -793,11 +798,11 @@ impl Core {
             }
         }
         super::sweep::fire_timers(&mut b)?;
-        if sweep {
-            super::sweep::sweep_buffer(&mut b)?;
-            b.sweep_seen()?;
-            b.sweep_finished()?;
-        }
+        // every batch removes expired entries in proportion to what it added (docs/broker.md
+        // "Bounded tables"); the periodic sweep also runs when nothing is consumed
+        super::sweep::sweep_buffer(&mut b, sweep)?;
+        b.sweep_seen(sweep)?;
+        b.sweep_finished(sweep)?;
         b.drain()?;
         let fx: Effects = std::mem::take(&mut b.fx);
         drop(b);
@@ -849,6 +854,7 @@ impl Core {
                 Stat::BufferDropped => m.buffered.with_label_values(&["dropped"]).inc(),
                 Stat::JoinExpired => m.joins_expired.inc(),
                 Stat::Transitions(n) => m.transitions.inc_by(n),
+                Stat::Refused => m.refused.inc(),
                 Stat::StartRejected(wf) => m.starts_rejected.with_label_values(&[&wf]).inc(),
                 Stat::Tick {
                     workflow,

@@ -3,14 +3,17 @@
 //! is dropped and counted instead of being applied twice. Kafka redelivery after a crash is
 //! handled by stored offsets already; this covers copies at different offsets.
 
-use super::batch::{Batch, Result};
+use super::batch::{Added, Batch, Result};
 use super::Stat;
 use crate::engine::Event;
 use crate::store::{at, key, Table};
 use chrono::{DateTime, Utc};
 
-/// Entries removed per sweep at most.
+/// Entries the periodic sweep removes at least, when due.
 const SWEEP_LIMIT: usize = 10_000;
+
+/// The `Meta` counter of `Seen` entries (the `flowbroker_dedupe_entries` gauge).
+pub const SEEN_COUNT: &str = "dedupe_entries";
 
 impl Batch<'_, '_> {
     /// True when the event was consumed within the window (and counts it); else remembers it.
@@ -20,7 +23,8 @@ impl Batch<'_, '_> {
             return Ok(false);
         }
         let k = key(&[&event.source, &event.id]);
-        if let Some(until) = self.tx.get::<DateTime<Utc>>(Table::Seen, &k)? {
+        let before = self.tx.get::<DateTime<Utc>>(Table::Seen, &k)?;
+        if let Some(until) = before {
             if until > self.now {
                 self.fx
                     .stats
@@ -31,17 +35,29 @@ impl Batch<'_, '_> {
         let until = self.now + window;
         self.tx.put(Table::Seen, &k, &until)?;
         self.tx.put(Table::SeenExpiry, &at(until, &k), &())?;
+        self.added.seen += 1;
+        self.added.seen_new += usize::from(before.is_none());
         Ok(false)
     }
 
-    /// Forgets events whose window has passed (unless they were seen again since).
-    pub fn sweep_seen(&mut self) -> Result<()> {
-        let due: Vec<(String, ())> = self.tx.take_due(Table::SeenExpiry, self.now, SWEEP_LIMIT)?;
-        for (seen, ()) in due {
-            let until: Option<DateTime<Utc>> = self.tx.get(Table::Seen, &seen)?;
-            if until.is_some_and(|u| u <= self.now) {
-                self.tx.delete(Table::Seen, &seen)?;
+    /// Forgets events whose window has passed (unless they were seen again since): twice as
+    /// many as this batch remembered, so the table cannot outgrow its sweep under any intake
+    /// rate, and up to [`SWEEP_LIMIT`] on the `periodic` sweep. Keeps the entry count.
+    pub fn sweep_seen(&mut self, periodic: bool) -> Result<()> {
+        let limit = Added::pace(self.added.seen, periodic, SWEEP_LIMIT);
+        let mut gone = 0i64;
+        if limit > 0 {
+            let due: Vec<(String, ())> = self.tx.take_due(Table::SeenExpiry, self.now, limit)?;
+            for (seen, ()) in due {
+                let until: Option<DateTime<Utc>> = self.tx.get(Table::Seen, &seen)?;
+                if until.is_some_and(|u| u <= self.now) && self.tx.delete(Table::Seen, &seen)? {
+                    gone += 1;
+                }
             }
+        }
+        let net = self.added.seen_new as i64 - gone;
+        if net != 0 {
+            self.tx.bump(SEEN_COUNT, net)?;
         }
         Ok(())
     }

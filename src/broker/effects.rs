@@ -101,6 +101,7 @@ impl Batch<'_, '_> {
     fn put_buffered(&mut self, k: &str, b: &Buffered) -> Result<()> {
         self.tx.put(Table::Buffer, k, b)?;
         self.tx.bump(BUFFER_COUNT, 1)?;
+        self.added.buffered += 1;
         self.tx.put(Table::BufferExpiry, &at(b.expires, k), &())
     }
 

@@ -61,6 +61,11 @@ pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError
         per(&|p| Ok(counter(p, crate::broker::effects::BUFFER_COUNT)))?,
     );
     family(
+        "flowbroker_dedupe_entries",
+        "Event ids remembered for duplicate detection (dedupe_window).",
+        per(&|p| Ok(counter(p, crate::broker::dedupe::SEEN_COUNT)))?,
+    );
+    family(
         "flowbroker_function_calls_in_flight",
         "Function calls not yet answered.",
         per(&|p| Ok(tx.len_in(Scope::Partition(p.0), Table::Calls)? as i64))?,

@@ -3,25 +3,47 @@
 //! The key of an event definition is the tuple of the values of its correlation rules that
 //! have no fixed `contextAttributeValue`, ordered by attribute name. An event has a key for a definition
 //! when it carries every rule's attribute (and fixed values match); an instance has one when
-//! it has pinned every such attribute. An instance with nothing pinned waits under [`ANY`].
+//! it has pinned every such attribute. The key picks the state partition.
+//!
+//! A `Waits` entry is indexed under a finer key, so that an event finds exactly the instances
+//! that take it, never a list to filter:
+//! - a value the instance has not pinned yet is [`ANY`] in its place (an instance with nothing
+//!   pinned waits under [`ANY`] alone); an event looks its values up with every subset of
+//!   them replaced by [`ANY`] (2^n point lookups for n rules without a fixed value);
+//! - rules whose value is an expression add a guard: the value the expression gives on the
+//!   instance's data (`!` when it does not evaluate), matched against the event's attribute.
 
 use crate::cluster::partition::{PartitionId, Partitions};
 use crate::definition::Definition;
-use crate::engine::{waits_for, Event, Instance};
-use crate::model::EventDef;
+use crate::engine::{expected, waits_for, Event, Instance};
+use crate::model::{CorrelationDef, EventDef};
 use crate::store::key;
 use std::collections::BTreeSet;
 
-/// The key of instances that have not pinned the values of a definition yet.
+/// The key of instances that have not pinned the values of a definition yet (and, in a
+/// partly pinned key, the place of a value not pinned yet).
 pub const ANY: &str = "*";
 const VALUE_SEP: &str = "\u{1e}";
+/// Between a waits key's values and its expression guard.
+const GUARD_SEP: char = '\u{1d}';
+/// A guard value: the expected attribute value follows.
+const GUARD_VALUE: char = '=';
+/// A guard the instance's data cannot give: no event matches it.
+const GUARD_NONE: &str = "!";
 
 /// The correlation rules of `ed` in key order: by attribute name (lower case), so that two
 /// definitions on the same attributes share keys, and so state partitions.
-fn rules(ed: &EventDef) -> Vec<&crate::model::CorrelationDef> {
+fn rules(ed: &EventDef) -> Vec<&CorrelationDef> {
     let mut rules: Vec<_> = ed.correlation.iter().collect();
     rules.sort_by_key(|r| r.context_attribute_name.to_ascii_lowercase());
     rules
+}
+
+/// Whether the rule's value is an expression on the instance's data.
+fn is_expression(rule: &CorrelationDef) -> bool {
+    rule.context_attribute_value
+        .as_deref()
+        .is_some_and(|v| v.contains("{{"))
 }
 
 /// The event's key for definition `ed`, or `None` when it cannot match.
@@ -30,14 +52,64 @@ pub fn event_key(ed: &EventDef, event: &Event) -> Option<String> {
     for rule in rules(ed) {
         let value = event.attribute(&rule.context_attribute_name)?;
         match &rule.context_attribute_value {
-            // an expression is checked against the instance by the engine
-            Some(fixed) if fixed.contains("{{") => {}
+            // an expression is matched through the waits key's guard
+            Some(_) if is_expression(rule) => {}
             Some(fixed) if *fixed != value => return None,
             Some(_) => {}
             None => values.push(value),
         }
     }
     Some(values.join(VALUE_SEP))
+}
+
+/// The `Waits` keys to look up for an event of definition `ed`: its key with every subset of
+/// its values replaced by [`ANY`], the fully pinned key first, each with the event's guard.
+/// `None` when the event cannot match.
+pub fn event_wait_keys(ed: &EventDef, event: &Event) -> Option<Vec<String>> {
+    let mut values = Vec::new();
+    let mut guard = Vec::new();
+    for rule in rules(ed) {
+        let value = event.attribute(&rule.context_attribute_name)?;
+        match &rule.context_attribute_value {
+            Some(_) if is_expression(rule) => guard.push(format!("{GUARD_VALUE}{value}")),
+            Some(fixed) if *fixed != value => return None,
+            Some(_) => {}
+            None => values.push(value),
+        }
+    }
+    let n = values.len();
+    let keys = (0u64..1 << n.min(16))
+        .map(|mask| {
+            let parts: Vec<&str> = (0..n)
+                .map(|i| {
+                    if mask & (1 << i) != 0 {
+                        ANY
+                    } else {
+                        values[i].as_str()
+                    }
+                })
+                .collect();
+            with_guard(joined(&parts), &guard)
+        })
+        .collect();
+    Some(keys)
+}
+
+/// Values joined into a key; all of them unpinned is [`ANY`] alone.
+fn joined(parts: &[&str]) -> String {
+    if !parts.is_empty() && parts.iter().all(|p| *p == ANY) {
+        ANY.to_string()
+    } else {
+        parts.join(VALUE_SEP)
+    }
+}
+
+fn with_guard(mut k: String, guard: &[String]) -> String {
+    if !guard.is_empty() {
+        k.push(GUARD_SEP);
+        k.push_str(&guard.join(VALUE_SEP));
+    }
+    k
 }
 
 /// The instance's key for definition `ed`, or `None` when some value is not pinned yet.
@@ -55,6 +127,36 @@ pub fn instance_key(ed: &EventDef, inst: &Instance) -> Option<String> {
     Some(values.join(VALUE_SEP))
 }
 
+/// The `Waits` key of an instance waiting for definition `ed`: its pinned values ([`ANY`] for
+/// those not pinned yet) and the guard its data gives for expression rules.
+pub fn instance_wait_key(def: &Definition, ed: &EventDef, inst: &Instance) -> String {
+    let mut values = Vec::new();
+    let mut guard = Vec::new();
+    for rule in rules(ed) {
+        match &rule.context_attribute_value {
+            Some(template) if is_expression(rule) => guard.push(
+                expected(def, inst, template)
+                    .map(|v| format!("{GUARD_VALUE}{v}"))
+                    .unwrap_or_else(|| GUARD_NONE.to_string()),
+            ),
+            Some(_) => {}
+            None => values.push(
+                inst.correlation
+                    .get(&rule.context_attribute_name.to_ascii_lowercase())
+                    .map_or(ANY, |v| v.as_str()),
+            ),
+        }
+    }
+    with_guard(joined(&values), &guard)
+}
+
+/// Whether a waits key has a value not pinned yet: its entry is kept on every partition,
+/// since an event of any key may match it.
+pub fn has_any(k: &str) -> bool {
+    let values = k.split(GUARD_SEP).next().unwrap_or_default();
+    values == ANY || values.split(VALUE_SEP).any(|v| v == ANY)
+}
+
 /// Whether the definition has a key at all (some rule without a fixed value).
 pub fn keyed(ed: &EventDef) -> bool {
     ed.correlation
@@ -68,7 +170,7 @@ pub fn keyed(ed: &EventDef) -> bool {
 pub struct Entry {
     pub workflow: String,
     pub event: String,
-    /// The correlation key, or [`ANY`] for an instance with nothing pinned yet.
+    /// `Waits`: the waits key ([`instance_wait_key`]); `Active`: the correlation key.
     pub key: String,
     pub instance: String,
 }
@@ -84,13 +186,14 @@ impl Entry {
         key(&[&self.workflow, &self.event, &self.key])
     }
 
-    /// The partitions that keep this entry: its key's, or all for an instance that has
-    /// pinned nothing (any key's event may match it).
+    /// The partitions that keep this entry: its key's (without the guard), or all for an
+    /// instance that has not pinned every value (any key's event may match it).
     pub fn owners(&self, parts: Partitions) -> Vec<PartitionId> {
-        if self.key == ANY {
+        if has_any(&self.key) {
             parts.all().collect()
         } else {
-            vec![parts.of_key(&self.workflow, &self.key)]
+            let values = self.key.split(GUARD_SEP).next().unwrap_or_default();
+            vec![parts.of_key(&self.workflow, values)]
         }
     }
 
@@ -113,11 +216,10 @@ pub fn waits(def: &Definition, inst: &Instance) -> BTreeSet<Entry> {
         .into_iter()
         .filter_map(|name| {
             let ed = def.workflow.event(&name)?;
-            let k = instance_key(ed, inst).unwrap_or_else(|| ANY.to_string());
             Some(Entry {
                 workflow: inst.workflow_id.clone(),
+                key: instance_wait_key(def, ed, inst),
                 event: name,
-                key: k,
                 instance: inst.id.clone(),
             })
         })
@@ -155,5 +257,120 @@ pub fn kafka_key(inst: &Instance) -> String {
             .cloned()
             .collect::<Vec<_>>()
             .join(",")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::load::Format;
+    use serde_json::json;
+
+    const WF: &str = r#"
+id: w
+name: w
+events:
+- name: E
+  type: t
+  source: /s
+  correlation:
+  - {contextAttributeName: region}
+  - {contextAttributeName: customerId}
+  - {contextAttributeName: channel, contextAttributeValue: web}
+  - {contextAttributeName: orderid, contextAttributeValue: "{{ $.order }}"}
+states:
+- {name: A, type: event, start: {kind: default}, eventsActions: [{eventRefs: [E]}], end: {kind: default}}
+"#;
+
+    fn event(attrs: &[(&str, &str)]) -> Event {
+        Event {
+            id: "1".into(),
+            source: "/s".into(),
+            event_type: "t".into(),
+            time: None,
+            datacontenttype: None,
+            subject: None,
+            data: None,
+            extensions: attrs
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect(),
+        }
+    }
+
+    /// Every pin state of an instance is one of the keys an event looks up, and only the
+    /// event whose values and expression value agree finds it.
+    #[test]
+    fn an_instance_is_found_under_exactly_the_keys_that_match_it() {
+        let def = Definition::parse("w.yaml", WF, Format::Yaml).unwrap();
+        let ed = def.workflow.event("E").unwrap();
+        let e = event(&[
+            ("customerid", "c1"),
+            ("region", "eu"),
+            ("channel", "web"),
+            ("orderid", "o-1"),
+        ]);
+        let keys = event_wait_keys(ed, &e).unwrap();
+        assert_eq!(keys.len(), 4, "{keys:?}");
+        assert_eq!(event_key(ed, &e).as_deref(), Some("c1\u{1e}eu"));
+        assert!(!has_any(&keys[0]) && keys[1..].iter().all(|k| has_any(k)));
+        let mut inst = Instance::new("i", "w");
+        inst.data = json!({"order": "o-1"});
+        for pins in [
+            vec![],
+            vec![("customerid", "c1")],
+            vec![("region", "eu")],
+            vec![("customerid", "c1"), ("region", "eu")],
+        ] {
+            inst.correlation = pins
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let k = instance_wait_key(&def, ed, &inst);
+            assert!(keys.contains(&k), "{pins:?}: {k:?} not in {keys:?}");
+            assert_eq!(has_any(&k), pins.len() < 2);
+        }
+        // another customer, another order, or a data value that does not evaluate: not found
+        inst.correlation = [("customerid".to_string(), "c2".to_string())].into();
+        assert!(!keys.contains(&instance_wait_key(&def, ed, &inst)));
+        inst.correlation.clear();
+        inst.data = json!({"order": "o-2"});
+        assert!(!keys.contains(&instance_wait_key(&def, ed, &inst)));
+        inst.data = json!({"order": 7});
+        assert!(instance_wait_key(&def, ed, &inst).ends_with("=7"));
+        // a fixed value that differs, or a missing attribute: no keys at all
+        assert!(event_wait_keys(
+            ed,
+            &event(&[
+                ("customerid", "c1"),
+                ("region", "eu"),
+                ("channel", "app"),
+                ("orderid", "o-1")
+            ])
+        )
+        .is_none());
+        assert!(event_wait_keys(
+            ed,
+            &event(&[("customerid", "c1"), ("region", "eu"), ("channel", "web")])
+        )
+        .is_none());
+    }
+
+    /// An entry keeps to its key's partition unless a value is not pinned yet; the guard
+    /// does not move it.
+    #[test]
+    fn the_guard_does_not_change_the_partition() {
+        let parts = Partitions::new(8).unwrap();
+        let entry = |key: &str| Entry {
+            workflow: "w".into(),
+            event: "E".into(),
+            key: key.into(),
+            instance: "i".into(),
+        };
+        let plain = entry("c1\u{1e}eu").owners(parts);
+        assert_eq!(plain.len(), 1);
+        assert_eq!(entry("c1\u{1e}eu\u{1d}=o-1").owners(parts), plain);
+        assert_eq!(entry("*\u{1e}eu\u{1d}=o-1").owners(parts).len(), 8);
+        assert_eq!(entry("*").owners(parts).len(), 8);
     }
 }

@@ -80,6 +80,7 @@ pub fn event(
             Work::Event {
                 event: event.clone(),
                 only: None,
+                returned: false,
                 sole,
                 source: source.clone(),
             },

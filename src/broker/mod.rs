@@ -104,6 +104,8 @@ pub enum Stat {
     BufferDropped,
     JoinExpired,
     Transitions(u64),
+    /// A waiting instance found through the index did not take the event.
+    Refused,
     StartRejected(String),
     /// A cron tick started an instance `lag` seconds after it was due.
     Tick {

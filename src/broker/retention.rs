@@ -1,22 +1,26 @@
 //! Retention: finished instances and their history are deleted `retention` after they finished
 //! (default 7 days), so a long-running broker's store does not grow without bound.
 
-use super::batch::{Batch, Result};
+use super::batch::{Added, Batch, Result};
 use super::records::InstanceRecord;
 use crate::store::{key, Table, SEP};
 
-/// Instances forgotten per sweep at most.
+/// Instances the periodic sweep forgets at least, when due.
 const SWEEP_LIMIT: usize = 1_000;
 
 impl Batch<'_, '_> {
-    /// Deletes instances that finished more than `retention` ago.
-    pub fn sweep_finished(&mut self) -> Result<()> {
+    /// Deletes instances that finished more than `retention` ago: twice as many as finished
+    /// in this batch, so retention keeps pace with any completion rate, and up to
+    /// [`SWEEP_LIMIT`] on the `periodic` sweep.
+    pub fn sweep_finished(&mut self, periodic: bool) -> Result<()> {
         let Some(keep) = self.windows.retention else {
             return Ok(()); // empty: keep forever
         };
-        let due: Vec<(String, ())> =
-            self.tx
-                .take_due(Table::Finished, self.now - keep, SWEEP_LIMIT)?;
+        let limit = Added::pace(self.added.finished, periodic, SWEEP_LIMIT);
+        if limit == 0 {
+            return Ok(());
+        }
+        let due: Vec<(String, ())> = self.tx.take_due(Table::Finished, self.now - keep, limit)?;
         for (id, ()) in due {
             let id = id.as_str();
             let Some(rec) = self.tx.get::<InstanceRecord>(Table::Instances, id)? else {

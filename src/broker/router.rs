@@ -4,8 +4,8 @@
 //!    it does not wait for it yet).
 //! 2. Otherwise, for each workflow with a matching event definition (an index on
 //!    `(source, type)`), the event's correlation key is computed and looked up in `Waits`:
-//!    every instance waiting for that definition under that key (or with nothing pinned yet)
-//!    gets it.
+//!    every instance waiting for that definition under that key (or with values not pinned
+//!    yet, or with expression values its attributes equal: `index`) gets it.
 //! 3. If none waits, the active instance for that key (`Active`) gets it buffered.
 //! 4. If there is none and the definition starts the workflow, a new instance is created (or
 //!    the pending all-events start for that key grows).
@@ -75,8 +75,9 @@ impl Batch<'_, '_> {
     /// Routes one event on this partition and applies everything that follows from it:
     /// the event's `workflowinstanceid` instance when it lives here, else every matching
     /// workflow whose key for the event this partition owns (`only`: just that workflow).
-    /// Instances of other partitions found in the index get the event as a message.
-    pub fn route(&mut self, event: Event, only: Option<&str>) -> Result<Routed> {
+    /// Instances of other partitions found in the index get the event as a message, except
+    /// those with values not pinned yet when the event was `returned` by one of them.
+    pub fn route(&mut self, event: Event, only: Option<&str>, returned: bool) -> Result<Routed> {
         let mut r = Routed {
             delivered: vec![],
             buffered: vec![],
@@ -105,15 +106,19 @@ impl Batch<'_, '_> {
                     continue; // another partition owns this key
                 }
                 let mut got = false;
-                for prefix in [&k, index::ANY] {
-                    let p = format!("{}{SEP}", key(&[&m.workflow, &m.event, prefix]));
+                for wk in index::event_wait_keys(ed, &event).unwrap_or_default() {
+                    let unpinned = index::has_any(&wk);
+                    let p = format!("{}{SEP}", key(&[&m.workflow, &m.event, &wk]));
                     for (entry, ()) in self.tx.prefix::<()>(Table::Waits, &p)? {
                         let inst = entry.rsplit(SEP).next().unwrap_or_default().to_string();
                         if seen.contains(&inst) {
                             continue;
                         }
                         if !self.is_here(&inst) {
-                            self.deliver_elsewhere(&inst, &event, prefix == index::ANY)?;
+                            if returned && unpinned {
+                                continue;
+                            }
+                            self.deliver_elsewhere(&inst, &event, unpinned)?;
                             seen.insert(inst.clone());
                             r.delivered.push(inst);
                             got = true;
@@ -128,8 +133,11 @@ impl Batch<'_, '_> {
                                 r.delivered.push(inst);
                                 got = true;
                             }
-                            Err(e) => tracing::debug!(instance = %inst, event = %event.id,
-                                error = %e, "a waiting instance refused the event"),
+                            Err(e) => {
+                                tracing::debug!(instance = %inst, event = %event.id,
+                                    error = %e, "a waiting instance refused the event");
+                                self.fx.stats.push(Stat::Refused);
+                            }
                         }
                     }
                 }

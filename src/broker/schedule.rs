@@ -211,7 +211,7 @@ impl Batch<'_, '_> {
                         .map(|k| self.parts.of_key(&d.id, &k));
                     match to {
                         Some(to) if to == self.p => {
-                            let r = self.route(ev, Some(&d.id))?;
+                            let r = self.route(ev, Some(&d.id), false)?;
                             any |= !r.started.is_empty() || !r.delivered.is_empty();
                         }
                         Some(to) => {
@@ -222,6 +222,7 @@ impl Batch<'_, '_> {
                                 event: ev,
                                 only,
                                 sole: true,
+                                returned: false,
                                 source,
                             })?;
                             any = true;

@@ -1,6 +1,6 @@
 //! Time-driven work each batch does: firing due timers and sweeping expired buffered events.
 
-use super::batch::Batch;
+use super::batch::{Added, Batch};
 use super::records::{Buffered, TimerEntry};
 use super::Stat;
 use crate::engine::Input;
@@ -8,7 +8,7 @@ use crate::store::{StoreError, Table, SEP};
 
 /// Entries a batch fires at most per due-timer pass.
 const TIMERS_PER_BATCH: usize = 1000;
-/// Buffered events expired at most per sweep.
+/// Buffered events the periodic sweep expires at least, when due.
 const SWEEP_LIMIT: usize = 10_000;
 
 /// Fires every due timer, each exactly once (its entry goes in the same transaction).
@@ -29,9 +29,14 @@ pub(super) fn fire_timers(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
 }
 
 /// Drops buffered (and held) events past their TTL, counted and logged; an index by expiry
-/// keeps this from reading events that are not due.
-pub(super) fn sweep_buffer(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
-    let due: Vec<(String, ())> = b.tx.take_due(Table::BufferExpiry, b.now, SWEEP_LIMIT)?;
+/// keeps this from reading events that are not due. Removes twice as many as this batch
+/// buffered, and up to [`SWEEP_LIMIT`] on the `periodic` sweep.
+pub(super) fn sweep_buffer(b: &mut Batch<'_, '_>, periodic: bool) -> Result<(), StoreError> {
+    let limit = Added::pace(b.added.buffered, periodic, SWEEP_LIMIT);
+    if limit == 0 {
+        return Ok(());
+    }
+    let due: Vec<(String, ())> = b.tx.take_due(Table::BufferExpiry, b.now, limit)?;
     for (k, ()) in due {
         let k = k.as_str();
         let Some(e) = b.tx.get::<Buffered>(Table::Buffer, k)? else {

@@ -98,6 +98,10 @@ pub enum Work {
         only: Option<String>,
         #[serde(default)]
         sole: bool,
+        /// Handed back by an instance with values not pinned yet that no longer took it: it
+        /// is not sent to such instances of other partitions again, so it cannot bounce.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        returned: bool,
         source: Source,
     },
     /// A direct start with the id the API chose (deterministic for an `Idempotency-Key`).

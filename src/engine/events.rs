@@ -56,13 +56,9 @@ pub fn correlates(def: &Definition, inst: &Instance, name: &str, event: &Event) 
             return false;
         };
         match &rule.context_attribute_value {
-            Some(fixed) if fixed.contains("{{") => def
-                .template(fixed)
-                .map(|e| match e.eval(&inst.data) {
-                    Value::String(s) => s == value,
-                    other => serde_json::to_string(&other).is_ok_and(|s| s == value),
-                })
-                .unwrap_or(false),
+            Some(fixed) if fixed.contains("{{") => {
+                expected(def, inst, fixed).is_some_and(|s| s == value)
+            }
             Some(fixed) => *fixed == value,
             None => inst
                 .correlation
@@ -70,6 +66,17 @@ pub fn correlates(def: &Definition, inst: &Instance, name: &str, event: &Event) 
                 .is_none_or(|pinned| *pinned == value),
         }
     })
+}
+
+/// The attribute value a correlation rule whose `contextAttributeValue` is an expression
+/// expects of `inst`: the expression on the instance's data, a string as it is and anything
+/// else as compact JSON. `None` when it does not evaluate (no event can match then).
+pub fn expected(def: &Definition, inst: &Instance, template: &str) -> Option<String> {
+    let e = def.template(template).ok()?;
+    match e.eval(&inst.data) {
+        Value::String(s) => Some(s),
+        other => serde_json::to_string(&other).ok(),
+    }
 }
 
 /// Delivers `event` to whatever in the instance waits for it.

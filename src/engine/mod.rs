@@ -16,7 +16,7 @@ mod lanes;
 mod produce;
 mod run;
 
-pub use events::{correlates, waits_for};
+pub use events::{correlates, expected, waits_for};
 pub use instance::{Activity, ErrorInfo, Event, Instance, Lane, Run, Slot, Source, Status};
 pub use produce::event_id as produce_event_id;
 

@@ -12,8 +12,9 @@ pub enum Table {
     History,
     /// `workflow SEP event SEP key` -> instance id: the active instance per correlation key.
     Active,
-    /// `workflow SEP event SEP key SEP instance` -> (): instances waiting for an event; key `*`
-    /// for instances with nothing pinned yet.
+    /// `workflow SEP event SEP waits key SEP instance` -> (): instances waiting for an event;
+    /// `*` in the key for values not pinned yet, then the expression guard
+    /// (`broker::index`).
     Waits,
     /// `instance SEP seq(20)` -> buffered event with its expiry.
     Buffer,

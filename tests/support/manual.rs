@@ -138,6 +138,21 @@ impl Harness {
             .unwrap()
     }
 
+    /// Entries of a table, over every state partition.
+    pub fn table_len(&self, table: flowbroker::store::Table) -> u64 {
+        let store = self.store.as_ref().unwrap();
+        let snap = store.read().unwrap();
+        self.cfg
+            .cluster
+            .parts()
+            .all()
+            .map(|p| {
+                snap.len_in(flowbroker::store::Scope::Partition(p.0), table)
+                    .unwrap()
+            })
+            .sum()
+    }
+
     /// History entries stored for an instance.
     pub fn history_len(&self, id: &str) -> usize {
         let store = self.store.as_ref().unwrap();
@@ -184,14 +199,24 @@ impl Harness {
         )
     }
 
+    /// A counter of the core's metrics, summed over its series.
+    pub fn counter(&self, name: &str) -> i64 {
+        let text = self.core.as_ref().unwrap().metrics().render("");
+        super::metric_sum(&text, name, "")
+    }
+
     pub fn start(&mut self, wf: &str) -> Result<String, String> {
+        self.start_with(wf, json!({}))
+    }
+
+    pub fn start_with(&mut self, wf: &str, input: Value) -> Result<String, String> {
         let (tx, mut rx) = tokio::sync::oneshot::channel();
         self.core
             .as_mut()
             .unwrap()
             .process(vec![Cmd::Start {
                 workflow: wf.into(),
-                input: json!({}),
+                input,
                 key: None,
                 reply: tx,
             }])
