@@ -1,6 +1,7 @@
 //! The instance: everything the engine needs to decide the next step, as plain serde data so it
 //! can be stored and replayed.
 
+pub use super::activity::{Activity, Lane, Run, Slot, Source};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
@@ -108,100 +109,6 @@ impl Event {
     pub fn to_json(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
-}
-
-/// One action's progress.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "status", rename_all = "camelCase")]
-pub enum Slot {
-    Pending,
-    /// A function call is out; `attempt` 0 is the first try.
-    Invoked {
-        attempt: u32,
-    },
-    /// The trigger event was produced; waiting for the result event.
-    AwaitingEvent {
-        attempt: u32,
-        event: String,
-    },
-    /// Waiting for the retry timer before attempt `attempt`.
-    RetryWait {
-        attempt: u32,
-    },
-    Done,
-}
-
-/// A list of actions running against a copy of data.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-pub struct Run {
-    /// Key prefix of this run's actions (`""`, `e0.`, `b1.`, `i3.`).
-    pub prefix: String,
-    pub source: Source,
-    pub parallel: bool,
-    /// The data the actions see and their results merge into.
-    pub data: Value,
-    /// Results merged on their own (a foreach iteration's result).
-    pub results: Value,
-    pub slots: Vec<Slot>,
-}
-
-/// Where a run's action list lives in the current state's definition.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub enum Source {
-    Operation,
-    EventGroup(usize),
-    Callback,
-    Branch(usize),
-    ForEach,
-}
-
-/// A unit of concurrent work of a parallel or foreach state.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-#[serde(tag = "kind", rename_all = "camelCase")]
-pub enum Lane {
-    NotStarted,
-    Actions { run: Run },
-    Child { id: String },
-    Done { output: Value },
-}
-
-/// What the current state is doing.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Default)]
-#[serde(tag = "kind", rename_all = "camelCase")]
-pub enum Activity {
-    #[default]
-    Idle,
-    /// An event state waiting; `received` lists consumed event names (`exclusive: false`).
-    AwaitEvents {
-        received: Vec<String>,
-    },
-    /// An event state running groups of actions (`groups` still to run after `run`).
-    EventActions {
-        run: Run,
-        groups: Vec<usize>,
-    },
-    Operation {
-        run: Run,
-    },
-    SwitchWait,
-    Delay,
-    Parallel {
-        lanes: Vec<Lane>,
-        finished: Vec<usize>,
-    },
-    Subflow {
-        child: String,
-    },
-    ForEach {
-        items: Vec<Value>,
-        lanes: Vec<Lane>,
-    },
-    CallbackAction {
-        run: Run,
-    },
-    CallbackWait,
 }
 
 /// One workflow instance.

@@ -2,11 +2,13 @@
 //! instance and the actions to carry out. No I/O, no clock, no randomness: time and ids come in
 //! with the input, so an instance can be replayed from its recorded inputs.
 //!
-//! Layout: `instance` (the stored state), `data` (merge and filter rules), `flow` (entering,
+//! Layout: `instance` (the stored state), `activity` (what the current state is doing: runs of
+//! actions, lanes, slots, read back without serde's buffering), `data` (merge and filter rules), `flow` (entering,
 //! completing and leaving states), `run` (action lists, retries), `lanes` (parallel branches
 //! and foreach iterations), `events` (what an instance waits for and consuming events),
 //! `errors` (onError and failing), `produce` (produced events with deterministic ids).
 
+mod activity;
 pub mod data;
 mod errors;
 mod events;
