@@ -573,6 +573,21 @@ impl Broker {
         self.child.is_some()
     }
 
+    /// The broker process's resident set in KiB (Linux `/proc`), while it runs.
+    pub fn rss_kib(&self) -> Option<u64> {
+        let pid = self.child.as_ref()?.id();
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// `GET /metrics` as text.
+    pub fn metrics(&self) -> String {
+        reqwest::blocking::get(format!("http://{}/metrics", self.http))
+            .and_then(|r| r.text())
+            .unwrap_or_default()
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("broker.log")).unwrap_or_default()
     }

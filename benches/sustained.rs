@@ -1,0 +1,150 @@
+//! Bounded work under sustained load: the release `flowbroker` binary consumes a paced stream
+//! of start events (`echo`: one instance per event) for a long run, and the tables that grow
+//! with intake are sampled as it goes: `flowbroker_dedupe_entries` (event ids within
+//! `dedupe_window`), finished instances kept for `retention` (the `COMPLETED` gauge), and the
+//! broker's RSS. With a window shorter than the run, each must level off at about one window
+//! of intake instead of growing with the stream.
+//!
+//! `cargo bench --bench sustained` runs 10 minutes at 1,500 events/s with a 1-minute dedupe
+//! window and retention; under `cargo test` a 12-second smoke run. `SUSTAINED_SECS`,
+//! `SUSTAINED_RATE` and `SUSTAINED_WINDOW` override them. Results: docs/performance.md.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use serde_json::json;
+use std::time::{Duration, Instant};
+use support::{event, metric_sum, Broker, Kafka, ECHO};
+
+struct Sample {
+    at: f64,
+    consumed: i64,
+    dedupe: i64,
+    finished: i64,
+    lag: i64,
+    rss_mib: f64,
+}
+
+fn sample(b: &Broker, t0: Instant) -> Sample {
+    let m = b.metrics();
+    Sample {
+        at: t0.elapsed().as_secs_f64(),
+        consumed: metric_sum(&m, "flowbroker_events_consumed_total", ""),
+        dedupe: metric_sum(&m, "flowbroker_dedupe_entries", ""),
+        finished: metric_sum(&m, "flowbroker_instances", "status=\"COMPLETED\""),
+        lag: metric_sum(&m, "flowbroker_kafka_consumer_lag", ""),
+        rss_mib: b.rss_kib().unwrap_or(0) as f64 / 1024.0,
+    }
+}
+
+fn main() {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let var = |k: &str, d: &str| std::env::var(k).unwrap_or_else(|_| d.to_string());
+    let (secs, rate, window) = if measuring {
+        (
+            var("SUSTAINED_SECS", "600"),
+            var("SUSTAINED_RATE", "1500"),
+            var("SUSTAINED_WINDOW", "PT1M"),
+        )
+    } else {
+        (
+            var("SUSTAINED_SECS", "12"),
+            var("SUSTAINED_RATE", "200"),
+            var("SUSTAINED_WINDOW", "PT2S"),
+        )
+    };
+    let secs: u64 = secs.parse().expect("SUSTAINED_SECS: seconds");
+    let rate: u64 = rate.parse().expect("SUSTAINED_RATE: events per second");
+    let start = chrono::DateTime::UNIX_EPOCH;
+    let window_secs = flowbroker::time::Duration::parse(&window)
+        .expect("SUSTAINED_WINDOW: an ISO 8601 duration such as PT1M")
+        .after(start)
+        .signed_duration_since(start)
+        .as_seconds_f64();
+
+    let kafka = Kafka::start();
+    let env = [
+        ("FLOWBROKER_LOG", "info"),
+        ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS", "100"),
+        ("FLOWBROKER_DEDUPE_WINDOW", window.as_str()),
+        ("FLOWBROKER_RETENTION", window.as_str()),
+    ];
+    let broker = Broker::start_bin(
+        env!("CARGO_BIN_EXE_flowbroker"),
+        &kafka,
+        &[("echo.yaml", ECHO)],
+        &env,
+    );
+    support::wait_for(60, "the broker to be ready", || {
+        broker.get("/health").0.eq(&200).then_some(())
+    });
+
+    let n = secs * rate;
+    let p = kafka.producer_lingering(5);
+    let publisher = std::thread::spawn(move || {
+        let gap = Duration::from_secs_f64(1.0 / rate as f64);
+        let t0 = Instant::now();
+        for i in 0..n {
+            let due = t0 + gap.mul_f64(i as f64);
+            // pacing the load, not waiting for a condition
+            if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                std::thread::sleep(wait);
+            }
+            let key = format!("s{i}");
+            p.send_nowait(&event(
+                &key,
+                "/bench",
+                "bench.ping",
+                &[("key", &key)],
+                json!({"i": i}),
+            ));
+        }
+        p.flush();
+    });
+
+    let every = Duration::from_secs(if measuring { 10 } else { 1 });
+    let t0 = Instant::now();
+    let mut samples = vec![];
+    println!("sustained: {rate}/s for {secs} s, dedupe_window = retention = {window}");
+    println!(
+        "{:>7} {:>10} {:>12} {:>10} {:>9} {:>8}",
+        "t (s)", "consumed", "dedupe ids", "finished", "lag", "RSS MiB"
+    );
+    let end = t0 + Duration::from_secs(secs);
+    while Instant::now() < end || !publisher.is_finished() {
+        // sampling on a period, not waiting for a condition
+        std::thread::sleep(every);
+        let s = sample(&broker, t0);
+        println!(
+            "{:>7.0} {:>10} {:>12} {:>10} {:>9} {:>8.1}",
+            s.at, s.consumed, s.dedupe, s.finished, s.lag, s.rss_mib
+        );
+        samples.push(s);
+    }
+    publisher.join().unwrap();
+
+    // after the first window, each table holds about one window of intake: never more than
+    // what was consumed in the last window plus the sweep's slack (a batch, or the 5 s period)
+    let slack = 5.0 + 2.0 * every.as_secs_f64();
+    let mut worst: f64 = 0.0;
+    for s in samples.iter().filter(|s| s.at > window_secs + slack) {
+        let earlier = samples
+            .iter()
+            .rev()
+            .find(|e| e.at <= s.at - window_secs - slack)
+            .map_or(0, |e| e.consumed);
+        let in_window = (s.consumed - earlier).max(1);
+        worst = worst.max(s.dedupe as f64 / in_window as f64);
+        assert!(
+            s.dedupe <= in_window && s.finished <= in_window,
+            "at {:.0} s the tables hold {} ids and {} finished instances, more than the {} events consumed in the last {:.0} s",
+            s.at, s.dedupe, s.finished, in_window, window_secs + slack
+        );
+    }
+    let last = samples.last().unwrap();
+    assert!(last.consumed > 0, "nothing was consumed");
+    println!(
+        "consumed {} events; at the end the dedupe table holds {} ids ({:.2} of the last window's intake at worst), RSS {:.1} MiB",
+        last.consumed, last.dedupe, worst, last.rss_mib
+    );
+}
