@@ -71,6 +71,10 @@ pub struct KafkaConfig {
     pub dlq_topic: String,
     /// Send events that match no workflow to the dead-letter topic too (they are always counted).
     pub dlq_unmatched: bool,
+    /// The largest produced event (its JSON) a workflow may emit; a larger one fails its state
+    /// with `EventTooLarge` before anything is committed. Keep it below the topics'
+    /// `max.message.bytes` (Kafka's default is 1 MB, headers and batch overhead included).
+    pub max_event_bytes: usize,
     /// Per event type topics for produced events (`type -> topic`).
     pub topics: BTreeMap<String, String>,
     /// `binary` (CloudEvents attributes in `ce_` headers) or `structured`
@@ -169,6 +173,7 @@ impl Default for KafkaConfig {
             lifecycle_topic: "flowbroker.lifecycle".into(),
             dlq_topic: "flowbroker.dlq".into(),
             dlq_unmatched: false,
+            max_event_bytes: 900_000,
             topics: BTreeMap::new(),
             output_mode: OutputMode::Binary,
             auto_offset_reset: "earliest".into(),

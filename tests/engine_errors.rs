@@ -188,3 +188,64 @@ fn max_attempts_zero_means_no_retry() {
     assert!(timers(&acts).iter().all(|(id, _)| !id.ends_with("/retry")));
     assert_eq!(env.output()["apologised"], json!(true));
 }
+
+const BIG: &str = r#"
+id: big
+name: big
+events:
+- {name: Report, type: report.ready, kind: produced}
+states:
+- name: Build
+  type: inject
+  start: {kind: default}
+  data: {}
+  transition:
+    nextState: Done
+    produceEvent: {eventRef: Report, data: "{{ $.blob }}"}
+  onError:
+  - expression: "{{ $.errors[?(@.name == 'EventTooLarge')] }}"
+    transition: {nextState: TooBig}
+- name: Done
+  type: inject
+  data: {sent: true}
+  end: {kind: default}
+- name: TooBig
+  type: inject
+  data: {sent: false}
+  end:
+    kind: event
+    produceEvent: {eventRef: Report, data: "{{ $.blob }}"}
+"#;
+
+/// A produced event over the limit (`kafka.max_event_bytes`) is not produced: the state fails
+/// with `EventTooLarge`, which its onError takes; an oversized event on the handler's own way
+/// fails the instance instead of being handled again. Under the limit, the event goes out.
+#[test]
+fn an_oversized_produced_event_is_the_error_event_too_large() {
+    let blob = "x".repeat(1_000_000);
+    let mut env = Env::yaml(BIG);
+    let acts = env.start(json!({"blob": blob}));
+    assert!(
+        !acts.iter().any(|a| matches!(a, Action::Produce { .. })),
+        "{acts:?}"
+    );
+    assert_eq!(env.status(), Status::Failed);
+    let error = env.inst.error.clone().unwrap();
+    assert_eq!(error.name, "EventTooLarge");
+    assert!(
+        error.message.contains("1000") && error.message.contains("max_event_bytes"),
+        "{}",
+        error.message
+    );
+    assert_eq!(
+        env.inst.state.as_deref(),
+        Some("TooBig"),
+        "the onError transition was taken"
+    );
+
+    let mut env = Env::yaml(BIG);
+    let acts = env.start(json!({"blob": "small"}));
+    assert!(acts.iter().any(|a| matches!(a, Action::Produce { .. })));
+    assert_eq!(env.status(), Status::Completed);
+    assert_eq!(env.inst.output.as_ref().unwrap()["sent"], json!(true));
+}

@@ -121,6 +121,13 @@ impl<'a, 's> Batch<'a, 's> {
         }
     }
 
+    /// The engine's limits from the configuration.
+    fn limits(&self) -> engine::Limits {
+        engine::Limits {
+            max_event_bytes: self.cfg.kafka.max_event_bytes,
+        }
+    }
+
     pub fn load(&self, id: &str) -> Result<Option<InstanceRecord>> {
         self.tx.get(Table::Instances, id)
     }
@@ -233,7 +240,7 @@ impl<'a, 's> Batch<'a, 's> {
         // A bug in the engine must not become a crash loop on the same record: the input is
         // refused (and logged) and the stream moves on.
         let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            engine::apply(def, inst, input.clone(), self.now)
+            engine::apply_with(def, inst, input.clone(), self.now, self.limits())
         }));
         let step = match applied {
             Ok(Ok(s)) => s,

@@ -109,11 +109,13 @@ pub fn state_error(cx: &mut Cx, error: ErrorInfo) {
             data::merge_result(&mut data, view, filter.as_ref());
             flow::leave(cx);
             cx.inst.data = data.clone();
+            let outer = std::mem::replace(&mut cx.handling_error, true);
             match (&h.transition, &h.end) {
                 (Some(t), _) => flow::take(cx, t, data),
                 (None, Some(e)) => flow::finish(cx, e, data),
                 (None, None) => fail(cx, error),
             }
+            cx.handling_error = outer;
         }
         None if error.name == "TimeoutError" => flow::complete(cx),
         None => fail(cx, error),

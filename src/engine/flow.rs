@@ -212,9 +212,21 @@ pub fn take(cx: &mut Cx, t: &Transition, output: Value) {
         }
     }
     if let Some(p) = &t.produce_event {
-        produce::produce_event(cx, p, &output);
+        if let Err(e) = produce::produce_event(cx, p, &output) {
+            return produce_failed(cx, e);
+        }
     }
     goto(cx, &t.next_state, output);
+}
+
+/// A transition's or an end's event could not be produced: the state's `onError` handles it
+/// like any other error, unless a handler is being followed already (then it fails).
+fn produce_failed(cx: &mut Cx, error: ErrorInfo) {
+    if cx.handling_error {
+        errors::fail(cx, error);
+    } else {
+        errors::state_error(cx, error);
+    }
 }
 
 /// Ends the workflow the way `end` says.
@@ -223,7 +235,9 @@ pub fn finish(cx: &mut Cx, end: &End, output: Value) {
         EndKind::Default => finish_default(cx, output),
         EndKind::Event => {
             if let Some(p) = &end.produce_event {
-                produce::produce_event(cx, p, &output);
+                if let Err(e) = produce::produce_event(cx, p, &output) {
+                    return produce_failed(cx, e);
+                }
             }
             finish_default(cx, output);
         }

@@ -148,6 +148,32 @@ pub fn apply(
     input: Input,
     now: DateTime<Utc>,
 ) -> Result<Step, EngineError> {
+    apply_with(def, instance, input, now, Limits::default())
+}
+
+/// What the broker's configuration bounds in the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// The largest produced event, as JSON; a larger one is the error `EventTooLarge`.
+    pub max_event_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_event_bytes: 900_000,
+        }
+    }
+}
+
+/// [`apply`] with the broker's [`Limits`].
+pub fn apply_with(
+    def: &Definition,
+    instance: Instance,
+    input: Input,
+    now: DateTime<Utc>,
+    limits: Limits,
+) -> Result<Step, EngineError> {
     if instance.status.is_final() {
         return Err(EngineError::Finished {
             id: instance.id.clone(),
@@ -175,6 +201,8 @@ pub fn apply(
         out: Vec::new(),
         entered: 0,
         next: None,
+        limits,
+        handling_error: false,
     };
     match input {
         Input::Start { input, events } => flow::start(&mut cx, input, events)?,
@@ -243,6 +271,10 @@ pub(crate) struct Cx<'a> {
     pub entered: u32,
     /// The state to enter next (see `flow::goto`).
     pub next: Option<(String, Value)>,
+    pub limits: Limits,
+    /// An `onError` handler is being followed: an error on its way fails the instance
+    /// instead of being handled again (no loop).
+    pub handling_error: bool,
 }
 
 /// How many states one input may enter. A definition that loops without ever waiting (for

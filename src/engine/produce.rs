@@ -1,7 +1,7 @@
 //! Produced events: type from the definition, deterministic id from instance and sequence,
 //! data and extension attributes evaluated against the state data.
 
-use super::instance::Event;
+use super::instance::{ErrorInfo, Event};
 use super::{Action, Cx};
 use serde_json::{Map, Value};
 
@@ -14,27 +14,32 @@ pub fn event_id(instance: &str, seq: u64) -> String {
 }
 
 /// Produces a `produceEvent` of a transition or an end.
-pub fn produce_event(cx: &mut Cx, p: &crate::model::ProduceEvent, state_data: &Value) {
+pub fn produce_event(
+    cx: &mut Cx,
+    p: &crate::model::ProduceEvent,
+    state_data: &Value,
+) -> Result<(), ErrorInfo> {
     produce(
         cx,
         &p.event_ref,
         p.data.as_ref(),
         p.context_attributes.as_ref(),
         state_data,
-    );
+    )
 }
 
 /// Produces event definition `name` with `data` (an expression string or an object with
-/// embedded expressions; absent: the whole state data) and `attrs`.
+/// embedded expressions; absent: the whole state data) and `attrs`. An event larger than
+/// [`super::Limits::max_event_bytes`] is not produced: the error `EventTooLarge`.
 pub fn produce(
     cx: &mut Cx,
     name: &str,
     data: Option<&Value>,
     attrs: Option<&Value>,
     state_data: &Value,
-) {
+) -> Result<(), ErrorInfo> {
     let Some(def) = cx.def.workflow.event(name) else {
-        return;
+        return Ok(());
     };
     let payload = match data {
         None => state_data.clone(),
@@ -69,7 +74,6 @@ pub fn produce(
         Value::String(cx.inst.id.clone()),
     );
     let id = event_id(&cx.inst.id, cx.inst.seq);
-    cx.inst.seq += 1;
     let event = Event {
         id,
         source: format!("/flowbroker/{}", cx.inst.workflow_id),
@@ -80,5 +84,34 @@ pub fn produce(
         data: Some(payload),
         extensions,
     };
+    let size = json_size(&event);
+    if size > cx.limits.max_event_bytes {
+        return Err(ErrorInfo::new(
+            "EventTooLarge",
+            format!(
+                "event {name:?} ({}) would be {size} bytes of JSON, over the limit of {} (kafka.max_event_bytes)",
+                event.event_type, cx.limits.max_event_bytes
+            ),
+        ));
+    }
+    cx.inst.seq += 1;
     cx.out.push(Action::Produce { event });
+    Ok(())
+}
+
+/// The length of a value's JSON, counted without building it.
+fn json_size(v: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
 }

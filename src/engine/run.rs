@@ -132,6 +132,7 @@ pub fn start(cx: &mut Cx, lane: Option<usize>, idx: usize, attempt: u32) {
         .and_then(|f| f.data_input_path.as_deref())
         .and_then(|p| cx.path(p));
     let input = data::filter(run.data.clone(), input_filter.as_ref());
+    let mut trigger_failed = None;
     let slot = if let Some(f) = &action.function_ref {
         let parameters = f
             .parameters
@@ -153,13 +154,14 @@ pub fn start(cx: &mut Cx, lane: Option<usize>, idx: usize, attempt: u32) {
         });
         Slot::Invoked { attempt }
     } else if let Some(e) = &action.event_ref {
-        produce::produce(
+        trigger_failed = produce::produce(
             cx,
             &e.trigger_event_ref,
             e.data.as_ref(),
             e.context_attributes.as_ref(),
             &input,
-        );
+        )
+        .err();
         Slot::AwaitingEvent {
             attempt,
             event: e.result_event_ref.clone(),
@@ -177,6 +179,10 @@ pub fn start(cx: &mut Cx, lane: Option<usize>, idx: usize, attempt: u32) {
     }
     if let Some(run) = run_mut(&mut cx.inst.activity, lane) {
         run.slots[idx] = slot;
+    }
+    // a trigger event that cannot be produced fails the action (retried, then onError)
+    if let Some(error) = trigger_failed {
+        errors::action_error(cx, lane, idx, attempt, error);
     }
 }
 
