@@ -56,6 +56,10 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
             config: vec![
                 ("retention.ms", "-1".into()),
                 ("cleanup.policy", "delete".into()),
+                (
+                    "max.message.bytes",
+                    crate::kafka::log::CHANGELOG_RECORD_MAX.to_string(),
+                ),
             ],
         },
         TopicSpec {
@@ -148,7 +152,10 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
     tokio::spawn(crate::kafka::producer::run(
         producer.clone(),
         k.output_mode,
-        cfg.cluster.work_topic.clone(),
+        crate::kafka::producer::Topics {
+            work: cfg.cluster.work_topic.clone(),
+            dead_letter: k.dlq_topic.clone(),
+        },
         prod_rx,
         cmd_tx.clone(),
     ));

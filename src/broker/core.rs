@@ -19,7 +19,7 @@ use super::records::{Call, OutRecord, StoredVersion, TimerEntry};
 use super::registry::Registry;
 use super::router::Routed;
 pub use super::shared::Shared;
-use super::{AdminError, Clock, Cmd, OutboxKey, Reply, Stat};
+use super::{AdminError, Clock, Cmd, Delivery, OutboxKey, Reply, Stat};
 use crate::cluster::changelog::{Checkpoint, Entry};
 use crate::cluster::partition::{InstanceId, PartitionId, Partitions};
 use crate::cluster::work::{Source, Work};
@@ -696,8 +696,19 @@ impl Core {
                 }
             }
             Cmd::Acked(acked) => {
-                for (k, topic, ty) in acked {
-                    push(k.partition, PartInput::Acked(k.key, Some((topic, ty))));
+                for a in acked {
+                    let counted = match a.delivery {
+                        Delivery::Delivered => Some((a.topic, a.label)),
+                        Delivery::DeadLettered => {
+                            stats.push(Stat::DeadLettered("undeliverable"));
+                            None
+                        }
+                        Delivery::Dropped => {
+                            stats.push(Stat::OutputDropped);
+                            None
+                        }
+                    };
+                    push(a.key.partition, PartInput::Acked(a.key.key, counted));
                 }
             }
             Cmd::Work { partition, records } => {
@@ -855,6 +866,7 @@ impl Core {
                 Stat::JoinExpired => m.joins_expired.inc(),
                 Stat::Transitions(n) => m.transitions.inc_by(n),
                 Stat::Refused => m.refused.inc(),
+                Stat::OutputDropped => m.output_dropped.inc(),
                 Stat::StartRejected(wf) => m.starts_rejected.with_label_values(&[&wf]).inc(),
                 Stat::Tick {
                     workflow,

@@ -106,6 +106,8 @@ pub enum Stat {
     Transitions(u64),
     /// A waiting instance found through the index did not take the event.
     Refused,
+    /// An outbox record Kafka refused for good, and its dead-letter copy too.
+    OutputDropped,
     StartRejected(String),
     /// A cron tick started an instance `lag` seconds after it was due.
     Tick {
@@ -114,6 +116,28 @@ pub enum Stat {
         catch_up: bool,
     },
     TicksSkipped(String, u64),
+}
+
+/// An outbox entry that left the broker, and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Acked {
+    pub key: OutboxKey,
+    pub topic: String,
+    /// The event type (or record kind), for the metric labels.
+    pub label: String,
+    pub delivery: Delivery,
+}
+
+/// How an outbox entry left the broker.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Delivery {
+    /// Acknowledged by Kafka on its topic.
+    Delivered,
+    /// Kafka refused it for good (too large, invalid topic, not authorised) or it could not be
+    /// encoded: a copy with the reason went to the dead-letter topic instead.
+    DeadLettered,
+    /// Refused for good, and so was its dead-letter copy: logged with the reason.
+    Dropped,
 }
 
 /// An outbox entry: the state partition whose outbox holds it, and its key there.
@@ -175,8 +199,9 @@ pub enum Cmd {
         call: records::Call,
         outcome: Result<Value, crate::engine::ErrorInfo>,
     },
-    /// Outbox entries Kafka acknowledged: (outbox key, topic, event type).
-    Acked(Vec<(OutboxKey, String, String)>),
+    /// Outbox entries that left: acknowledged by Kafka, or dead-lettered or dropped because
+    /// Kafka refuses them for good.
+    Acked(Vec<Acked>),
     /// The full set of workflow files (path -> text).
     Files(std::collections::BTreeMap<String, String>),
     /// Records of a work topic partition this broker owns: (offset, record).

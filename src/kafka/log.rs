@@ -23,6 +23,11 @@ pub struct KafkaLog {
     owner: String,
 }
 
+/// The largest changelog record (one partition's batch: instances, history, outbox), as the
+/// changelog producer's `message.max.bytes` and the topic's `max.message.bytes` when the broker
+/// creates it. Larger than any single event, since a batch holds several copies of its data.
+pub const CHANGELOG_RECORD_MAX: usize = 64 << 20;
+
 /// How long reading a changelog partition through a fence may take before the core gives up.
 const READ_DEADLINE: Duration = Duration::from_secs(120);
 
@@ -36,6 +41,7 @@ impl KafkaLog {
                 ("acks", "all".into()),
                 ("linger.ms", "0".into()),
                 ("message.timeout.ms", "60000".into()),
+                ("message.max.bytes", CHANGELOG_RECORD_MAX.to_string()),
             ],
         )
         .create()

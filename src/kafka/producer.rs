@@ -1,14 +1,16 @@
 //! The outbox sender: records are enqueued in outbox order, and every acknowledgement goes
-//! back to the core, which deletes the entry. A record Kafka refuses is retried (after a
-//! pause) until it is acknowledged; after a crash the core re-sends what is left, with the
-//! same event ids.
+//! back to the core, which deletes the entry. A transient failure is retried with backoff
+//! until Kafka acknowledges; a record Kafka refuses for good (too large, invalid topic, not
+//! authorised) or that cannot be encoded goes to the dead-letter topic with the reason, so it
+//! never blocks the outbox. After a crash the core re-sends what is left, with the same ids.
 
 use super::{client_config, KafkaError};
 use crate::broker::records::OutRecord;
-use crate::broker::{Cmd, OutboxKey};
+use crate::broker::{Acked, Cmd, Delivery, OutboxKey};
 use crate::config::{KafkaConfig, OutputMode};
 use cloudevents::binding::rdkafka::{FutureRecordExt, MessageRecord};
 use futures::stream::{FuturesUnordered, StreamExt};
+use rdkafka::message::Headers;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use std::time::Duration;
@@ -30,25 +32,23 @@ pub fn create(cfg: &KafkaConfig) -> Result<FutureProducer, KafkaError> {
     })
 }
 
-type Ack = (OutboxKey, String, String);
-
 /// Sends outbox batches until the core goes away.
 pub async fn run(
     producer: FutureProducer,
     mode: OutputMode,
-    work_topic: String,
+    topics: Topics,
     mut rx: mpsc::UnboundedReceiver<Vec<(OutboxKey, OutRecord)>>,
     core: mpsc::Sender<Cmd>,
 ) {
-    let work_topic: std::sync::Arc<str> = work_topic.into();
+    let topics = std::sync::Arc::new(topics);
     let mut inflight = FuturesUnordered::new();
-    let mut acks: Vec<Ack> = Vec::new();
+    let mut acks: Vec<Acked> = Vec::new();
     loop {
         tokio::select! {
             batch = rx.recv() => match batch {
                 Some(batch) => {
                     for (k, rec) in batch {
-                        inflight.push(send(producer.clone(), mode, work_topic.clone(), k, rec));
+                        inflight.push(send(producer.clone(), mode, topics.clone(), k, rec));
                     }
                 }
                 None => return,
@@ -66,79 +66,183 @@ pub async fn run(
     }
 }
 
-/// Sends one record, retrying until Kafka acknowledges it.
+/// The internal topics the sender writes besides the records' own.
+#[derive(Debug, Clone)]
+pub struct Topics {
+    /// Where work records for state partitions go.
+    pub work: String,
+    /// Where records Kafka refuses for good go instead.
+    pub dead_letter: String,
+}
+
+/// A record as bytes for Kafka.
+struct Encoded {
+    topic: String,
+    partition: Option<i32>,
+    key: Option<Vec<u8>>,
+    payload: Option<Vec<u8>>,
+    headers: Vec<(String, Vec<u8>)>,
+}
+
+impl Encoded {
+    fn record(&self) -> FutureRecord<'_, [u8], [u8]> {
+        let mut h = OwnedHeaders::new();
+        for (name, value) in &self.headers {
+            h = h.insert(Header {
+                key: name.as_str(),
+                value: Some(value.as_slice()),
+            });
+        }
+        let mut r: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&self.topic).headers(h);
+        if let Some(p) = self.partition {
+            r = r.partition(p);
+        }
+        if let Some(k) = &self.key {
+            r = r.key(k.as_slice());
+        }
+        if let Some(p) = &self.payload {
+            r = r.payload(p.as_slice());
+        }
+        r
+    }
+}
+
+/// The record's bytes as Kafka gets them, or why it cannot be encoded.
+fn encode(mode: OutputMode, work_topic: &str, rec: &OutRecord) -> Result<Encoded, String> {
+    match rec {
+        OutRecord::Event { key, event, .. } => {
+            let ce = crate::cloudevent::to_sdk(event)?;
+            let (payload, headers) = match mode {
+                OutputMode::Binary => {
+                    let mr = MessageRecord::from_event(ce).map_err(|e| e.to_string())?;
+                    let r = FutureRecord::<(), Vec<u8>>::to("").message_record(&mr);
+                    let headers = r
+                        .headers
+                        .as_ref()
+                        .map(|hs| {
+                            hs.iter()
+                                .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    (r.payload.cloned(), headers)
+                }
+                OutputMode::Structured => (
+                    Some(serde_json::to_vec(&ce).map_err(|e| e.to_string())?),
+                    vec![(
+                        "content-type".to_string(),
+                        b"application/cloudevents+json; charset=utf-8".to_vec(),
+                    )],
+                ),
+            };
+            Ok(Encoded {
+                topic: rec.topic().to_string(),
+                partition: None,
+                key: Some(key.clone().into_bytes()),
+                payload,
+                headers,
+            })
+        }
+        OutRecord::Work { partition, work } => Ok(Encoded {
+            topic: work_topic.to_string(),
+            partition: Some(partition.kafka()),
+            key: None,
+            payload: Some(work.encode()),
+            headers: vec![],
+        }),
+        OutRecord::Raw {
+            topic,
+            key,
+            payload,
+            headers,
+        } => Ok(Encoded {
+            topic: topic.clone(),
+            partition: None,
+            key: key.clone(),
+            payload: payload.clone(),
+            headers: headers.clone(),
+        }),
+    }
+}
+
+/// Errors Kafka (or the client) will give again for the same record: sending it again cannot
+/// succeed, so it is dead-lettered instead of blocking the outbox.
+fn permanent(e: &rdkafka::error::KafkaError) -> bool {
+    use rdkafka::types::RDKafkaErrorCode as C;
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            C::MessageSizeTooLarge
+                | C::MessageBatchTooLarge
+                | C::InvalidMessage
+                | C::InvalidMessageSize
+                | C::InvalidRecord
+                | C::InvalidTopic
+                | C::TopicAuthorizationFailed
+                | C::ClusterAuthorizationFailed
+                | C::InvalidArgument
+        )
+    )
+}
+
+/// Sends one record: transient errors are retried with backoff (librdkafka already retried
+/// within `message.timeout.ms`, keeping the order of a key's records); a record Kafka refuses
+/// for good goes to the dead-letter topic with the reason.
 async fn send(
     producer: FutureProducer,
     mode: OutputMode,
-    work_topic: std::sync::Arc<str>,
-    k: OutboxKey,
+    topics: std::sync::Arc<Topics>,
+    key: OutboxKey,
     rec: OutRecord,
-) -> Ack {
+) -> Acked {
     let label = rec.label().to_string();
     let topic = rec.topic().to_string();
+    let done = |delivery| Acked {
+        key: key.clone(),
+        topic: topic.clone(),
+        label: label.clone(),
+        delivery,
+    };
+    let enc = match encode(mode, &topics.work, &rec) {
+        Ok(enc) => enc,
+        Err(why) => {
+            let copy = dead_letter_copy(
+                &topics.dead_letter,
+                &topic,
+                &label,
+                None,
+                "unencodable",
+                &why,
+            );
+            return done(send_dead_letter(&producer, copy, &topic, &label, &why).await);
+        }
+    };
+    match deliver(&producer, &enc).await {
+        Ok(()) => done(Delivery::Delivered),
+        Err(why) => {
+            let copy = dead_letter_copy(
+                &topics.dead_letter,
+                &topic,
+                &label,
+                Some(&enc),
+                "undeliverable",
+                &why,
+            );
+            done(send_dead_letter(&producer, copy, &topic, &label, &why).await)
+        }
+    }
+}
+
+/// Sends until Kafka acknowledges, retrying transient errors with backoff (up to 10 s between
+/// tries); returns the error text of a permanent refusal.
+async fn deliver(producer: &FutureProducer, enc: &Encoded) -> Result<(), String> {
     let mut pause = Duration::from_millis(100);
     loop {
-        let result = match &rec {
-            OutRecord::Event { key, event, .. } => match crate::cloudevent::to_sdk(event) {
-                Ok(ce) => match mode {
-                    OutputMode::Binary => match MessageRecord::from_event(ce) {
-                        Ok(mr) => {
-                            let r = FutureRecord::to(&topic)
-                                .key(key.as_str())
-                                .message_record(&mr);
-                            producer.send(r, Duration::from_secs(30)).await.map(|_| ())
-                        }
-                        Err(e) => return poison(k, topic, label, e.to_string()),
-                    },
-                    OutputMode::Structured => {
-                        let body = serde_json::to_vec(&ce).unwrap_or_default();
-                        let headers = OwnedHeaders::new().insert(Header {
-                            key: "content-type",
-                            value: Some("application/cloudevents+json; charset=utf-8"),
-                        });
-                        let r = FutureRecord::to(&topic)
-                            .key(key.as_str())
-                            .payload(&body)
-                            .headers(headers);
-                        producer.send(r, Duration::from_secs(30)).await.map(|_| ())
-                    }
-                },
-                Err(e) => return poison(k, topic, label, e),
-            },
-            OutRecord::Work { partition, work } => {
-                let bytes = work.encode();
-                let r = FutureRecord::<(), [u8]>::to(&work_topic)
-                    .partition(partition.kafka())
-                    .payload(&bytes);
-                producer.send(r, Duration::from_secs(30)).await.map(|_| ())
-            }
-            OutRecord::Raw {
-                key,
-                payload,
-                headers,
-                ..
-            } => {
-                let mut h = OwnedHeaders::new();
-                for (name, value) in headers {
-                    h = h.insert(Header {
-                        key: name.as_str(),
-                        value: Some(value.as_slice()),
-                    });
-                }
-                let mut r: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&topic).headers(h);
-                if let Some(key) = key {
-                    r = r.key(key.as_slice());
-                }
-                if let Some(p) = payload {
-                    r = r.payload(p.as_slice());
-                }
-                producer.send(r, Duration::from_secs(30)).await.map(|_| ())
-            }
-        };
-        match result {
-            Ok(()) => return (k, topic, label),
+        match producer.send(enc.record(), Duration::from_secs(30)).await {
+            Ok(_) => return Ok(()),
+            Err((e, _)) if permanent(&e) => return Err(e.to_string()),
             Err((e, _)) => {
-                tracing::warn!(topic = %topic, error = %e, retry_in = ?pause, "produce failed; retrying");
+                tracing::warn!(topic = %enc.topic, error = %e, retry_in = ?pause, "produce failed; retrying");
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_secs(10));
             }
@@ -146,8 +250,57 @@ async fn send(
     }
 }
 
-/// A record that can never be encoded: logged and acknowledged so it does not block the rest.
-fn poison(k: OutboxKey, topic: String, label: String, why: String) -> Ack {
-    tracing::error!(topic = %topic, r#type = %label, error = %why, "event cannot be encoded as a CloudEvent; dropped");
-    (k, topic, label)
+/// The dead-letter copy of a record Kafka refuses: its key, headers and payload (the payload
+/// left out when the refusal was its size), with the reason and where it was going.
+fn dead_letter_copy(
+    dlq: &str,
+    topic: &str,
+    label: &str,
+    enc: Option<&Encoded>,
+    kind: &str,
+    why: &str,
+) -> Encoded {
+    let too_large = why.contains("too large") || why.contains("TooLarge") || why.contains("size");
+    let mut headers: Vec<(String, Vec<u8>)> = enc.map(|e| e.headers.clone()).unwrap_or_default();
+    headers.push(("flowbroker-dlq-reason".into(), why.as_bytes().to_vec()));
+    headers.push(("flowbroker-dlq-kind".into(), kind.as_bytes().to_vec()));
+    headers.push(("flowbroker-dlq-topic".into(), topic.as_bytes().to_vec()));
+    headers.push(("flowbroker-dlq-type".into(), label.as_bytes().to_vec()));
+    let payload = enc.and_then(|e| e.payload.clone());
+    if let Some(p) = &payload {
+        headers.push((
+            "flowbroker-dlq-payload-bytes".into(),
+            p.len().to_string().into_bytes(),
+        ));
+    }
+    Encoded {
+        topic: dlq.to_string(),
+        partition: None,
+        key: enc.and_then(|e| e.key.clone()),
+        payload: if too_large { None } else { payload },
+        headers,
+    }
+}
+
+/// Sends a dead-letter copy; if Kafka refuses that for good too, the record is dropped and
+/// logged with both reasons.
+async fn send_dead_letter(
+    producer: &FutureProducer,
+    copy: Encoded,
+    topic: &str,
+    label: &str,
+    why: &str,
+) -> Delivery {
+    match deliver(producer, &copy).await {
+        Ok(()) => {
+            tracing::error!(topic, r#type = label, error = why, dead_letter = %copy.topic,
+                "Kafka refuses this record for good; sent to the dead-letter topic instead");
+            Delivery::DeadLettered
+        }
+        Err(again) => {
+            tracing::error!(topic, r#type = label, error = why, dead_letter_error = %again,
+                "Kafka refuses this record and its dead-letter copy for good; dropped");
+            Delivery::Dropped
+        }
+    }
 }
