@@ -72,3 +72,37 @@ fn dedupe_and_retention_keep_pace_with_intake() {
     h.events_together(vec![go(total as usize - 1)]);
     assert_eq!(h.counter("flowbroker_events_duplicate_total"), 1);
 }
+
+/// Event types come from untrusted input: only types a deployed definition names become
+/// metric labels, every other type is counted under `_other`, so the label set stays bounded.
+#[test]
+fn metric_labels_come_only_from_deployed_definitions() {
+    let mut h = Harness::new("2026-01-01T00:00:00Z", |_| {});
+    h.deploy("once.yaml", ONCE);
+    let mut events: Vec<Event> = (0..200)
+        .map(|i| Event {
+            event_type: format!("junk.{i}"),
+            ..go(i)
+        })
+        .collect();
+    events.push(go(1000));
+    h.events_together(events);
+    let text = h.metrics_text();
+    let series = |name: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| l.starts_with(&format!("{name}{{")))
+            .map(String::from)
+            .collect()
+    };
+    let consumed = series("flowbroker_events_consumed_total");
+    assert_eq!(consumed.len(), 2, "{consumed:?}");
+    assert!(consumed
+        .iter()
+        .any(|l| l.contains("type=\"once.go\"") && l.ends_with(" 1")));
+    assert!(consumed
+        .iter()
+        .any(|l| l.contains("type=\"_other\"") && l.ends_with(" 200")));
+    let unmatched = series("flowbroker_events_unmatched_total");
+    assert_eq!(unmatched.len(), 1, "{unmatched:?}");
+    assert!(unmatched[0].contains("type=\"_other\"") && unmatched[0].ends_with(" 200"));
+}

@@ -853,11 +853,20 @@ impl Core {
         let m = &self.metrics;
         for s in stats {
             match s {
-                Stat::Consumed(src, ty) => m.consumed.with_label_values(&[src, &ty]).inc(),
+                Stat::Consumed(src, ty) => {
+                    let ty = self.reg.type_label(ty);
+                    m.consumed.with_label_values(&[src, &ty]).inc()
+                }
                 Stat::DeadLettered(reason) => m.dead_lettered.with_label_values(&[reason]).inc(),
-                Stat::Unmatched(ty) => m.unmatched.with_label_values(&[&ty]).inc(),
+                Stat::Unmatched(ty) => {
+                    let ty = self.reg.type_label(ty);
+                    m.unmatched.with_label_values(&[&ty]).inc()
+                }
                 Stat::Duplicate => m.duplicates.inc(),
-                Stat::DuplicateEvent(ty) => m.duplicate_events.with_label_values(&[&ty]).inc(),
+                Stat::DuplicateEvent(ty) => {
+                    let ty = self.reg.type_label(ty);
+                    m.duplicate_events.with_label_values(&[&ty]).inc()
+                }
                 Stat::Buffered => m.buffered.with_label_values(&["buffered"]).inc(),
                 Stat::Held => m.buffered.with_label_values(&["held"]).inc(),
                 Stat::BufferDelivered => m.buffered.with_label_values(&["delivered"]).inc(),

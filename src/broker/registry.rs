@@ -32,6 +32,9 @@ pub struct EventMatch {
     pub def: Arc<Definition>,
 }
 
+/// The `type` label of events whose type no deployed definition names.
+pub const OTHER_TYPE: &str = "_other";
+
 #[derive(Debug, Default)]
 pub struct Registry {
     current: BTreeMap<String, Arc<Deployed>>,
@@ -41,6 +44,8 @@ pub struct Registry {
     /// file -> the workflow id it deployed.
     files: BTreeMap<String, String>,
     by_type: HashMap<(String, String), Vec<EventMatch>>,
+    /// Every consumed event type a deployed definition names: the metric labels allowed.
+    types: std::collections::HashSet<String>,
     /// Definitions of sub-workflow instances with what they inherit, by lineage.
     inherited: Mutex<HashMap<Lineage, Arc<Definition>>>,
     /// When each workflow id was first deployed (bare-duration intervals count from it).
@@ -114,6 +119,16 @@ impl Registry {
     }
 
     /// Event definitions of any known version matching a CloudEvent's source and type.
+    /// The metric label for a consumed event type: the type when a deployed definition names
+    /// it, else [`OTHER_TYPE`], so untrusted input cannot grow the label set.
+    pub fn type_label(&self, event_type: String) -> String {
+        if self.types.contains(&event_type) {
+            event_type
+        } else {
+            OTHER_TYPE.to_string()
+        }
+    }
+
     pub fn matching(&self, source: &str, event_type: &str) -> &[EventMatch] {
         self.by_type
             .get(&(source.to_string(), event_type.to_string()))
@@ -236,6 +251,7 @@ impl Registry {
         let children = crate::family::children_of(&d.def.workflow);
         for e in &d.def.workflow.events {
             let Some(source) = &e.source else { continue };
+            self.types.insert(e.ce_type().to_string());
             let list = self
                 .by_type
                 .entry((source.clone(), e.ce_type().to_string()))

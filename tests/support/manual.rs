@@ -199,6 +199,11 @@ impl Harness {
         )
     }
 
+    /// The core's metrics as `/metrics` shows them (without the store-kept gauges).
+    pub fn metrics_text(&self) -> String {
+        self.core.as_ref().unwrap().metrics().render("")
+    }
+
     /// A counter of the core's metrics, summed over its series.
     pub fn counter(&self, name: &str) -> i64 {
         let text = self.core.as_ref().unwrap().metrics().render("");
