@@ -173,7 +173,7 @@ impl Default for KafkaConfig {
             lifecycle_topic: "flowbroker.lifecycle".into(),
             dlq_topic: "flowbroker.dlq".into(),
             dlq_unmatched: false,
-            max_event_bytes: 900_000,
+            max_event_bytes: crate::engine::Limits::default().max_event_bytes,
             topics: BTreeMap::new(),
             output_mode: OutputMode::Binary,
             auto_offset_reset: "earliest".into(),

@@ -46,53 +46,60 @@ fn is_expression(rule: &CorrelationDef) -> bool {
         .is_some_and(|v| v.contains("{{"))
 }
 
-/// The event's key for definition `ed`, or `None` when it cannot match.
-pub fn event_key(ed: &EventDef, event: &Event) -> Option<String> {
-    let mut values = Vec::new();
-    for rule in rules(ed) {
-        let value = event.attribute(&rule.context_attribute_name)?;
-        match &rule.context_attribute_value {
-            // an expression is matched through the waits key's guard
-            Some(_) if is_expression(rule) => {}
-            Some(fixed) if *fixed != value => return None,
-            Some(_) => {}
-            None => values.push(value),
-        }
-    }
-    Some(values.join(VALUE_SEP))
+/// What an event carries for one event definition: the values of its rules without a fixed
+/// value (in key order) and of its expression rules (the guard). Read once per definition.
+pub struct EventValues {
+    values: Vec<String>,
+    guard: Vec<String>,
 }
 
-/// The `Waits` keys to look up for an event of definition `ed`: its key with every subset of
-/// its values replaced by [`ANY`], the fully pinned key first, each with the event's guard.
-/// `None` when the event cannot match.
-pub fn event_wait_keys(ed: &EventDef, event: &Event) -> Option<Vec<String>> {
-    let mut values = Vec::new();
-    let mut guard = Vec::new();
-    for rule in rules(ed) {
-        let value = event.attribute(&rule.context_attribute_name)?;
-        match &rule.context_attribute_value {
-            Some(_) if is_expression(rule) => guard.push(format!("{GUARD_VALUE}{value}")),
-            Some(fixed) if *fixed != value => return None,
-            Some(_) => {}
-            None => values.push(value),
+impl EventValues {
+    /// The event's values for definition `ed`, or `None` when it cannot match (an attribute
+    /// missing, a fixed value different).
+    pub fn of(ed: &EventDef, event: &Event) -> Option<EventValues> {
+        let mut values = Vec::new();
+        let mut guard = Vec::new();
+        for rule in rules(ed) {
+            let value = event.attribute(&rule.context_attribute_name)?;
+            match &rule.context_attribute_value {
+                Some(_) if is_expression(rule) => guard.push(format!("{GUARD_VALUE}{value}")),
+                Some(fixed) if *fixed != value => return None,
+                Some(_) => {}
+                None => values.push(value),
+            }
         }
+        Some(EventValues { values, guard })
     }
-    let n = values.len();
-    let keys = (0u64..1 << n.min(16))
-        .map(|mask| {
-            let parts: Vec<&str> = (0..n)
-                .map(|i| {
-                    if mask & (1 << i) != 0 {
-                        ANY
-                    } else {
-                        values[i].as_str()
-                    }
-                })
-                .collect();
-            with_guard(joined(&parts), &guard)
-        })
-        .collect();
-    Some(keys)
+
+    /// The correlation key (it picks the state partition; expression values are not in it).
+    pub fn key(&self) -> String {
+        self.values.join(VALUE_SEP)
+    }
+
+    /// The `Waits` keys to look up: the key with every subset of its values replaced by
+    /// [`ANY`], the fully pinned key first, each with the event's guard.
+    pub fn wait_keys(&self) -> Vec<String> {
+        let n = self.values.len();
+        (0u64..1 << n.min(16))
+            .map(|mask| {
+                let parts: Vec<&str> = (0..n)
+                    .map(|i| {
+                        if mask & (1 << i) != 0 {
+                            ANY
+                        } else {
+                            self.values[i].as_str()
+                        }
+                    })
+                    .collect();
+                with_guard(joined(&parts), &self.guard)
+            })
+            .collect()
+    }
+}
+
+/// The event's key for definition `ed`, or `None` when it cannot match.
+pub fn event_key(ed: &EventDef, event: &Event) -> Option<String> {
+    EventValues::of(ed, event).map(|v| v.key())
 }
 
 /// Values joined into a key; all of them unpinned is [`ANY`] alone.
@@ -310,7 +317,7 @@ states:
             ("channel", "web"),
             ("orderid", "o-1"),
         ]);
-        let keys = event_wait_keys(ed, &e).unwrap();
+        let keys = EventValues::of(ed, &e).unwrap().wait_keys();
         assert_eq!(keys.len(), 4, "{keys:?}");
         assert_eq!(event_key(ed, &e).as_deref(), Some("c1\u{1e}eu"));
         assert!(!has_any(&keys[0]) && keys[1..].iter().all(|k| has_any(k)));
@@ -339,7 +346,7 @@ states:
         inst.data = json!({"order": 7});
         assert!(instance_wait_key(&def, ed, &inst).ends_with("=7"));
         // a fixed value that differs, or a missing attribute: no keys at all
-        assert!(event_wait_keys(
+        assert!(EventValues::of(
             ed,
             &event(&[
                 ("customerid", "c1"),
@@ -349,7 +356,7 @@ states:
             ])
         )
         .is_none());
-        assert!(event_wait_keys(
+        assert!(EventValues::of(
             ed,
             &event(&[("customerid", "c1"), ("region", "eu"), ("channel", "web")])
         )

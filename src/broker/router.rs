@@ -99,14 +99,15 @@ impl Batch<'_, '_> {
                 let Some(ed) = m.def.workflow.event(&m.event) else {
                     continue;
                 };
-                let Some(k) = index::event_key(ed, &event) else {
+                let Some(values) = index::EventValues::of(ed, &event) else {
                     continue;
                 };
+                let k = values.key();
                 if self.parts.of_key(&m.workflow, &k) != self.p {
                     continue; // another partition owns this key
                 }
                 let mut got = false;
-                for wk in index::event_wait_keys(ed, &event).unwrap_or_default() {
+                for wk in values.wait_keys() {
                     let unpinned = index::has_any(&wk);
                     let p = format!("{}{SEP}", key(&[&m.workflow, &m.event, &wk]));
                     for (entry, ()) in self.tx.prefix::<()>(Table::Waits, &p)? {

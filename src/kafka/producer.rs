@@ -10,8 +10,7 @@ use crate::broker::{Acked, Cmd, Delivery, OutboxKey};
 use crate::config::{KafkaConfig, OutputMode};
 use cloudevents::binding::rdkafka::{FutureRecordExt, MessageRecord};
 use futures::stream::{FuturesUnordered, StreamExt};
-use rdkafka::message::Headers;
-use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::message::{Header, Headers, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -75,80 +74,108 @@ pub struct Topics {
     pub dead_letter: String,
 }
 
-/// A record as bytes for Kafka.
+/// Record headers as name and bytes.
+type HeaderList = Vec<(String, Vec<u8>)>;
+
+/// A record as Kafka gets it.
 struct Encoded {
     topic: String,
     partition: Option<i32>,
     key: Option<Vec<u8>>,
-    payload: Option<Vec<u8>>,
-    headers: Vec<(String, Vec<u8>)>,
+    body: Body,
+}
+
+/// Headers and payload: a binary-mode CloudEvent as the SDK built it (not copied unless it is
+/// dead-lettered), or plain bytes.
+enum Body {
+    Cloud(MessageRecord),
+    Plain {
+        payload: Option<Vec<u8>>,
+        headers: HeaderList,
+    },
 }
 
 impl Encoded {
-    fn record(&self) -> FutureRecord<'_, [u8], [u8]> {
-        let mut h = OwnedHeaders::new();
-        for (name, value) in &self.headers {
-            h = h.insert(Header {
-                key: name.as_str(),
-                value: Some(value.as_slice()),
-            });
+    fn record(&self) -> FutureRecord<'_, [u8], Vec<u8>> {
+        let mut r = FutureRecord::<[u8], Vec<u8>>::to(&self.topic);
+        match &self.body {
+            Body::Cloud(mr) => r = r.message_record(mr),
+            Body::Plain { payload, headers } => {
+                let mut h = OwnedHeaders::new();
+                for (name, value) in headers {
+                    h = h.insert(Header {
+                        key: name.as_str(),
+                        value: Some(value.as_slice()),
+                    });
+                }
+                r = r.headers(h);
+                if let Some(p) = payload {
+                    r = r.payload(p);
+                }
+            }
         }
-        let mut r: FutureRecord<'_, [u8], [u8]> = FutureRecord::to(&self.topic).headers(h);
         if let Some(p) = self.partition {
             r = r.partition(p);
         }
         if let Some(k) = &self.key {
             r = r.key(k.as_slice());
         }
-        if let Some(p) = &self.payload {
-            r = r.payload(p.as_slice());
-        }
         r
+    }
+
+    /// Copies of the payload and headers (for a dead-letter copy).
+    fn parts(&self) -> (Option<Vec<u8>>, HeaderList) {
+        match &self.body {
+            Body::Cloud(mr) => {
+                let r = FutureRecord::<(), Vec<u8>>::to("").message_record(mr);
+                let headers = r
+                    .headers
+                    .as_ref()
+                    .map(|hs| {
+                        hs.iter()
+                            .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                (r.payload.cloned(), headers)
+            }
+            Body::Plain { payload, headers } => (payload.clone(), headers.clone()),
+        }
     }
 }
 
-/// The record's bytes as Kafka gets them, or why it cannot be encoded.
+/// The record as Kafka gets it, or why it cannot be encoded.
 fn encode(mode: OutputMode, work_topic: &str, rec: &OutRecord) -> Result<Encoded, String> {
     match rec {
         OutRecord::Event { key, event, .. } => {
             let ce = crate::cloudevent::to_sdk(event)?;
-            let (payload, headers) = match mode {
+            let body = match mode {
                 OutputMode::Binary => {
-                    let mr = MessageRecord::from_event(ce).map_err(|e| e.to_string())?;
-                    let r = FutureRecord::<(), Vec<u8>>::to("").message_record(&mr);
-                    let headers = r
-                        .headers
-                        .as_ref()
-                        .map(|hs| {
-                            hs.iter()
-                                .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
-                                .collect()
-                        })
-                        .unwrap_or_default();
-                    (r.payload.cloned(), headers)
+                    Body::Cloud(MessageRecord::from_event(ce).map_err(|e| e.to_string())?)
                 }
-                OutputMode::Structured => (
-                    Some(serde_json::to_vec(&ce).map_err(|e| e.to_string())?),
-                    vec![(
+                OutputMode::Structured => Body::Plain {
+                    payload: Some(serde_json::to_vec(&ce).map_err(|e| e.to_string())?),
+                    headers: vec![(
                         "content-type".to_string(),
                         b"application/cloudevents+json; charset=utf-8".to_vec(),
                     )],
-                ),
+                },
             };
             Ok(Encoded {
                 topic: rec.topic().to_string(),
                 partition: None,
                 key: Some(key.clone().into_bytes()),
-                payload,
-                headers,
+                body,
             })
         }
         OutRecord::Work { partition, work } => Ok(Encoded {
             topic: work_topic.to_string(),
             partition: Some(partition.kafka()),
             key: None,
-            payload: Some(work.encode()),
-            headers: vec![],
+            body: Body::Plain {
+                payload: Some(work.encode()),
+                headers: vec![],
+            },
         }),
         OutRecord::Raw {
             topic,
@@ -159,8 +186,10 @@ fn encode(mode: OutputMode, work_topic: &str, rec: &OutRecord) -> Result<Encoded
             topic: topic.clone(),
             partition: None,
             key: key.clone(),
-            payload: payload.clone(),
-            headers: headers.clone(),
+            body: Body::Plain {
+                payload: payload.clone(),
+                headers: headers.clone(),
+            },
         }),
     }
 }
@@ -203,44 +232,53 @@ async fn send(
         label: label.clone(),
         delivery,
     };
-    let enc = match encode(mode, &topics.work, &rec) {
-        Ok(enc) => enc,
+    let (enc, refused, kind) = match encode(mode, &topics.work, &rec) {
+        Ok(enc) => match deliver(&producer, &enc).await {
+            Ok(()) => return done(Delivery::Delivered),
+            Err(refused) => (Some(enc), refused, "undeliverable"),
+        },
         Err(why) => {
-            let copy = dead_letter_copy(
-                &topics.dead_letter,
-                &topic,
-                &label,
-                None,
-                "unencodable",
-                &why,
-            );
-            return done(send_dead_letter(&producer, copy, &topic, &label, &why).await);
+            let refused = Refused {
+                why,
+                too_large: false,
+            };
+            (None, refused, "unencodable")
         }
     };
-    match deliver(&producer, &enc).await {
-        Ok(()) => done(Delivery::Delivered),
-        Err(why) => {
-            let copy = dead_letter_copy(
-                &topics.dead_letter,
-                &topic,
-                &label,
-                Some(&enc),
-                "undeliverable",
-                &why,
-            );
-            done(send_dead_letter(&producer, copy, &topic, &label, &why).await)
-        }
-    }
+    let copy = dead_letter_copy(
+        &topics.dead_letter,
+        &topic,
+        &label,
+        enc.as_ref(),
+        kind,
+        &refused,
+    );
+    done(send_dead_letter(&producer, copy, &topic, &label, &refused.why).await)
+}
+
+/// Why Kafka (or the client) refuses a record for good.
+struct Refused {
+    why: String,
+    /// The refusal was the record's size: its dead-letter copy leaves the payload out.
+    too_large: bool,
 }
 
 /// Sends until Kafka acknowledges, retrying transient errors with backoff (up to 10 s between
-/// tries); returns the error text of a permanent refusal.
-async fn deliver(producer: &FutureProducer, enc: &Encoded) -> Result<(), String> {
+/// tries); returns a permanent refusal.
+async fn deliver(producer: &FutureProducer, enc: &Encoded) -> Result<(), Refused> {
+    use rdkafka::types::RDKafkaErrorCode as C;
     let mut pause = Duration::from_millis(100);
     loop {
         match producer.send(enc.record(), Duration::from_secs(30)).await {
             Ok(_) => return Ok(()),
-            Err((e, _)) if permanent(&e) => return Err(e.to_string()),
+            Err((e, _)) if permanent(&e) => {
+                let too_large = matches!(
+                    e.rdkafka_error_code(),
+                    Some(C::MessageSizeTooLarge | C::MessageBatchTooLarge | C::InvalidMessageSize)
+                );
+                let why = e.to_string();
+                return Err(Refused { why, too_large });
+            }
             Err((e, _)) => {
                 tracing::warn!(topic = %enc.topic, error = %e, retry_in = ?pause, "produce failed; retrying");
                 tokio::time::sleep(pause).await;
@@ -258,15 +296,16 @@ fn dead_letter_copy(
     label: &str,
     enc: Option<&Encoded>,
     kind: &str,
-    why: &str,
+    refused: &Refused,
 ) -> Encoded {
-    let too_large = why.contains("too large") || why.contains("TooLarge") || why.contains("size");
-    let mut headers: Vec<(String, Vec<u8>)> = enc.map(|e| e.headers.clone()).unwrap_or_default();
-    headers.push(("flowbroker-dlq-reason".into(), why.as_bytes().to_vec()));
+    let (payload, mut headers) = enc.map(Encoded::parts).unwrap_or_default();
+    headers.push((
+        "flowbroker-dlq-reason".into(),
+        refused.why.as_bytes().to_vec(),
+    ));
     headers.push(("flowbroker-dlq-kind".into(), kind.as_bytes().to_vec()));
     headers.push(("flowbroker-dlq-topic".into(), topic.as_bytes().to_vec()));
     headers.push(("flowbroker-dlq-type".into(), label.as_bytes().to_vec()));
-    let payload = enc.and_then(|e| e.payload.clone());
     if let Some(p) = &payload {
         headers.push((
             "flowbroker-dlq-payload-bytes".into(),
@@ -277,8 +316,10 @@ fn dead_letter_copy(
         topic: dlq.to_string(),
         partition: None,
         key: enc.and_then(|e| e.key.clone()),
-        payload: if too_large { None } else { payload },
-        headers,
+        body: Body::Plain {
+            payload: payload.filter(|_| !refused.too_large),
+            headers,
+        },
     }
 }
 
@@ -298,7 +339,7 @@ async fn send_dead_letter(
             Delivery::DeadLettered
         }
         Err(again) => {
-            tracing::error!(topic, r#type = label, error = why, dead_letter_error = %again,
+            tracing::error!(topic, r#type = label, error = why, dead_letter_error = %again.why,
                 "Kafka refuses this record and its dead-letter copy for good; dropped");
             Delivery::Dropped
         }
