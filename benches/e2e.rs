@@ -13,7 +13,7 @@ use rdkafka::consumer::BaseConsumer;
 use rdkafka::message::Message;
 use serde_json::json;
 use std::time::{Duration, Instant};
-use support::{event, Broker, Kafka, ECHO};
+use support::{ping, Broker, Kafka, ECHO};
 
 fn completed_counter(kafka: &Kafka) -> BaseConsumer {
     support::reader(&kafka.brokers(), &["flowbroker.lifecycle"], 10)
@@ -56,17 +56,7 @@ fn owned(b: &Broker) -> usize {
 fn burst(kafka: &Kafka, c: &BaseConsumer, tag: &str, n: usize) -> (f64, f64) {
     let p = kafka.producer();
     let t = Instant::now();
-    for i in 0..n {
-        let key = format!("{tag}{i}");
-        p.send_nowait(&event(
-            &key,
-            "/bench",
-            "bench.ping",
-            &[("key", &key)],
-            json!({"i": i}),
-        ));
-    }
-    p.flush();
+    p.send_pings(tag, n, None, |i| json!({"i": i}));
     let published = t.elapsed().as_secs_f64();
     wait_completed(c, n, Duration::from_secs(600));
     (published, t.elapsed().as_secs_f64())
@@ -102,15 +92,8 @@ fn main() {
 
     let mut lat = Vec::new();
     for i in 0..pings {
-        let key = format!("l{i}");
         let t = Instant::now();
-        p.send(&event(
-            &key,
-            "/bench",
-            "bench.ping",
-            &[("key", &key)],
-            json!({"i": i}),
-        ));
+        p.send(&ping(&format!("l{i}"), json!({"i": i})));
         wait_completed(&c, 1, Duration::from_secs(30));
         lat.push(t.elapsed().as_secs_f64() * 1000.0);
     }

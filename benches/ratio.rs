@@ -21,7 +21,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::ClientConfig;
 use serde_json::json;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use support::{event, Broker, Kafka, ECHO};
+use support::{Broker, Kafka, ECHO};
 
 const COPY: &str = "bench.copy";
 
@@ -70,25 +70,7 @@ fn publish_paced(
 }
 
 fn publish_to(p: support::Publisher, tag: &str, n: usize, pace: Option<Duration>) {
-    let t0 = Instant::now();
-    for i in 0..n {
-        if let Some(gap) = pace {
-            let due = t0 + gap * i as u32;
-            // pacing the load, not waiting for a condition
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
-            }
-        }
-        let key = format!("{tag}{i}");
-        p.send_nowait(&event(
-            &key,
-            "/bench",
-            "bench.ping",
-            &[("key", &key)],
-            json!({"i": i, "t": now_us()}),
-        ));
-    }
-    p.flush();
+    p.send_pings(tag, n, pace, |i| json!({"i": i, "t": now_us()}));
 }
 
 /// The raw passthrough: copies `n` records of `flowbroker.in` to `bench.copy` (same key,

@@ -14,7 +14,7 @@ mod support;
 
 use serde_json::json;
 use std::time::{Duration, Instant};
-use support::{event, metric_sum, Broker, Kafka, ECHO};
+use support::{metric_sum, Broker, Kafka, ECHO};
 
 struct Sample {
     at: f64,
@@ -83,23 +83,7 @@ fn main() {
     let p = kafka.producer_lingering(5);
     let publisher = std::thread::spawn(move || {
         let gap = Duration::from_secs_f64(1.0 / rate as f64);
-        let t0 = Instant::now();
-        for i in 0..n {
-            let due = t0 + gap.mul_f64(i as f64);
-            // pacing the load, not waiting for a condition
-            if let Some(wait) = due.checked_duration_since(Instant::now()) {
-                std::thread::sleep(wait);
-            }
-            let key = format!("s{i}");
-            p.send_nowait(&event(
-                &key,
-                "/bench",
-                "bench.ping",
-                &[("key", &key)],
-                json!({"i": i}),
-            ));
-        }
-        p.flush();
+        p.send_pings("s", n as usize, Some(gap), |i| json!({"i": i}));
     });
 
     let every = Duration::from_secs(if measuring { 10 } else { 1 });

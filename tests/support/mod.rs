@@ -323,6 +323,12 @@ pub struct Publisher {
     p: FutureProducer,
 }
 
+/// A start event of the benches' `echo` workflow ([`ECHO`]): type `bench.ping`, id and
+/// correlation `key` both `key`.
+pub fn ping(key: &str, data: Value) -> Event {
+    event(key, "/bench", "bench.ping", &[("key", key)], data)
+}
+
 /// A CloudEvent to publish: id, source, type, extension attributes, data.
 pub fn event(id: &str, source: &str, ty: &str, attrs: &[(&str, &str)], data: Value) -> Event {
     let mut extensions = Map::new();
@@ -389,6 +395,28 @@ impl Publisher {
                 Err((_, _)) => self.p.poll(Duration::from_millis(10)),
             }
         }
+    }
+
+    /// Enqueues `n` [`ping`]s keyed `{tag}{i}` with data `data(i)`, `gap` apart when given
+    /// (pacing a load, not waiting for a condition), then waits for them all.
+    pub fn send_pings(
+        &self,
+        tag: &str,
+        n: usize,
+        gap: Option<Duration>,
+        data: impl Fn(usize) -> Value,
+    ) {
+        let t0 = Instant::now();
+        for i in 0..n {
+            if let Some(gap) = gap {
+                let due = t0 + gap.mul_f64(i as f64);
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    std::thread::sleep(wait);
+                }
+            }
+            self.send_nowait(&ping(&format!("{tag}{i}"), data(i)));
+        }
+        self.flush();
     }
 
     /// Waits until everything enqueued is acknowledged.
