@@ -16,6 +16,8 @@ pub enum DecodeError {
         content_type: String,
         message: String,
     },
+    #[error("the record is {size} bytes (payload and headers), over kafka.max_input_bytes = {limit}; its payload is not copied (the original stays in its input topic)")]
+    TooLarge { size: usize, limit: usize },
 }
 
 impl DecodeError {
@@ -24,6 +26,7 @@ impl DecodeError {
         match self {
             DecodeError::NotCloudEvent(_) => "not_cloudevent",
             DecodeError::BadData { .. } => "bad_data",
+            DecodeError::TooLarge { .. } => "too_large",
         }
     }
 }

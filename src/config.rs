@@ -75,6 +75,10 @@ pub struct KafkaConfig {
     /// with `EventTooLarge` before anything is committed. Keep it below the topics'
     /// `max.message.bytes` (Kafka's default is 1 MB, headers and batch overhead included).
     pub max_event_bytes: usize,
+    /// The largest consumed record (payload and headers) read as an event; a larger one goes
+    /// to the dead-letter topic as `too_large`, with its headers but without its payload (the
+    /// original stays in its input topic, at the offset the copy names).
+    pub max_input_bytes: usize,
     /// Per event type topics for produced events (`type -> topic`).
     pub topics: BTreeMap<String, String>,
     /// `binary` (CloudEvents attributes in `ce_` headers) or `structured`
@@ -111,6 +115,18 @@ pub struct HttpConfig {
     /// state partitions it owns). Empty: `http://{listen}`, with the host name in place of an
     /// unspecified address (`0.0.0.0`, `[::]`).
     pub advertised_url: String,
+    /// Bearer token every request must carry (`Authorization: Bearer …`) except `GET /health`:
+    /// the admin API, the events ingress and `/metrics`. Empty: no token. Brokers of one
+    /// cluster share it (they send it when they forward a request to each other).
+    pub auth_token: String,
+    /// A file holding the token (surrounding whitespace is ignored), for a mounted secret;
+    /// used when `auth_token` is empty.
+    pub auth_token_file: String,
+    /// Serve on an address beyond loopback without a token. Off by default: such a `listen`
+    /// without a token refuses to start.
+    pub insecure: bool,
+    /// The largest request body accepted, in bytes; a larger one is answered 413.
+    pub max_body_bytes: usize,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -174,6 +190,7 @@ impl Default for KafkaConfig {
             dlq_topic: "flowbroker.dlq".into(),
             dlq_unmatched: false,
             max_event_bytes: crate::engine::Limits::default().max_event_bytes,
+            max_input_bytes: 1024 * 1024,
             topics: BTreeMap::new(),
             output_mode: OutputMode::Binary,
             auto_offset_reset: "earliest".into(),
@@ -192,11 +209,70 @@ impl Default for HttpConfig {
         HttpConfig {
             listen: "127.0.0.1:8080".into(),
             advertised_url: String::new(),
+            auth_token: String::new(),
+            auth_token_file: String::new(),
+            insecure: false,
+            max_body_bytes: 1024 * 1024,
         }
     }
 }
 
 impl HttpConfig {
+    /// The bearer token: `auth_token`, else the contents of `auth_token_file`; `None` when
+    /// neither is set.
+    pub fn token(&self) -> Result<Option<String>, String> {
+        if !self.auth_token.is_empty() {
+            return Ok(Some(self.auth_token.clone()));
+        }
+        if self.auth_token_file.is_empty() {
+            return Ok(None);
+        }
+        let text = std::fs::read_to_string(&self.auth_token_file).map_err(|e| {
+            format!(
+                "http.auth_token_file = {:?}: cannot read it: {e}",
+                self.auth_token_file
+            )
+        })?;
+        let token = text.trim();
+        if token.is_empty() {
+            return Err(format!(
+                "http.auth_token_file = {:?} is empty: write the token into it",
+                self.auth_token_file
+            ));
+        }
+        Ok(Some(token.to_string()))
+    }
+
+    /// Whether `listen` accepts connections from loopback only (a host name other than
+    /// `localhost` counts as reachable from elsewhere).
+    pub fn loopback_only(&self) -> bool {
+        if let Ok(a) = self.listen.parse::<std::net::SocketAddr>() {
+            return a.ip().is_loopback();
+        }
+        let host = self.listen.rsplit_once(':').map_or("", |(h, _)| h);
+        host.eq_ignore_ascii_case("localhost")
+    }
+
+    /// Refuses an open API beyond loopback (see `insecure`) and unreadable token files.
+    fn check(&self) -> Result<(), String> {
+        let token = self.token()?;
+        if token.is_some() && self.listen.is_empty() {
+            return Ok(());
+        }
+        if token.is_none() && !self.listen.is_empty() && !self.loopback_only() && !self.insecure {
+            return Err(format!(
+                "http.listen = {:?} is reachable from other machines and no token is set: \
+                 set http.auth_token (or FLOWBROKER_HTTP_AUTH_TOKEN, or http.auth_token_file), \
+                 or set http.insecure = true to serve the API without a token",
+                self.listen
+            ));
+        }
+        if self.max_body_bytes == 0 {
+            return Err("http.max_body_bytes = 0: give the largest request body in bytes".into());
+        }
+        Ok(())
+    }
+
     /// `advertised_url`, or the URL derived from `listen` (`host` names this machine).
     pub fn advertised(&self, host: &str) -> String {
         if !self.advertised_url.is_empty() {
@@ -368,6 +444,7 @@ impl Config {
         }
         crate::cluster::partition::Partitions::new(self.cluster.partitions)
             .map_err(|e| format!("cluster.partitions: {e}"))?;
+        self.http.check()?;
         Ok(())
     }
 
@@ -420,6 +497,18 @@ fn known_keys() -> Vec<String> {
     keys
 }
 
+/// Whether the key's default value is a string.
+fn default_is_string(key: &str) -> bool {
+    let mut v = toml::Value::try_from(Config::default()).expect("defaults serialize");
+    for part in key.split('.') {
+        match v.get(part) {
+            Some(next) => v = next.clone(),
+            None => return false,
+        }
+    }
+    v.is_str()
+}
+
 /// Reads an environment value as the key's TOML type.
 fn env_value(key: &str, raw: &str) -> toml::Value {
     if MAPS.contains(&key) {
@@ -435,6 +524,10 @@ fn env_value(key: &str, raw: &str) -> toml::Value {
             })
             .collect();
         return toml::Value::Table(table);
+    }
+    if default_is_string(key) {
+        // a token or a name that happens to read as a number or a boolean stays as written
+        return toml::Value::String(raw.to_string());
     }
     if let Ok(toml::Value::Table(t)) = toml::from_str::<toml::Value>(&format!("v = {raw}")) {
         if let Some(v) = t.get("v") {
@@ -579,5 +672,65 @@ mod tests {
             c.functions["greetingFunction"],
             "http://127.0.0.1:9000/greet"
         );
+    }
+
+    #[test]
+    fn an_api_beyond_loopback_needs_a_token_or_an_explicit_insecure() {
+        let open = |vars: &[(&str, &str)]| Config::load(None, env(vars));
+        let e = open(&[("FLOWBROKER_HTTP_LISTEN", "0.0.0.0:8080")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("http.auth_token") && e.contains("http.insecure = true"),
+            "{e}"
+        );
+        let e = open(&[("FLOWBROKER_HTTP_LISTEN", "broker-1.example:8080")]).unwrap_err();
+        assert!(e.to_string().contains("no token"), "{e}");
+        for ok in ["127.0.0.1:8080", "[::1]:8080", "localhost:8080", ""] {
+            open(&[("FLOWBROKER_HTTP_LISTEN", ok)]).unwrap();
+        }
+        let c = open(&[
+            ("FLOWBROKER_HTTP_LISTEN", "0.0.0.0:8080"),
+            ("FLOWBROKER_HTTP_INSECURE", "true"),
+        ])
+        .unwrap();
+        assert_eq!(c.http.token().unwrap(), None);
+        // a token that reads as a number stays the string it is
+        let c = open(&[
+            ("FLOWBROKER_HTTP_LISTEN", "0.0.0.0:8080"),
+            ("FLOWBROKER_HTTP_AUTH_TOKEN", "12345"),
+        ])
+        .unwrap();
+        assert_eq!(c.http.token().unwrap().as_deref(), Some("12345"));
+    }
+
+    #[test]
+    fn the_token_may_come_from_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("token");
+        std::fs::write(&f, "s3cret\n").unwrap();
+        let path = f.display().to_string();
+        let c = Config::load(
+            None,
+            env(&[
+                ("FLOWBROKER_HTTP_LISTEN", "0.0.0.0:8080"),
+                ("FLOWBROKER_HTTP_AUTH_TOKEN_FILE", &path),
+            ]),
+        )
+        .unwrap();
+        assert_eq!(c.http.token().unwrap().as_deref(), Some("s3cret"));
+        let missing = dir.path().join("nope").display().to_string();
+        let e = Config::load(None, env(&[("FLOWBROKER_HTTP_AUTH_TOKEN_FILE", &missing)]))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("http.auth_token_file") && e.contains("nope"),
+            "{e}"
+        );
+        std::fs::write(&f, " \n").unwrap();
+        let e = Config::load(None, env(&[("FLOWBROKER_HTTP_AUTH_TOKEN_FILE", &path)]))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is empty"), "{e}");
     }
 }

@@ -32,6 +32,8 @@ pub enum ServeError {
         addr: String,
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Token(String),
     #[error("the core stopped: {0}")]
     Core(String),
     #[error(transparent)]
@@ -184,6 +186,7 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
         consumer.clone(),
         cmd_tx.clone(),
         k.batch_size,
+        k.max_input_bytes,
     ));
     tokio::spawn(crate::watch::run(
         cfg.workflows_dir.clone(),
@@ -198,15 +201,24 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
                 addr: cfg.http.listen.clone(),
                 source,
             })?;
-        tracing::info!(addr = %cfg.http.listen, "http listening");
-        let app = crate::http::router(crate::http::AppState {
-            core: cmd_tx.clone(),
-            store: store.clone(),
-            metrics: metrics.clone(),
-            shared: shared.clone(),
-            assigned,
-            peers: crate::http::Peers::new(owner.clone(), cfg.cluster.parts()),
-        });
+        let token = cfg.http.token().map_err(ServeError::Token)?;
+        tracing::info!(addr = %cfg.http.listen, token = token.is_some(), "http listening");
+        let gate = crate::http::auth::Gate::new(token, cfg.http.max_body_bytes);
+        let app = crate::http::router(
+            crate::http::AppState {
+                core: cmd_tx.clone(),
+                store: store.clone(),
+                metrics: metrics.clone(),
+                shared: shared.clone(),
+                assigned,
+                peers: crate::http::Peers::new(
+                    owner.clone(),
+                    cfg.cluster.parts(),
+                    gate.authorization(),
+                ),
+            },
+            gate,
+        );
         tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!(error = %e, "http server stopped");

@@ -42,6 +42,9 @@ fn env() -> Vec<(&'static str, String)> {
     vec![
         ("FLOWBROKER_DEDUPE_WINDOW", "PT0S".into()),
         ("FLOWBROKER_CLUSTER_PARTITIONS", "12".into()),
+        // the brokers share a token: a list answered by every owner shows they send it to
+        // each other
+        ("FLOWBROKER_HTTP_AUTH_TOKEN", "cluster-token".into()),
     ]
 }
 
@@ -160,9 +163,7 @@ fn brokers_come_and_go_mid_stream_and_every_order_completes_once() {
                 }
             }
             for br in &live {
-                let m = reqwest::blocking::get(format!("http://{}/metrics", br.http))
-                    .and_then(|r| r.text())
-                    .unwrap_or_default();
+                let m = br.metrics();
                 for l in m.lines().filter(|l| {
                     l.starts_with("flowbroker_buffered")
                         || l.starts_with("flowbroker_records_duplicate")

@@ -260,6 +260,7 @@ impl Batch<'_, '_> {
         let label: &'static str = match kind {
             "not_cloudevent" => "not_cloudevent",
             "bad_data" => "bad_data",
+            "too_large" => "too_large",
             _ => "unmatched",
         };
         self.fx.stats.push(Stat::DeadLettered(label));

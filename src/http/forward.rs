@@ -40,6 +40,22 @@ pub struct Peers {
     client: reqwest::Client,
 }
 
+/// Builds the client peers are asked with; it sends `authorization` (the cluster's shared
+/// token) on every request.
+fn client(authorization: Option<String>) -> reqwest::Client {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(value) = authorization.and_then(|a| HeaderValue::from_str(&a).ok()) {
+        let mut value = value;
+        value.set_sensitive(true);
+        headers.insert(header::AUTHORIZATION, value);
+    }
+    reqwest::Client::builder()
+        .timeout(TIMEOUT)
+        .default_headers(headers)
+        .build()
+        .expect("an HTTP client")
+}
+
 /// Whether the request came from another broker.
 pub fn forwarded(headers: &HeaderMap) -> bool {
     headers.contains_key(FORWARDED)
@@ -56,12 +72,13 @@ pub fn unavailable(why: String) -> Response {
 }
 
 impl Peers {
-    pub fn new(me: String, parts: Partitions) -> Peers {
-        let client = reqwest::Client::builder()
-            .timeout(TIMEOUT)
-            .build()
-            .expect("an HTTP client");
-        Peers { me, parts, client }
+    /// `authorization`: the header value sent to the others (their shared token).
+    pub fn new(me: String, parts: Partitions, authorization: Option<String>) -> Peers {
+        Peers {
+            me,
+            parts,
+            client: client(authorization),
+        }
     }
 
     pub fn route(&self, shared: &Shared, p: PartitionId, forwarded: bool) -> Route {

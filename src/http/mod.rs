@@ -1,8 +1,10 @@
 //! The HTTP side: CloudEvents ingress (`POST /v1/events`), the admin API, `/health` and
 //! `/metrics`. Writes go to the core as commands; reads use store snapshots directly. A
-//! request about a state partition another broker owns is forwarded to it ([`forward`]).
+//! request about a state partition another broker owns is forwarded to it ([`forward`]). With
+//! `http.auth_token` set, every route but `/health` needs the token ([`auth`]).
 
 mod admin;
+pub mod auth;
 mod forward;
 mod ingress;
 mod query;
@@ -33,7 +35,9 @@ pub struct AppState {
     pub peers: Peers,
 }
 
-pub fn router(state: AppState) -> Router {
+/// The routes, behind the token check and the body limit of `gate`.
+pub fn router(state: AppState, gate: auth::Gate) -> Router {
+    let limit = axum::extract::DefaultBodyLimit::max(gate.max_body_bytes);
     Router::new()
         .route("/v1/events", post(ingress::post_event))
         .route("/v1/workflows", get(admin::workflows))
@@ -48,6 +52,8 @@ pub fn router(state: AppState) -> Router {
         .route("/health", get(admin::health))
         .route("/metrics", get(admin::metrics))
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(gate, auth::check))
+        .layer(limit)
 }
 
 /// An API error as JSON `{"error": …}` with the status its kind implies.

@@ -155,8 +155,14 @@ pub fn committer(consumer: Arc<KafkaConsumer>) -> crate::broker::core::CommitOff
     })
 }
 
-/// Reads records until the core goes away, in batches of at most `batch_size`.
-pub async fn run(consumer: Arc<KafkaConsumer>, core: mpsc::Sender<Cmd>, batch_size: usize) {
+/// Reads records until the core goes away, in batches of at most `batch_size`; a record over
+/// `max_input_bytes` is not decoded (see [`record`]).
+pub async fn run(
+    consumer: Arc<KafkaConsumer>,
+    core: mpsc::Sender<Cmd>,
+    batch_size: usize,
+    max_input_bytes: usize,
+) {
     let work_topic = consumer.context().work_topic.clone();
     loop {
         let first = match consumer.recv().await {
@@ -170,12 +176,12 @@ pub async fn run(consumer: Arc<KafkaConsumer>, core: mpsc::Sender<Cmd>, batch_si
                 continue;
             }
         };
-        let mut batch = vec![record(first)];
+        let mut batch = vec![record(first, max_input_bytes)];
         while batch.len() < batch_size {
             use futures::FutureExt;
             match consumer.recv().now_or_never() {
                 Some(Ok(m)) if m.topic() == work_topic => continue,
-                Some(Ok(m)) => batch.push(record(m.detach())),
+                Some(Ok(m)) => batch.push(record(m.detach(), max_input_bytes)),
                 _ => break,
             }
         }
@@ -185,8 +191,11 @@ pub async fn run(consumer: Arc<KafkaConsumer>, core: mpsc::Sender<Cmd>, batch_si
     }
 }
 
-fn record(m: rdkafka::message::OwnedMessage) -> Record {
-    let headers = m
+/// A consumed record. One over `limit` bytes (payload, header names and values) is a
+/// `TooLarge` error without its payload, so the dead-letter copy stays small; its headers are
+/// kept unless they alone are over the limit.
+fn record(m: rdkafka::message::OwnedMessage, limit: usize) -> Record {
+    let mut headers: Vec<(String, Vec<u8>)> = m
         .headers()
         .map(|h| {
             h.iter()
@@ -199,6 +208,22 @@ fn record(m: rdkafka::message::OwnedMessage) -> Record {
                 .collect()
         })
         .unwrap_or_default();
+    let header_bytes: usize = headers.iter().map(|(k, v)| k.len() + v.len()).sum();
+    let size = header_bytes + m.payload().map_or(0, <[u8]>::len);
+    if size > limit {
+        if header_bytes > limit {
+            headers.clear();
+        }
+        return Record {
+            topic: m.topic().to_string(),
+            partition: m.partition(),
+            offset: m.offset(),
+            event: Err(crate::cloudevent::DecodeError::TooLarge { size, limit }),
+            key: m.key().map(<[u8]>::to_vec),
+            payload: None,
+            headers,
+        };
+    }
     Record {
         topic: m.topic().to_string(),
         partition: m.partition(),

@@ -469,6 +469,8 @@ pub struct Broker {
     pub dir: PathBuf,
     env: Vec<(String, String)>,
     bin: PathBuf,
+    /// Sent as `Authorization: Bearer …` (from `FLOWBROKER_HTTP_AUTH_TOKEN` in the env).
+    token: Option<String>,
     _tmp: Option<tempfile::TempDir>,
 }
 
@@ -511,12 +513,25 @@ impl Broker {
         for (k, v) in env {
             all.push((k.to_string(), v.to_string()));
         }
+        // a test that listens elsewhere (`0.0.0.0:…`) is still reached on loopback
+        let http = all
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "FLOWBROKER_HTTP_LISTEN")
+            .map(|(_, v)| v.replace("0.0.0.0:", "127.0.0.1:"))
+            .unwrap_or(http);
+        let token = all
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "FLOWBROKER_HTTP_AUTH_TOKEN")
+            .map(|(_, v)| v.clone());
         let mut b = Broker {
             child: None,
             http,
             dir,
             env: all,
             bin: bin.into(),
+            token,
             _tmp: Some(tmp),
         };
         b.spawn();
@@ -609,9 +624,24 @@ impl Broker {
         line.split_whitespace().nth(1)?.parse().ok()
     }
 
+    /// A request to this broker's API, with its token if it has one.
+    pub fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+    ) -> reqwest::blocking::RequestBuilder {
+        let r =
+            reqwest::blocking::Client::new().request(method, format!("http://{}{path}", self.http));
+        match &self.token {
+            Some(t) => r.bearer_auth(t),
+            None => r,
+        }
+    }
+
     /// `GET /metrics` as text.
     pub fn metrics(&self) -> String {
-        reqwest::blocking::get(format!("http://{}/metrics", self.http))
+        self.request(reqwest::Method::GET, "/metrics")
+            .send()
             .and_then(|r| r.text())
             .unwrap_or_default()
     }
@@ -625,14 +655,14 @@ impl Broker {
     }
 
     pub fn get(&self, path: &str) -> (u16, Value) {
-        let r = reqwest::blocking::get(format!("http://{}{path}", self.http)).unwrap();
+        let r = self.request(reqwest::Method::GET, path).send().unwrap();
         let status = r.status().as_u16();
         (status, r.json().unwrap_or(Value::Null))
     }
 
     pub fn post(&self, path: &str, body: Value) -> (u16, Value) {
-        let r = reqwest::blocking::Client::new()
-            .post(format!("http://{}{path}", self.http))
+        let r = self
+            .request(reqwest::Method::POST, path)
             .json(&body)
             .send()
             .unwrap();

@@ -1,0 +1,126 @@
+//! Bearer-token access (`http.auth_token`): every request but `GET /health` carries
+//! `Authorization: Bearer <token>`, compared in constant time; anything else is answered 401
+//! with `WWW-Authenticate: Bearer`. Also refuses a body over `http.max_body_bytes` by its
+//! declared length with a JSON 413 (a body without a length is cut off at the same limit by
+//! axum's `DefaultBodyLimit`).
+
+use axum::extract::{Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde_json::json;
+use std::sync::Arc;
+use subtle::ConstantTimeEq;
+
+/// What every request is checked against.
+#[derive(Clone)]
+pub struct Gate {
+    /// `None`: no token configured, every request passes.
+    token: Option<Arc<[u8]>>,
+    pub max_body_bytes: usize,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gate")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("max_body_bytes", &self.max_body_bytes)
+            .finish()
+    }
+}
+
+impl Gate {
+    pub fn new(token: Option<String>, max_body_bytes: usize) -> Gate {
+        Gate {
+            token: token.map(|t| Arc::from(t.into_bytes())),
+            max_body_bytes,
+        }
+    }
+
+    /// The `Authorization` value this broker sends when it forwards a request.
+    pub fn authorization(&self) -> Option<String> {
+        self.token
+            .as_ref()
+            .map(|t| format!("Bearer {}", String::from_utf8_lossy(t)))
+    }
+
+    /// Whether an `Authorization` header value carries the token.
+    fn admits(&self, authorization: Option<&[u8]>) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        let Some(given) = authorization.and_then(|v| bearer(v)) else {
+            return false;
+        };
+        // `ct_eq` on slices of different lengths is false without looking at the bytes; the
+        // length of the token is not a secret worth hiding
+        given.ct_eq(token).into()
+    }
+}
+
+/// The credentials of `Bearer <credentials>` (the scheme is case-insensitive).
+fn bearer(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, rest) = value.split_at_checked(7)?;
+    scheme
+        .eq_ignore_ascii_case(b"bearer ")
+        .then(|| rest.trim_ascii())
+}
+
+/// The middleware: `/health` is open; everything else needs the token.
+pub async fn check(State(gate): State<Gate>, req: Request, next: Next) -> Response {
+    if req.uri().path() != "/health" {
+        let given = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .map(|v| v.as_bytes());
+        if !gate.admits(given) {
+            let why = if given.is_some() {
+                "the bearer token is not the one this broker expects (http.auth_token)"
+            } else {
+                "this broker requires a token: send Authorization: Bearer <http.auth_token>"
+            };
+            return (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer")],
+                Json(json!({ "error": why })),
+            )
+                .into_response();
+        }
+    }
+    let declared = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(n) = declared.filter(|n| *n > gate.max_body_bytes as u64) {
+        let why = format!(
+            "the request body of {n} bytes is over the limit of {} bytes (http.max_body_bytes)",
+            gate.max_body_bytes
+        );
+        return (StatusCode::PAYLOAD_TOO_LARGE, Json(json!({ "error": why }))).into_response();
+    }
+    next.run(req).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_exact_bearer_token_is_admitted() {
+        let g = Gate::new(Some("s3cret".into()), 10);
+        assert!(g.admits(Some(b"Bearer s3cret")));
+        assert!(g.admits(Some(b"bearer s3cret ")));
+        assert!(!g.admits(None));
+        assert!(!g.admits(Some(b"Bearer s3cre")));
+        assert!(!g.admits(Some(b"Bearer s3cretx")));
+        assert!(!g.admits(Some(b"Basic s3cret")));
+        assert!(!g.admits(Some(b"s3cret")));
+        assert!(!g.admits(Some(b"Bearer ")));
+        let open = Gate::new(None, 10);
+        assert!(open.admits(None));
+        assert_eq!(g.authorization().as_deref(), Some("Bearer s3cret"));
+        assert!(!format!("{g:?}").contains("s3cret"));
+    }
+}
