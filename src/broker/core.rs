@@ -70,6 +70,8 @@ pub struct Core {
     pub(super) tail: BTreeMap<PartitionId, i64>,
     /// Where to say which work topic partitions to read, from which offset (`None`: stop).
     pub(super) reader: Option<mpsc::UnboundedSender<(PartitionId, Option<i64>)>>,
+    /// Outbox records and calls handed out and not heard back about (take-over skips them).
+    pub(super) inflight: super::inflight::InFlight,
 }
 
 /// Why the core stopped.
@@ -178,6 +180,7 @@ impl Core {
             fences: BTreeMap::new(),
             tail: BTreeMap::new(),
             reader: None,
+            inflight: Default::default(),
         })
         .inspect(|c| c.publish_owned())
     }
@@ -236,39 +239,6 @@ impl Core {
             Arc::new(Shared::default()),
         )?;
         Ok((core, out, calls))
-    }
-
-    /// Re-sends the outbox and re-invokes calls in flight (after a restart).
-    pub fn recover(&mut self) -> Result<(), StoreError> {
-        let tx = self.store.read()?;
-        let mut outbox = Vec::new();
-        let mut calls = Vec::new();
-        for p in self.parts.all() {
-            let scope = Scope::Partition(p.0);
-            for (k, rec) in tx.prefix_in::<OutRecord>(scope, Table::Outbox, "")? {
-                outbox.push((
-                    OutboxKey {
-                        partition: p,
-                        key: k,
-                    },
-                    rec,
-                ));
-            }
-            calls.extend(tx.prefix_in::<Call>(scope, Table::Calls, "")?);
-        }
-        drop(tx);
-        if !outbox.is_empty() || !calls.is_empty() {
-            tracing::info!(
-                outbox = outbox.len(),
-                calls = calls.len(),
-                "recovering: re-sending unacknowledged events and re-invoking calls in flight"
-            );
-        }
-        self.send_out(outbox);
-        for (_, c) in calls {
-            let _ = self.out.invoke.send(c);
-        }
-        Ok(())
     }
 
     /// Runs until every sender of `rx` is gone. A store error stops the core: the process
@@ -506,7 +476,7 @@ impl Core {
             for (p, fx) in effects {
                 stats.extend(fx.stats);
                 for c in fx.calls {
-                    let _ = self.out.invoke.send(c);
+                    self.invoke(c);
                 }
                 let mut out = Vec::new();
                 for (key, rec) in fx.outbox {
@@ -691,12 +661,14 @@ impl Core {
                 }
             },
             Cmd::CallDone { call, outcome } => {
+                self.inflight.called(&call);
                 if let Ok(p) = parts.of_instance(&call.instance) {
                     push(p, PartInput::CallDone { call, outcome });
                 }
             }
             Cmd::Acked(acked) => {
                 for a in acked {
+                    self.inflight.acked(&a.key);
                     let counted = match a.delivery {
                         Delivery::Delivered => Some((a.topic, a.label)),
                         Delivery::DeadLettered => {
@@ -826,6 +798,13 @@ impl Core {
         Ok((tx.writes(), fx, rest))
     }
 
+    /// Hands a call to the invoker, unless this process is running it already.
+    pub(super) fn invoke(&mut self, c: Call) {
+        if self.inflight.call(&c) {
+            let _ = self.out.invoke.send(c);
+        }
+    }
+
     /// Sends committed outbox records: messages between partitions are applied in process in
     /// the next round; everything else goes to Kafka.
     pub(super) fn send_out(&mut self, out: Vec<(OutboxKey, OutRecord)>) {
@@ -841,7 +820,13 @@ impl Core {
                         },
                     ));
                 }
-                rec => kafka.push((k, rec)),
+                // an entry already with the producer (a partition given up and taken back)
+                // stays there; the producer says when it is done with it (`Cmd::Acked`)
+                rec => {
+                    if self.inflight.send(&k) {
+                        kafka.push((k, rec));
+                    }
+                }
             }
         }
         if !kafka.is_empty() {

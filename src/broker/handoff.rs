@@ -75,17 +75,23 @@ impl Core {
         if let Some(r) = &self.reader {
             let _ = r.send((p, Some(work_offset)));
         }
-        tracing::info!(partition = %p, fence, restored, work_offset, outbox = outbox.len(),
-            calls = calls.len(), took_ms = t0.elapsed().as_millis() as u64,
-            "state partition taken over");
-        self.send_out(
-            outbox
-                .into_iter()
-                .map(|(key, rec)| (OutboxKey { partition: p, key }, rec))
-                .collect(),
-        );
-        for (_, c) in calls {
-            let _ = self.out.invoke.send(c);
+        let outbox: Vec<(OutboxKey, OutRecord)> = outbox
+            .into_iter()
+            .map(|(key, rec)| (OutboxKey { partition: p, key }, rec))
+            .filter(|(k, _)| !self.inflight.sending(k))
+            .collect();
+        let calls: Vec<Call> = calls
+            .into_iter()
+            .map(|(_, c)| c)
+            .filter(|c| !self.inflight.calling(c))
+            .collect();
+        let (sending, calling) = self.inflight.len();
+        tracing::info!(partition = %p, fence, restored, work_offset, resent = outbox.len(),
+            reinvoked = calls.len(), in_flight_records = sending, in_flight_calls = calling,
+            took_ms = t0.elapsed().as_millis() as u64, "state partition taken over");
+        self.send_out(outbox);
+        for c in calls {
+            self.invoke(c);
         }
         for d in self.reg.all_current() {
             if self.parts.of_key(&d.id, "") == p {

@@ -34,6 +34,7 @@ pub mod effects;
 pub mod gauges;
 mod handoff;
 pub mod index;
+mod inflight;
 pub mod ingest;
 pub mod records;
 pub mod registry;
@@ -141,7 +142,7 @@ pub enum Delivery {
 }
 
 /// An outbox entry: the state partition whose outbox holds it, and its key there.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct OutboxKey {
     pub partition: crate::cluster::partition::PartitionId,
     pub key: String,

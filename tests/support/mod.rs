@@ -726,6 +726,8 @@ impl Drop for Broker {
 pub struct Functions {
     pub base: String,
     pub calls: Arc<Mutex<Vec<(String, String, Value)>>>,
+    /// While false, calls are recorded and then wait (see [`Functions::held`]).
+    open: Arc<tokio::sync::watch::Sender<bool>>,
     _rt: tokio::runtime::Runtime,
 }
 
@@ -735,6 +737,29 @@ impl Functions {
     pub fn start(
         handler: impl Fn(&str, &Value) -> (u16, Value) + Send + Sync + 'static,
     ) -> Functions {
+        Functions::with_gate(handler, true)
+    }
+
+    /// Like [`Functions::start`], but every call is recorded and then held, unanswered, until
+    /// [`Functions::release`]: calls stay in flight as long as a test needs.
+    pub fn held(
+        handler: impl Fn(&str, &Value) -> (u16, Value) + Send + Sync + 'static,
+    ) -> Functions {
+        Functions::with_gate(handler, false)
+    }
+
+    /// Answers the held calls and every later one.
+    pub fn release(&self) {
+        self.open.send_replace(true);
+    }
+
+    fn with_gate(
+        handler: impl Fn(&str, &Value) -> (u16, Value) + Send + Sync + 'static,
+        open: bool,
+    ) -> Functions {
+        let (open, _) = tokio::sync::watch::channel(open);
+        let open = Arc::new(open);
+        let gate = open.clone();
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -750,6 +775,7 @@ impl Functions {
         let app = axum::Router::new().fallback(
             move |uri: axum::http::Uri, headers: axum::http::HeaderMap, body: axum::body::Bytes| {
                 let (calls, handler) = (c2.clone(), handler.clone());
+                let mut gate = gate.subscribe();
                 async move {
                     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
                     let key = headers
@@ -761,6 +787,7 @@ impl Functions {
                         .lock()
                         .unwrap()
                         .push((uri.path().to_string(), key, v.clone()));
+                    let _ = gate.wait_for(|open| *open).await;
                     let (code, out) = handler(uri.path(), &v);
                     (
                         axum::http::StatusCode::from_u16(code).unwrap(),
@@ -773,6 +800,7 @@ impl Functions {
         Functions {
             base,
             calls,
+            open,
             _rt: rt,
         }
     }
