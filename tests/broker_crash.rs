@@ -1,6 +1,11 @@
 //! Crash safety: SIGKILL the broker in the middle of a stream of correlated events and
 //! function calls, restart it, and check every instance completes with each input applied
 //! once and every produced event id present.
+//!
+//! Duplicate detection by event id is off (`dedupe_window = "PT0S"`), and the last restart
+//! comes up under a new consumer group, as if the group's committed offsets had expired: every
+//! input record is read again from the start, and only the source positions stored with the
+//! state keep them from applying twice (`flowbroker_records_duplicate_total` counts them).
 
 mod support;
 use serde_json::json;
@@ -44,17 +49,25 @@ const N: usize = 40;
 fn sigkill_mid_stream_loses_nothing_and_applies_nothing_twice() {
     let kafka = Kafka::start();
     let out = kafka.collect(&["flowbroker.out", "flowbroker.lifecycle"]);
+    // calls of different lengths (20 to 300 ms, answered one at a time), so at the kill some
+    // are in flight while other jobs wait on their timer
     let fns = Functions::start(|_, body| {
-        std::thread::sleep(std::time::Duration::from_millis(150));
+        let n: u64 = body["job"].as_str().unwrap_or("J0")[1..]
+            .parse()
+            .unwrap_or(0);
+        std::thread::sleep(std::time::Duration::from_millis(20 + 40 * (n % 8)));
         (200, json!({"worked": body["job"]}))
     });
     let mut broker = Broker::start(
         &kafka,
         &[("jobs.yaml", JOBS)],
-        &[(
-            "FLOWBROKER_FUNCTIONS",
-            &format!("work={}", fns.url("/work")),
-        )],
+        &[
+            (
+                "FLOWBROKER_FUNCTIONS",
+                &format!("work={}", fns.url("/work")),
+            ),
+            ("FLOWBROKER_DEDUPE_WINDOW", "PT0S"),
+        ],
     );
     let p = kafka.producer();
     let job = |i: usize| format!("J{i:03}");
@@ -76,8 +89,19 @@ fn sigkill_mid_stream_loses_nothing_and_applies_nothing_twice() {
         ));
     }
     // kill while calls, timers and buffered events are in flight
-    out.wait_events("flowbroker.instance.started", 5, 60);
+    let at_kill = wait_for(60, "calls, timers and buffered events at once", || {
+        let m = broker.metrics();
+        let calls = metric_sum(&m, "flowbroker_function_calls_in_flight", "");
+        let buffered = metric_sum(&m, "flowbroker_buffered_events", "");
+        let timers = broker
+            .instances("jobs")
+            .iter()
+            .filter(|i| i["state"] == "Cool" && i["status"] == "WAITING")
+            .count();
+        (calls > 0 && buffered > 0 && timers > 0).then_some((calls, buffered, timers))
+    });
     broker.kill();
+    eprintln!("killed with (calls, buffered events, timers) in flight: {at_kill:?}");
     let before_restart = out.events("flowbroker.instance.started").len();
     assert!(before_restart < N, "the crash happened mid-stream");
     // the rest arrives while the broker is down
@@ -100,8 +124,10 @@ fn sigkill_mid_stream_loses_nothing_and_applies_nothing_twice() {
             json!({"ok": true}),
         ));
     }
-    // a second crash while the second half is being processed
+    // a second crash while the second half is being processed; the broker comes back under
+    // a new consumer group (its committed offsets gone), so it reads every input again
     out.wait_events("flowbroker.instance.started", before_restart + 5, 60);
+    broker.set_env("FLOWBROKER_KAFKA_GROUP_ID", "flowbroker-test-offsets-lost");
     broker.restart();
 
     let done = wait_for(120, "every job to finish", || {
@@ -163,10 +189,15 @@ fn sigkill_mid_stream_loses_nothing_and_applies_nothing_twice() {
     }
     assert_eq!(per_key.len(), N);
     wait_for(10, "the status gauge to show every job completed", || {
-        let m = reqwest::blocking::get(format!("http://{}/metrics", broker.http))
-            .ok()?
-            .text()
-            .ok()?;
+        let m = broker.metrics();
         (metric_sum(&m, "flowbroker_instances", "status=\"COMPLETED\"") == N as i64).then_some(())
     });
+    // the inputs read again were recognised by their stored positions, not their ids
+    let m = broker.metrics();
+    let duplicates = metric_sum(&m, "flowbroker_records_duplicate_total", "");
+    assert!(
+        duplicates > 0,
+        "records read again were skipped: {duplicates}"
+    );
+    assert_eq!(metric_sum(&m, "flowbroker_events_duplicate_total", ""), 0);
 }

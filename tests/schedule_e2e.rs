@@ -1,14 +1,29 @@
 //! A per-second cron workflow against the real Kafka-protocol broker, with the broker process
 //! SIGKILLed mid-run and restarted: one instance per tick, no duplicate, and (catch-up `all`)
-//! no gap.
+//! no gap. Each tick calls a function with its scheduled time; the calls are counted as the
+//! function server saw them (not deduplicated by any id), so a tick that fired twice shows.
 
 mod support;
 use serde_json::json;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use support::*;
 
-/// A per-second cron workflow (catch-up per the broker's `schedules.catch_up`).
-const EVERY_SECOND: &str = include_str!("fixtures/heartbeat.yaml");
+/// A per-second cron workflow whose tick calls `beat` with its scheduled time.
+const EVERY_SECOND: &str = r#"
+id: heartbeat
+name: heartbeat
+functions:
+- {name: beat, resource: beat}
+states:
+- name: Beat
+  type: operation
+  start:
+    kind: scheduled
+    schedule: {cron: "* * * * * ?", timezone: UTC, directInvoke: exclusive}
+  actionMode: sequential
+  actions: [{functionRef: {refName: beat, parameters: {tick: "{{ $.scheduledTime }}"}}}]
+  end: {kind: default}
+"#;
 
 fn ticks(out: &Collector) -> Vec<String> {
     out.events("flowbroker.instance.started")
@@ -26,13 +41,23 @@ fn ticks(out: &Collector) -> Vec<String> {
 fn per_second_cron_survives_sigkill_with_one_instance_per_tick() {
     let kafka = Kafka::start();
     let out = kafka.collect(&["flowbroker.lifecycle"]);
+    let fns = Functions::start(|_, _| (200, json!({"ok": true})));
     let mut broker = Broker::start(
         &kafka,
         &[("heartbeat.yaml", EVERY_SECOND)],
-        &[("FLOWBROKER_SCHEDULES_CATCH_UP", "all")],
+        &[
+            ("FLOWBROKER_SCHEDULES_CATCH_UP", "all"),
+            (
+                "FLOWBROKER_FUNCTIONS",
+                &format!("beat={}", fns.url("/beat")),
+            ),
+        ],
     );
     wait_for(30, "three ticks", || (ticks(&out).len() >= 3).then_some(()));
     broker.kill();
+    // a call in flight at the kill is invoked again after the restart (at least once, with
+    // the same idempotency key); that is the only tick allowed a second call
+    let calls_at_kill = fns.calls().len();
     // down for a few ticks
     let down_at = std::time::Instant::now();
     wait_for(10, "three seconds of downtime", || {
@@ -58,7 +83,31 @@ fn per_second_cron_survives_sigkill_with_one_instance_per_tick() {
     );
     broker.kill();
 
+    // every tick's function call, as the function server counted them
+    let mut per_tick: BTreeMap<String, (usize, BTreeSet<String>)> = BTreeMap::new();
+    for (_, key, body) in fns.calls() {
+        let tick = body["tick"].as_str().expect("a tick").to_string();
+        let e = per_tick.entry(tick).or_default();
+        e.0 += 1;
+        e.1.insert(key);
+    }
+    let twice: Vec<&String> = per_tick
+        .iter()
+        .filter(|(_, (n, _))| *n > 1)
+        .map(|(t, _)| t)
+        .collect();
+    assert!(
+        twice.len() <= 1
+            && per_tick
+                .values()
+                .all(|(n, keys)| *n <= 2 && keys.len() == 1),
+        "each tick called its function once (one may repeat the call in flight at the kill, \
+         {calls_at_kill} calls by then): {per_tick:?}"
+    );
+
     let all = ticks(&out);
+    let called: BTreeSet<chrono::DateTime<chrono::Utc>> =
+        per_tick.keys().map(|t| t.parse().unwrap()).collect();
     let unique: BTreeSet<chrono::DateTime<chrono::Utc>> =
         all.iter().map(|t| t.parse().unwrap()).collect();
     assert_eq!(unique.len(), all.len(), "no tick started twice: {all:?}");
@@ -71,4 +120,8 @@ fn per_second_cron_survives_sigkill_with_one_instance_per_tick() {
         "catch-up `all` leaves no gap between {first} and {last}: {all:?}"
     );
     assert!(expected >= 12, "the run spanned the downtime");
+    assert!(
+        unique.iter().all(|t| called.contains(t)),
+        "every tick that started an instance called its function"
+    );
 }

@@ -571,6 +571,12 @@ impl Broker {
         });
     }
 
+    /// Sets an environment variable for the next start ([`Broker::restart`],
+    /// [`Broker::start_again`]).
+    pub fn set_env(&mut self, key: &str, value: &str) {
+        self.env.push((key.to_string(), value.to_string()));
+    }
+
     /// SIGKILL: no shutdown code runs.
     pub fn kill(&mut self) {
         if let Some(mut c) = self.child.take() {
