@@ -13,6 +13,8 @@ mkdir -p "$CARGO_TARGET_DIR"
 # tansu Kafka-protocol broker the integration tests start; each step checks first.
 scripts/install-deps.sh
 export FLOWBROKER_TANSU="$(scripts/tansu.sh)"
+# tansu with sqlite storage, for the test that restarts Kafka (built once, about 10 min)
+export FLOWBROKER_TANSU_SQLITE="$(scripts/tansu-sqlite.sh)"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

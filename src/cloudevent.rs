@@ -41,6 +41,18 @@ fn is_json(ct: &str) -> bool {
     base == "application/json" || base == "text/json" || base.ends_with("+json")
 }
 
+/// An HTTP request as an event (the CloudEvents HTTP binding: binary mode with `ce-` headers,
+/// structured mode with `application/cloudevents+json`).
+pub fn from_http(headers: &axum::http::HeaderMap, body: Vec<u8>) -> Result<Event, DecodeError> {
+    let ce = cloudevents::binding::http::to_event(headers, body).map_err(|e| {
+        DecodeError::NotCloudEvent(format!(
+            "{e} (send ce-id, ce-source, ce-type and ce-specversion headers, or a structured \
+             application/cloudevents+json body)"
+        ))
+    })?;
+    from_sdk(&ce)
+}
+
 /// Reads an SDK event; data must be what its content type says.
 pub fn from_sdk(ce: &cloudevents::Event) -> Result<Event, DecodeError> {
     let ct = ce.datacontenttype().map(str::to_string);

@@ -364,21 +364,29 @@ impl Config {
         file: Option<&Path>,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Config, ConfigError> {
-        let (mut root, origin) = match file {
+        match file {
             Some(path) => {
                 let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
                     file: path.display().to_string(),
                     source,
                 })?;
-                let value: toml::Table =
-                    toml::from_str(&text).map_err(|e| ConfigError::Invalid {
-                        origin: path.display().to_string(),
-                        message: e.to_string(),
-                    })?;
-                (value, path.display().to_string())
+                Config::parse(&text, &path.display().to_string(), env)
             }
-            None => (toml::Table::new(), "defaults".to_string()),
-        };
+            None => Config::parse("", "defaults", env),
+        }
+    }
+
+    /// [`Config::load`] of a file's text; `origin` names it in errors.
+    pub fn parse(
+        text: &str,
+        origin: &str,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Config, ConfigError> {
+        let mut root: toml::Table = toml::from_str(text).map_err(|e| ConfigError::Invalid {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        let origin = origin.to_string();
         let keys = known_keys();
         let mut from_env = false;
         let mut warnings = Vec::new();
@@ -404,7 +412,10 @@ impl Config {
                 }
                 continue;
             };
-            set(&mut root, key, env_value(key, &raw));
+            set(&mut root, key, env_value(key, &raw)).map_err(|message| ConfigError::Invalid {
+                origin: format!("{origin} + {name}"),
+                message,
+            })?;
             from_env = true;
         }
         let origin = if from_env {
@@ -547,18 +558,21 @@ fn env_value(key: &str, raw: &str) -> toml::Value {
     toml::Value::String(raw.to_string())
 }
 
-fn set(root: &mut toml::Table, key: &str, value: toml::Value) {
+/// Puts `value` at the dotted `key`; an error when the file has a non-table where a section
+/// belongs (`kafka = 1` with `FLOWBROKER_KAFKA_BROKERS` set).
+fn set(root: &mut toml::Table, key: &str, value: toml::Value) -> Result<(), String> {
     let mut parts: Vec<&str> = key.split('.').collect();
-    let last = parts.pop().expect("non-empty key");
+    let last = parts.pop().unwrap_or(key);
     let mut table = root;
     for p in parts {
         table = table
             .entry(p.to_string())
             .or_insert_with(|| toml::Value::Table(toml::Table::new()))
             .as_table_mut()
-            .expect("config sections are tables");
+            .ok_or_else(|| format!("{p} must be a table ([{p}]) to hold {key}"))?;
     }
     table.insert(last.to_string(), value);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -732,5 +746,17 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("is empty"), "{e}");
+    }
+
+    #[test]
+    fn a_section_that_is_not_a_table_is_an_error_not_a_panic() {
+        let e = Config::parse(
+            "kafka = 1",
+            "c.toml",
+            env(&[("FLOWBROKER_KAFKA_BROKERS", "k:1")]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("kafka must be a table"), "{e}");
     }
 }

@@ -26,6 +26,8 @@ pub struct Metrics {
     pub schedule_lag: HistogramVec,
     pub schedule_ticks: IntCounterVec,
     pub consumer_lag: IntGaugeVec,
+    /// 1 while the consumer reaches a Kafka broker, 0 while it reaches none (`GET /health`).
+    pub kafka_up: prometheus::IntGauge,
 }
 
 fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -79,6 +81,15 @@ impl Metrics {
                 let g = IntGaugeVec::new(
                     Opts::new("flowbroker_kafka_consumer_lag", "Records not yet consumed, by input topic and partition (librdkafka statistics, every 5 s)."),
                     &["topic", "partition"],
+                )
+                .expect("valid metric");
+                r.register(Box::new(g.clone())).expect("unique metric");
+                g
+            },
+            kafka_up: {
+                let g = prometheus::IntGauge::new(
+                    "flowbroker_kafka_up",
+                    "1 while the consumer is connected to a Kafka broker, 0 while it reaches none (librdkafka statistics every 5 s; 0 at once on 'all brokers down').",
                 )
                 .expect("valid metric");
                 r.register(Box::new(g.clone())).expect("unique metric");

@@ -196,6 +196,26 @@ fn requests_without_the_token_are_refused_and_bodies_and_records_are_bounded() {
         2,
         "the big record started nothing"
     );
+    // the listing pages with a cursor: two pages of one, then an empty one
+    let (_, first) = broker.get("/v1/instances?workflowId=greet&limit=1");
+    assert_eq!(first["instances"].as_array().unwrap().len(), 1, "{first}");
+    let next = first["next"]
+        .as_str()
+        .expect("a cursor after a full page")
+        .to_string();
+    let (_, second) = broker.get(&format!(
+        "/v1/instances?workflowId=greet&limit=1&after={next}"
+    ));
+    assert_eq!(second["instances"].as_array().unwrap().len(), 1, "{second}");
+    let last = second["next"].as_str().unwrap().to_string();
+    assert_ne!(last, next, "pages go forward");
+    let (_, third) = broker.get(&format!(
+        "/v1/instances?workflowId=greet&limit=1&after={last}"
+    ));
+    assert!(third["instances"].as_array().unwrap().is_empty(), "{third}");
+    assert!(third["next"].is_null());
+    let (code, bad) = broker.get("/v1/instances?after=not-an-id");
+    assert_eq!(code, 400, "{bad}");
     wait_for(10, "the too_large dead letter to be counted", || {
         let m = broker.metrics();
         (metric_sum(&m, "flowbroker_events_dead_lettered_total", "too_large") == 1).then_some(())

@@ -106,14 +106,31 @@ pub async fn workflows(State(s): State<AppState>) -> Json<Value> {
     Json(v)
 }
 
+/// `GET /health`: always 200 while the process serves (a liveness probe must not restart a
+/// broker because Kafka is away); `status` is `kafka_down` while no Kafka broker is reachable.
 pub async fn health(State(s): State<AppState>) -> Json<Value> {
     let partitions = *s.assigned.borrow();
     let owned: Vec<u16> = s.shared.owned().into_keys().map(|p| p.0).collect();
+    let connected = s.metrics.kafka_up.get() == 1;
     Json(json!({
-        "status": "ok",
-        "kafka": {"assignedPartitions": partitions},
+        "status": if connected { "ok" } else { "kafka_down" },
+        "kafka": {"connected": connected, "assignedPartitions": partitions},
         "statePartitions": owned,
     }))
+}
+
+/// `GET /ready`: 200 while Kafka is reachable, else 503 (a readiness probe takes the broker
+/// out of a load balancer while it cannot accept events).
+pub async fn ready(State(s): State<AppState>) -> Response {
+    if s.metrics.kafka_up.get() == 1 {
+        (StatusCode::OK, Json(json!({"status": "ok"}))).into_response()
+    } else {
+        (
+            StatusCode::SERVICE_UNAVAILABLE,
+            Json(json!({"status": "kafka_down", "error": "no Kafka broker is reachable"})),
+        )
+            .into_response()
+    }
 }
 
 pub async fn metrics(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {

@@ -1,4 +1,5 @@
-//! Bearer-token access (`http.auth_token`): every request but `GET /health` carries
+//! Bearer-token access (`http.auth_token`): every request but the probes (`GET /health`,
+//! `GET /ready`) carries
 //! `Authorization: Bearer <token>`, compared in constant time; anything else is answered 401
 //! with `WWW-Authenticate: Bearer`. Also refuses a body over `http.max_body_bytes` by its
 //! declared length with a JSON 413 (a body without a length is cut off at the same limit by
@@ -69,7 +70,7 @@ fn bearer(value: &[u8]) -> Option<&[u8]> {
 
 /// The middleware: `/health` is open; everything else needs the token.
 pub async fn check(State(gate): State<Gate>, req: Request, next: Next) -> Response {
-    if req.uri().path() != "/health" {
+    if !matches!(req.uri().path(), "/health" | "/ready") {
         let given = req
             .headers()
             .get(header::AUTHORIZATION)

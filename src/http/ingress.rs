@@ -14,13 +14,7 @@ pub async fn post_event(
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let ce = cloudevents::binding::http::to_event(&headers, body.to_vec()).map_err(|e| {
-        ApiError(
-            StatusCode::BAD_REQUEST,
-            format!("not a CloudEvent: {e} (send ce-id, ce-source, ce-type and ce-specversion headers, or a structured application/cloudevents+json body)"),
-        )
-    })?;
-    let event = crate::cloudevent::from_sdk(&ce)
+    let event = crate::cloudevent::from_http(&headers, body.to_vec())
         .map_err(|e| ApiError(StatusCode::BAD_REQUEST, e.to_string()))?;
     let routed = ask(&s.core, |reply| Cmd::Event { event, reply }).await?;
     let body = serde_json::to_value(&routed).unwrap_or_default();

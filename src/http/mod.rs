@@ -50,6 +50,7 @@ pub fn router(state: AppState, gate: auth::Gate) -> Router {
         )
         .route("/v1/schedules", get(query::schedules))
         .route("/health", get(admin::health))
+        .route("/ready", get(admin::ready))
         .route("/metrics", get(admin::metrics))
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(gate, auth::check))

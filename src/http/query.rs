@@ -76,7 +76,12 @@ pub struct ListQuery {
     workflow_id: Option<String>,
     status: Option<String>,
     limit: Option<usize>,
+    /// The cursor: list the instances after this id (the `next` of the previous page).
+    after: Option<String>,
 }
+
+/// The largest page `GET /v1/instances` answers (a larger `limit` is capped).
+const MAX_PAGE: usize = 10_000;
 
 /// `"statePartitions": {"answered": [...], "unavailable": [...]}`.
 fn coverage(answered: &BTreeSet<PartitionId>, unavailable: &BTreeSet<PartitionId>) -> Value {
@@ -91,33 +96,49 @@ pub async fn list(
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
-    let limit = q.limit.unwrap_or(1000);
+    let limit = q.limit.unwrap_or(1000).min(MAX_PAGE);
     let want = q.status.map(|s| s.to_ascii_uppercase());
+    let parts = s.peers.parts;
+    // the cursor: the last id of the previous page (ids carry their state partition)
+    let after = match &q.after {
+        Some(id) => Some((
+            parts
+                .of_instance(id)
+                .map_err(|e| ApiError(StatusCode::BAD_REQUEST, format!("after = {id:?}: {e}")))?,
+            id.as_str(),
+        )),
+        None => None,
+    };
     let owned: BTreeSet<PartitionId> = s.shared.owned().into_keys().collect();
     let mut items: Vec<Value> = Vec::new();
     {
         let tx = s.store.read()?;
         for p in &owned {
-            let recs =
-                tx.prefix_in::<InstanceRecord>(Scope::Partition(p.0), Table::Instances, "")?;
-            items.extend(
-                recs.into_iter()
-                    .map(|(_, r)| r)
-                    .filter(|r| {
-                        q.workflow_id
+            let from = match after {
+                Some((ap, _)) if *p < ap => continue,
+                Some((ap, id)) if *p == ap => Some(id),
+                _ => None,
+            };
+            let page = tx.page_in::<InstanceRecord>(
+                Scope::Partition(p.0),
+                Table::Instances,
+                from,
+                limit - items.len(),
+                |r| {
+                    q.workflow_id
+                        .as_ref()
+                        .is_none_or(|w| *w == r.instance.workflow_id)
+                        && want
                             .as_ref()
-                            .is_none_or(|w| *w == r.instance.workflow_id)
-                    })
-                    .filter(|r| {
-                        want.as_ref()
                             .is_none_or(|w| w == r.instance.status.as_str())
-                    })
-                    .take(limit)
-                    .map(|r| view(&r, None)),
-            );
+                },
+            )?;
+            items.extend(page.into_iter().map(|(_, r)| view(&r, None)));
+            if items.len() >= limit {
+                break;
+            }
         }
     }
-    let parts = s.peers.parts;
     let of = |v: &Value| v["id"].as_str().and_then(|id| parts.of_instance(id).ok());
     let mut missing = BTreeSet::new();
     let mut answered = owned.clone();
@@ -132,8 +153,17 @@ pub async fn list(
     }
     items.sort_by_cached_key(|v| (of(v), v["id"].as_str().map(str::to_string)));
     items.truncate(limit);
+    // a full page may have more after it: its last id is the next page's cursor
+    let next = (items.len() == limit)
+        .then(|| {
+            items
+                .last()
+                .and_then(|v| v["id"].as_str().map(str::to_string))
+        })
+        .flatten();
     Ok(Json(json!({
         "instances": items,
+        "next": next,
         "statePartitions": coverage(&answered, &missing),
     })))
 }

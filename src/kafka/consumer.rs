@@ -42,7 +42,28 @@ impl Ctx {
 }
 
 impl ClientContext for Ctx {
+    /// librdkafka's global errors; "all brokers down" marks Kafka down at once.
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        if error.rdkafka_error_code() == Some(rdkafka::types::RDKafkaErrorCode::AllBrokersDown) {
+            if self.metrics.kafka_up.get() != 0 {
+                tracing::warn!(reason, "kafka is down: no broker reachable; retrying");
+            }
+            self.metrics.kafka_up.set(0);
+            return;
+        }
+        tracing::error!(error = %error, reason, "librdkafka error");
+    }
+
     fn stats(&self, stats: rdkafka::Statistics) {
+        // connected while any real broker connection is up
+        let up = stats
+            .brokers
+            .values()
+            .any(|b| b.state == "UP" && matches!(b.source.as_str(), "learned" | "configured"));
+        if up && self.metrics.kafka_up.get() == 0 {
+            tracing::info!("kafka is reachable");
+        }
+        self.metrics.kafka_up.set(i64::from(up));
         for (topic, t) in &stats.topics {
             for (partition, p) in &t.partitions {
                 if *partition >= 0 && p.consumer_lag >= 0 {
@@ -69,6 +90,7 @@ impl ConsumerContext for Ctx {
                 }
                 let _ = self.control.send(Cmd::Assigned(owned));
                 let _ = self.assigned.send(tpl.count());
+                self.metrics.kafka_up.set(1);
             }
             Rebalance::Revoke(tpl) => {
                 let (lost, _) = self.work_partitions(tpl);

@@ -159,7 +159,17 @@ impl Log for KafkaLog {
             let Some(m) = self.reader.poll(Duration::from_millis(500)) else {
                 continue;
             };
-            let m = m.map_err(|e| fail(e.to_string()))?;
+            // a broker restart or a dropped connection: librdkafka reconnects; the deadline
+            // bounds how long this waits for it
+            let m = match m {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(partition = %partition, error = %e,
+                        "reading the changelog failed; retrying until the read deadline");
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+            };
             last = m.offset();
             if last < from || last > through {
                 continue;

@@ -494,6 +494,41 @@ impl Snapshot<'_> {
         Ok(out)
     }
 
+    /// A page of one scope's entries in key order: those after key `after` (without the scope
+    /// prefix; `None`: from the first) that `keep` accepts, at most `limit` of them. Entries
+    /// are read and decoded one at a time and the scan stops at the page's end, so a page
+    /// costs what it skips and holds, not the table's size.
+    pub fn page_in<T: DeserializeOwned>(
+        &self,
+        scope: Scope,
+        table: Table,
+        after: Option<&str>,
+        limit: usize,
+        mut keep: impl FnMut(&T) -> bool,
+    ) -> Result<Vec<(String, T)>> {
+        let sp = scope_prefix(scope);
+        let start = match after {
+            Some(a) => Bound::Excluded(format!("{sp}{a}")),
+            None => Bound::Included(sp.clone()),
+        };
+        let mut out = Vec::new();
+        if limit == 0 {
+            return Ok(out);
+        }
+        for kv in self.snap(table).range((start, prefix_end(&sp))) {
+            let (k, v) = kv?;
+            let key = String::from_utf8_lossy(&k).to_string();
+            let value: T = decode(table, &key, &v)?;
+            if keep(&value) {
+                out.push((key[sp.len()..].to_string(), value));
+                if out.len() >= limit {
+                    break;
+                }
+            }
+        }
+        Ok(out)
+    }
+
     /// Every entry of a table with the state partition it belongs to (`None`: the node's).
     pub fn partitioned<T: DeserializeOwned>(
         &self,
@@ -520,6 +555,34 @@ fn split_scope(k: &str) -> Option<(u16, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_starts_after_its_cursor_and_stays_in_its_scope() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        for (p, keys) in [
+            (1u16, ["a", "b", "c", "d", "e"]),
+            (2, ["a", "b", "c", "d", "e"]),
+        ] {
+            let tx = store.scoped(Scope::Partition(p));
+            for (i, k) in keys.iter().enumerate() {
+                tx.put(Table::Instances, k, &(i as i32 + 10 * p as i32))
+                    .unwrap();
+            }
+            tx.commit().unwrap();
+        }
+        let snap = store.read().unwrap();
+        let page = |after: Option<&str>, limit| {
+            snap.page_in::<i32>(Scope::Partition(1), Table::Instances, after, limit, |v| {
+                v % 2 == 0
+            })
+            .unwrap()
+        };
+        assert_eq!(page(None, 2), vec![("a".into(), 10), ("c".into(), 12)]);
+        assert_eq!(page(Some("c"), 2), vec![("e".into(), 14)]);
+        assert_eq!(page(Some("e"), 2), vec![]);
+        assert_eq!(page(None, 0), vec![]);
+    }
 
     #[test]
     fn commits_are_durable_and_aborts_are_not() {

@@ -87,9 +87,30 @@ fn tansu_binary() -> PathBuf {
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
+/// The tansu build with sqlite storage (`scripts/tansu-sqlite.sh`, or `FLOWBROKER_TANSU_SQLITE`).
+fn tansu_sqlite_binary() -> PathBuf {
+    if let Ok(p) = std::env::var("FLOWBROKER_TANSU_SQLITE") {
+        return PathBuf::from(p);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tansu-sqlite.sh");
+    let out = Command::new(&script)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "scripts/tansu-sqlite.sh could not build tansu with sqlite storage; the Kafka restart \
+         test needs it"
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
 /// What serves Kafka for a test.
 enum Proc {
     Tansu(Child),
+    /// tansu on sqlite in this directory: [`Kafka::stop`] and [`Kafka::start_again`] keep its
+    /// data.
+    Persistent(Option<Child>, PathBuf, tempfile::TempDir),
     #[cfg(feature = "docker-tests")]
     Docker(
         Box<
@@ -139,6 +160,69 @@ impl Kafka {
             k.create_topic(t, 3);
         }
         k
+    }
+
+    /// A tansu that keeps its topics, records and group offsets in sqlite, so it can be
+    /// stopped ([`Kafka::stop`], SIGKILL) and started again on the same port mid-test.
+    pub fn start_persistent() -> Kafka {
+        let bin = tansu_sqlite_binary();
+        let dir = tempfile::tempdir().unwrap();
+        let mut k = Kafka {
+            proc: Proc::Persistent(None, bin, dir),
+            port: free_port(),
+        };
+        k.start_again();
+        for t in TOPICS {
+            k.create_topic(t, 3);
+        }
+        k
+    }
+
+    /// SIGKILLs a persistent tansu ([`Kafka::start_persistent`]).
+    pub fn stop(&mut self) {
+        match &mut self.proc {
+            Proc::Persistent(child, ..) => {
+                if let Some(mut c) = child.take() {
+                    let _ = c.kill();
+                    let _ = c.wait();
+                }
+            }
+            _ => panic!("only a persistent tansu can be stopped and started again"),
+        }
+    }
+
+    /// Starts a stopped persistent tansu on its port, with its data.
+    pub fn start_again(&mut self) {
+        let port = self.port;
+        let Proc::Persistent(child, bin, dir) = &mut self.proc else {
+            panic!("only a persistent tansu can be stopped and started again");
+        };
+        assert!(child.is_none(), "tansu is running");
+        let url = format!("tcp://127.0.0.1:{port}");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.path().join("tansu.log"))
+            .unwrap();
+        let c = Command::new(&*bin)
+            .current_dir(dir.path())
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+                "--storage-engine",
+                "sqlite://tansu.db",
+            ])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        *child = Some(c);
+        wait_for(30, "tansu to listen", || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+        });
     }
 
     #[cfg(feature = "docker-tests")]
@@ -221,10 +305,12 @@ impl Kafka {
 
 impl Drop for Kafka {
     fn drop(&mut self) {
-        #[allow(irrefutable_let_patterns)]
-        if let Proc::Tansu(child) = &mut self.proc {
-            let _ = child.kill();
-            let _ = child.wait();
+        match &mut self.proc {
+            Proc::Tansu(child) | Proc::Persistent(Some(child), ..) => {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+            _ => {}
         }
     }
 }
