@@ -26,3 +26,5 @@ echo "== flowbroker validate workflows/"
 "$CARGO_TARGET_DIR/debug/flowbroker" validate workflows
 echo "== Kubernetes manifests (deploy/kubernetes)"
 scripts/check-deploy.sh
+echo "== fuzz smoke (AFL++, ${FLOWBROKER_FUZZ_SECS:-20} s per target)"
+scripts/fuzz.sh "${FLOWBROKER_FUZZ_SECS:-20}"
