@@ -37,6 +37,34 @@ pub struct Path {
     chain: Option<Vec<String>>,
 }
 
+/// An array index jsonpath-rust cannot take (it unwraps `as_u64()` when it evaluates one, so
+/// a negative, fractional or too large index would panic at run time), anywhere in the path,
+/// filters included.
+fn bad_index(path: &JsonPath<Value>) -> Option<String> {
+    use jsonpath_rust::parser::{FilterExpression, JsonPathIndex, Operand};
+    fn filter(f: &FilterExpression<Value>) -> Option<String> {
+        match f {
+            FilterExpression::Atom(a, _, b) => [a, b].into_iter().find_map(|o| match o {
+                Operand::Dynamic(p) => bad_index(p),
+                Operand::Static(_) => None,
+            }),
+            FilterExpression::And(a, b) | FilterExpression::Or(a, b) => {
+                filter(a).or_else(|| filter(b))
+            }
+            FilterExpression::Not(a) => filter(a),
+        }
+    }
+    let unusable = |v: &Value| v.as_u64().is_none().then(|| v.to_string());
+    match path {
+        JsonPath::Chain(parts) => parts.iter().find_map(bad_index),
+        JsonPath::Current(inner) => bad_index(inner),
+        JsonPath::Index(JsonPathIndex::Single(v)) => unusable(v),
+        JsonPath::Index(JsonPathIndex::UnionIndex(vs)) => vs.iter().find_map(unusable),
+        JsonPath::Index(JsonPathIndex::Filter(f)) => filter(f),
+        _ => None,
+    }
+}
+
 impl Path {
     /// Compiles a JsonPath such as `$.orders[?(@.completed == true)]`.
     pub fn compile(source: &str) -> Result<Path, ExprError> {
@@ -56,6 +84,16 @@ impl Path {
                 .unwrap_or("syntax error")
                 .to_string(),
         })?;
+        if let Some(bad) = bad_index(&compiled) {
+            return Err(ExprError::BadPath {
+                path: source.to_string(),
+                reason: format!(
+                    "array index {bad} is not a whole number from 0 to {} (count from the end \
+                     with a slice such as [-1:])",
+                    u64::MAX
+                ),
+            });
+        }
         let definite = !(source.contains("[?")
             || source.contains('*')
             || source.contains("..")
@@ -430,6 +468,32 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn an_index_jsonpath_cannot_evaluate_is_a_compile_error_not_a_panic() {
+        // found by the `expr` fuzz target: jsonpath-rust unwraps `as_u64()` on these
+        for bad in [
+            "$.a[88888888888888888888888888880]",
+            "$.a[0,88888888888888888888888888880]",
+            "$.a[?(@.b[88888888888888888888888888880] == 1)]",
+        ] {
+            let e = Path::compile(bad).err();
+            assert!(
+                e.as_ref().is_some_and(|e| e.to_string().contains("array index")),
+                "{bad}: {e:?}"
+            );
+        }
+        // negative and fractional indexes do not parse in the first place
+        assert!(Path::compile("$.a[-1]").is_err());
+        assert!(Path::compile("$.a[1.5]").is_err());
+        let data = serde_json::json!({"a": [1, 2, 3]});
+        assert_eq!(
+            Path::compile("$.a[0]").unwrap().select(&data),
+            serde_json::json!(1)
+        );
+        assert!(Path::compile("$.a[-1:]").is_ok());
+        assert!(Path::compile("$.a[0,2]").is_ok());
+    }
     use serde_json::json;
 
     fn person() -> Value {
