@@ -479,7 +479,8 @@ mod tests {
         ] {
             let e = Path::compile(bad).err();
             assert!(
-                e.as_ref().is_some_and(|e| e.to_string().contains("array index")),
+                e.as_ref()
+                    .is_some_and(|e| e.to_string().contains("array index")),
                 "{bad}: {e:?}"
             );
         }
