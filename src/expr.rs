@@ -37,6 +37,30 @@ pub struct Path {
     chain: Option<Vec<String>>,
 }
 
+/// How deep a path may nest `[` and `(`. jsonpath-rust's parser backtracks on nested filters:
+/// a malformed path 12 levels deep takes seconds to reject, each level about six times longer
+/// (found by the `expr` fuzz target). Ten levels is two filters inside each other with room.
+const MAX_NESTING: usize = 10;
+
+/// The deepest nesting of `[` and `(` outside quoted strings.
+fn nesting(source: &str) -> usize {
+    let (mut depth, mut max, mut quote) = (0usize, 0usize, None);
+    for c in source.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '[' | '(') => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            (None, ']' | ')') => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
 /// An array index jsonpath-rust cannot take (it unwraps `as_u64()` when it evaluates one, so
 /// a negative, fractional or too large index would panic at run time), anywhere in the path,
 /// filters included.
@@ -61,6 +85,8 @@ fn bad_index(path: &JsonPath<Value>) -> Option<String> {
         JsonPath::Index(JsonPathIndex::Single(v)) => unusable(v),
         JsonPath::Index(JsonPathIndex::UnionIndex(vs)) => vs.iter().find_map(unusable),
         JsonPath::Index(JsonPathIndex::Filter(f)) => filter(f),
+        // a zero step makes its slice iterator panic
+        JsonPath::Index(JsonPathIndex::Slice(_, _, 0)) => Some("step 0 of a slice".into()),
         _ => None,
     }
 }
@@ -73,6 +99,16 @@ impl Path {
             return Err(ExprError::BadPath {
                 path: source.to_string(),
                 reason: "it does not start with `$`".into(),
+            });
+        }
+        let depth = nesting(source);
+        if depth > MAX_NESTING {
+            return Err(ExprError::BadPath {
+                path: source.to_string(),
+                reason: format!(
+                    "it nests brackets and parentheses {depth} deep; at most {MAX_NESTING} are \
+                     allowed (split the filter into simpler steps)"
+                ),
             });
         }
         let compiled = JsonPath::from_str(source).map_err(|e| ExprError::BadPath {
@@ -484,6 +520,16 @@ mod tests {
                 "{bad}: {e:?}"
             );
         }
+        let e = Path::compile("$.a[1:3:0]").unwrap_err().to_string();
+        assert!(e.contains("step 0"), "{e}");
+        assert!(Path::compile("$.a[1:3:1]").is_ok());
+        // nested filters past the limit are refused before the parser can backtrack on them
+        let deep = format!("$.a{}x{}", "[?(@".repeat(6), ")]".repeat(6));
+        let e = Path::compile(&deep).unwrap_err().to_string();
+        assert!(e.contains("12 deep"), "{e}");
+        // brackets inside quoted strings do not count
+        let quoted = Path::compile("$.a[?(@.b[?(@.c == '[[[(')] )]");
+        assert!(quoted.map_or_else(|e| !e.to_string().contains("deep"), |_| true));
         // negative and fractional indexes do not parse in the first place
         assert!(Path::compile("$.a[-1]").is_err());
         assert!(Path::compile("$.a[1.5]").is_err());
