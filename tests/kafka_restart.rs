@@ -47,6 +47,20 @@ fn job(i: usize) -> flowbroker::engine::Event {
 
 #[test]
 fn a_kafka_restart_mid_stream_loses_and_doubles_nothing() {
+    restart_mid_stream(None);
+}
+
+/// Kafka stays away longer than librdkafka's default `message.timeout.ms` (and the minute this
+/// broker once gave a changelog append before its core gave up): the batches committed while it
+/// is away wait, the broker stays up, and everything completes once when Kafka is back.
+#[test]
+fn a_kafka_outage_longer_than_the_producer_timeout_is_waited_out() {
+    restart_mid_stream(Some(std::time::Duration::from_secs(75)));
+}
+
+/// Stops Kafka with calls and timers outstanding, keeps it down for `outage` (or just until
+/// `/health` notices), restarts it and checks that every job completes once.
+fn restart_mid_stream(outage: Option<std::time::Duration>) {
     let mut kafka = Kafka::start_persistent();
     let fns = Functions::start(|_, body| {
         std::thread::sleep(std::time::Duration::from_millis(100));
@@ -82,6 +96,7 @@ fn a_kafka_restart_mid_stream_loses_and_doubles_nothing() {
     });
     drop(p);
     kafka.stop();
+    let stopped = std::time::Instant::now();
     let down = wait_for(60, "/health to report Kafka down", || {
         let h = health();
         (h["status"] == "kafka_down").then_some(h)
@@ -91,6 +106,23 @@ fn a_kafka_restart_mid_stream_loses_and_doubles_nothing() {
     assert_eq!(code, 503);
     let m = broker.metrics();
     assert_eq!(metric_sum(&m, "flowbroker_kafka_up", ""), 0);
+    if let Some(outage) = outage {
+        // the results of the calls that were in flight are committed batches waiting for the
+        // changelog; the broker must wait with them, not exit
+        let mut checks = 0;
+        while stopped.elapsed() < outage {
+            assert!(
+                broker.alive(),
+                "the broker exited {:?} into the outage:\n{}",
+                stopped.elapsed(),
+                broker.log()
+            );
+            assert_eq!(health()["status"], "kafka_down");
+            checks += 1;
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+        eprintln!("Kafka was down {:?} ({checks} checks)", stopped.elapsed());
+    }
 
     kafka.start_again();
     wait_for(90, "/health to report Kafka back", || {

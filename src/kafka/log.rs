@@ -40,7 +40,10 @@ impl KafkaLog {
                 ("enable.idempotence", "true".into()),
                 ("acks", "all".into()),
                 ("linger.ms", "0".into()),
-                ("message.timeout.ms", "60000".into()),
+                // an append waits for Kafka as long as it is away (the core waits with it; the
+                // HTTP side answers /health with `kafka_down`) instead of failing the core
+                // after a minute; librdkafka's own retries keep the record unique
+                ("message.timeout.ms", "0".into()),
                 ("message.max.bytes", CHANGELOG_RECORD_MAX.to_string()),
             ],
         )

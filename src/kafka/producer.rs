@@ -21,7 +21,10 @@ pub fn create(cfg: &KafkaConfig) -> Result<FutureProducer, KafkaError> {
         &[
             ("enable.idempotence", "true".into()),
             ("linger.ms", "5".into()),
-            ("message.timeout.ms", "60000".into()),
+            // librdkafka retries a record for as long as Kafka is away, in order: a record
+            // that timed out and was sent again could be overtaken by a later record of its
+            // key that was already queued (docs/broker.md "Topics and records")
+            ("message.timeout.ms", "0".into()),
         ],
     );
     c.create().map_err(|source| KafkaError::Client {
@@ -207,6 +210,8 @@ fn permanent(e: &rdkafka::error::KafkaError) -> bool {
                 | C::InvalidMessageSize
                 | C::InvalidRecord
                 | C::InvalidTopic
+                | C::UnknownTopic
+                | C::UnknownPartition
                 | C::TopicAuthorizationFailed
                 | C::ClusterAuthorizationFailed
                 | C::InvalidArgument
@@ -214,9 +219,10 @@ fn permanent(e: &rdkafka::error::KafkaError) -> bool {
     )
 }
 
-/// Sends one record: transient errors are retried with backoff (librdkafka already retried
-/// within `message.timeout.ms`, keeping the order of a key's records); a record Kafka refuses
-/// for good goes to the dead-letter topic with the reason.
+/// Sends one record: librdkafka retries transient errors itself, in order, without a time
+/// limit (`message.timeout.ms = 0`); what it gives back before the record was queued (its
+/// queue stayed full) is retried here with backoff; a record Kafka refuses for good goes to the
+/// dead-letter topic with the reason.
 async fn send(
     producer: FutureProducer,
     mode: OutputMode,

@@ -708,6 +708,21 @@ impl Broker {
         self.child.is_some()
     }
 
+    /// Whether the process is still alive (not exited, not a zombie waiting to be reaped).
+    pub fn alive(&self) -> bool {
+        let Some(c) = self.child.as_ref() else {
+            return false;
+        };
+        std::fs::read_to_string(format!("/proc/{}/stat", c.id()))
+            .ok()
+            .and_then(|s| {
+                // `pid (comm) state ...`: the state follows the last ')'
+                let rest = &s[s.rfind(')')? + 1..];
+                rest.split_whitespace().next().map(|st| st != "Z")
+            })
+            .unwrap_or(false)
+    }
+
     /// The broker process's resident set in KiB (Linux `/proc`), while it runs.
     pub fn rss_kib(&self) -> Option<u64> {
         let pid = self.child.as_ref()?.id();
