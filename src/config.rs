@@ -42,6 +42,7 @@ pub struct Config {
     pub invoke: InvokeConfig,
     pub schedules: ScheduleConfig,
     pub cluster: ClusterConfig,
+    pub history: HistoryConfig,
     /// Problems that did not stop loading (unknown `FLOWBROKER_*` variables), for the log.
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -149,6 +150,28 @@ pub struct ScheduleConfig {
     pub max_catch_up: u32,
 }
 
+/// What an instance's history keeps (docs/broker.md "History").
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HistoryConfig {
+    /// A payload in a history entry (event data, function arguments and results, child input
+    /// and output, workflow output) larger than about this many bytes is stored beside the
+    /// entry, which keeps a summary in its place; the API returns it in full.
+    pub inline_bytes: usize,
+    /// The most entries one instance keeps: past it, the oldest entry and its payloads are
+    /// dropped, so a looping instance's history stays bounded.
+    pub max_entries: u64,
+}
+
+impl Default for HistoryConfig {
+    fn default() -> Self {
+        HistoryConfig {
+            inline_bytes: 1024,
+            max_entries: 10_000,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum CatchUp {
@@ -174,6 +197,7 @@ impl Default for Config {
             invoke: InvokeConfig::default(),
             schedules: ScheduleConfig::default(),
             cluster: ClusterConfig::default(),
+            history: HistoryConfig::default(),
             warnings: Vec::new(),
         }
     }
@@ -456,6 +480,13 @@ impl Config {
         crate::cluster::partition::Partitions::new(self.cluster.partitions)
             .map_err(|e| format!("cluster.partitions: {e}"))?;
         self.http.check()?;
+        if self.history.max_entries == 0 {
+            return Err(
+                "history.max_entries = 0: an instance keeps at least one entry \
+                 (the default is 10000)"
+                    .into(),
+            );
+        }
         Ok(())
     }
 

@@ -12,7 +12,7 @@ use crate::cluster::partition::{PartitionId, Partitions};
 use crate::cluster::work::{IndexChange, IndexEntry, Source, Work};
 use crate::config::{Config, Windows};
 use crate::engine::{self, Action, EngineError, ErrorInfo, Event, Input, Instance};
-use crate::store::{at, key, num, Table, Txn, SEP};
+use crate::store::{at, key, Table, Txn, SEP};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -264,9 +264,9 @@ impl<'a, 's> Batch<'a, 's> {
             actions: step.actions.clone(),
             state: step.instance.state.clone(),
             status: step.instance.status,
+            payloads: Vec::new(),
         };
-        self.tx
-            .put(Table::History, &key(&[id, &num(rec.history)]), &entry)?;
+        self.record_history(id, rec.history, entry)?;
         rec.history += 1;
         rec.updated = self.now;
         if tracing::enabled!(tracing::Level::DEBUG) {

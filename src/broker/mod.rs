@@ -20,6 +20,8 @@
 //! - [`registry`]: deployed workflow versions and the event-type index.
 //! - [`schedule`]: cron starts, exactly once, with catch-up.
 //! - [`window`]: interval windows and `directInvoke`.
+//! - [`history`]: instance history entries, their payloads kept beside them, and the cap on
+//!   entries per instance.
 //! - [`retention`]: forgetting finished instances after `retention`.
 //! - [`records`]: what the store's tables hold.
 //! - [`shared`]: what the HTTP side reads without asking the core (owned partitions, the
@@ -33,6 +35,7 @@ mod deploy;
 pub mod effects;
 pub mod gauges;
 mod handoff;
+pub mod history;
 pub mod index;
 mod inflight;
 pub mod ingest;

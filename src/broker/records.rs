@@ -42,6 +42,17 @@ pub struct HistoryEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
     pub status: crate::engine::Status,
+    /// Payloads kept beside the entry, in the `payloads` table (`broker::history`): payload
+    /// `n` belongs where `payloads[n]` points and the entry holds a summary there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub payloads: Vec<PayloadRef>,
+}
+
+/// Where in a history entry a payload kept beside it belongs.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PayloadRef {
+    /// A JSON pointer into the entry (`/input/event/data`, `/actions/0/parameters`).
+    pub pointer: String,
 }
 
 /// A record waiting in the outbox until Kafka acknowledges it.

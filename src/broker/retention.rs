@@ -1,9 +1,9 @@
-//! Retention: finished instances and their history are deleted `retention` after they finished
+//! Retention: finished instances, their history and its payloads are deleted `retention` after they finished
 //! (default 7 days), so a long-running broker's store does not grow without bound.
 
 use super::batch::{Added, Batch, Result};
 use super::records::InstanceRecord;
-use crate::store::{key, Table, SEP};
+use crate::store::{key, Table};
 
 /// Instances the periodic sweep forgets at least, when due.
 const SWEEP_LIMIT: usize = 1_000;
@@ -30,12 +30,7 @@ impl Batch<'_, '_> {
                 continue;
             }
             self.tx.delete(Table::Instances, id)?;
-            for (h, _) in self
-                .tx
-                .prefix::<serde_json::Value>(Table::History, &format!("{id}{SEP}"))?
-            {
-                self.tx.delete(Table::History, &h)?;
-            }
+            self.forget_history(id)?;
             self.tx
                 .bump(&key(&["status", rec.instance.status.as_str()]), -1)?;
         }

@@ -4,9 +4,10 @@
 
 use super::forward::{forwarded, unavailable, Route};
 use super::{ApiError, AppState};
+use crate::broker::history;
 use crate::broker::records::{HistoryEntry, InstanceRecord, ScheduleState};
 use crate::cluster::partition::PartitionId;
-use crate::store::{key, split_at, Scope, Table, SEP};
+use crate::store::{key, num, split_at, Scope, Snapshot, Table, SEP};
 use axum::extract::{OriginalUri, Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -15,7 +16,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
-fn view(rec: &InstanceRecord, history: Option<Vec<HistoryEntry>>) -> Value {
+fn view(rec: &InstanceRecord, history: Option<Vec<Value>>) -> Value {
     let i = &rec.instance;
     let mut v = json!({
         "id": i.id,
@@ -32,21 +33,71 @@ fn view(rec: &InstanceRecord, history: Option<Vec<HistoryEntry>>) -> Value {
         "updated": rec.updated,
     });
     if let Some(h) = history {
-        v["history"] = serde_json::to_value(h).unwrap_or_default();
+        v["history"] = Value::Array(h);
     }
     v
 }
 
-/// `GET /v1/instances/{id}`.
+#[derive(Deserialize, Default)]
+pub struct InstanceQuery {
+    /// `full`: history payloads kept beside their entries are put back in place.
+    payloads: Option<String>,
+}
+
+/// What `GET /v1/instances/{path}` asks for.
+enum Asked<'a> {
+    /// The instance with its history.
+    Instance(&'a str),
+    /// One history entry, with its payloads (`{id}/history/{seq}`).
+    Entry(&'a str, u64),
+}
+
+fn asked(path: &str) -> Asked<'_> {
+    if let Some((id, seq)) = path.rsplit_once("/history/") {
+        if let Ok(seq) = seq.parse() {
+            return Asked::Entry(id, seq);
+        }
+    }
+    Asked::Instance(path)
+}
+
+/// A history entry as the API shows it: with its `seq`, payloads in full or as summaries.
+fn entry_view(
+    tx: &Snapshot<'_>,
+    scope: Scope,
+    id: &str,
+    seq: u64,
+    entry: HistoryEntry,
+    full: bool,
+) -> Result<Value, ApiError> {
+    let refs = entry.payloads.clone();
+    let mut v = serde_json::to_value(entry).unwrap_or_default();
+    if full {
+        history::expand(tx, scope, id, seq, &mut v, &refs)?;
+        if let Some(o) = v.as_object_mut() {
+            o.remove("payloads");
+        }
+    }
+    v["seq"] = json!(seq);
+    Ok(v)
+}
+
+/// `GET /v1/instances/{id}` (`?payloads=full` puts back the payloads kept beside history
+/// entries) and `GET /v1/instances/{id}/history/{seq}` (one entry, payloads in full).
 pub async fn instance(
     State(s): State<AppState>,
-    Path(id): Path<String>,
+    Path(path): Path<String>,
+    Query(q): Query<InstanceQuery>,
     OriginalUri(uri): OriginalUri,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
+    let asked = asked(&path);
+    let id = match asked {
+        Asked::Instance(id) | Asked::Entry(id, _) => id,
+    };
     let missing = || ApiError(StatusCode::NOT_FOUND, format!("no instance {id:?}"));
     // the id carries the state partition whose keys hold the instance
-    let p = s.peers.parts.of_instance(&id).map_err(|_| missing())?;
+    let p = s.peers.parts.of_instance(id).map_err(|_| missing())?;
     match s.peers.route(&s.shared, p, forwarded(&headers)) {
         Route::Local => {}
         Route::Remote(url) => {
@@ -60,13 +111,41 @@ pub async fn instance(
     let tx = s.store.read()?;
     let scope = Scope::Partition(p.0);
     let rec: InstanceRecord = tx
-        .get_in(scope, Table::Instances, &id)?
+        .get_in(scope, Table::Instances, id)?
         .ok_or_else(missing)?;
-    let history: Vec<HistoryEntry> = tx
-        .prefix_in::<HistoryEntry>(scope, Table::History, &format!("{id}{SEP}"))?
-        .into_iter()
-        .map(|(_, h)| h)
-        .collect();
+    if let Asked::Entry(_, seq) = asked {
+        let entry: HistoryEntry = tx
+            .get_in(scope, Table::History, &key(&[id, &num(seq)]))?
+            .ok_or_else(|| {
+                ApiError(
+                    StatusCode::NOT_FOUND,
+                    format!(
+                        "instance {id:?} has no history entry {seq} (it has {} entries, \
+                         the oldest dropped past history.max_entries)",
+                        rec.history
+                    ),
+                )
+            })?;
+        return Ok(Json(entry_view(&tx, scope, id, seq, entry, true)?).into_response());
+    }
+    let full = match q.payloads.as_deref() {
+        None | Some("summary") => false,
+        Some("full") => true,
+        Some(other) => {
+            return Err(ApiError(
+                StatusCode::BAD_REQUEST,
+                format!("payloads = {other:?}: use \"full\" or \"summary\" (the default)"),
+            ))
+        }
+    };
+    let mut history = Vec::new();
+    for (k, h) in tx.prefix_in::<HistoryEntry>(scope, Table::History, &format!("{id}{SEP}"))? {
+        let seq = k
+            .rsplit_once(SEP)
+            .and_then(|(_, seq)| seq.parse().ok())
+            .unwrap_or_default();
+        history.push(entry_view(&tx, scope, id, seq, h, full)?);
+    }
     Ok(Json(view(&rec, Some(history))).into_response())
 }
 

@@ -287,6 +287,18 @@ impl Txn<'_> {
         Ok(())
     }
 
+    /// Stores `bytes`, which must be one JSON value (as [`Txn::put`] would write it), without
+    /// serializing it again.
+    pub fn put_json(&self, table: Table, key: &str, bytes: Vec<u8>) -> Result<()> {
+        debug_assert!(serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok());
+        self.written
+            .set(self.written.get() + key.len() + bytes.len());
+        self.overlay
+            .borrow_mut()
+            .insert((table, self.full(key)), Some(bytes));
+        Ok(())
+    }
+
     /// About how many bytes this transaction wrote (its changelog record's size).
     pub fn written(&self) -> usize {
         self.written.get()
@@ -314,6 +326,14 @@ impl Txn<'_> {
         let lo = self.full(prefix);
         let hi = prefix_end(&lo);
         Self::decoded(table, self.merged(table, lo, hi, usize::MAX)?)
+    }
+
+    /// The keys that start with `prefix`, in order (values are not decoded).
+    pub fn keys(&self, table: Table, prefix: &str) -> Result<Vec<String>> {
+        let lo = self.full(prefix);
+        let hi = prefix_end(&lo);
+        let raw = self.merged(table, lo, hi, usize::MAX)?;
+        Ok(raw.into_iter().map(|(k, _)| k).collect())
     }
 
     /// Entries with keys in `[from, to)`, in key order, at most `limit`.

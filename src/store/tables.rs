@@ -10,6 +10,9 @@ pub enum Table {
     Instances,
     /// `instance SEP seq(20)` -> history entry (input and decisions).
     History,
+    /// `instance SEP seq(20) SEP n(20)` -> a payload of a history entry, kept beside it
+    /// (`broker::history`).
+    Payloads,
     /// `workflow SEP event SEP key` -> instance id: the active instance per correlation key.
     Active,
     /// `workflow SEP event SEP waits key SEP instance` -> (): instances waiting for an event;
@@ -47,9 +50,10 @@ pub enum Table {
 }
 
 impl Table {
-    pub const ALL: [Table; 18] = [
+    pub const ALL: [Table; 19] = [
         Table::Instances,
         Table::History,
+        Table::Payloads,
         Table::Active,
         Table::Waits,
         Table::Buffer,
@@ -77,6 +81,7 @@ impl Table {
         match self {
             Table::Instances => "instances",
             Table::History => "history",
+            Table::Payloads => "payloads",
             Table::Active => "active",
             Table::Waits => "waits",
             Table::Buffer => "buffer",

@@ -164,6 +164,19 @@ impl Harness {
             .len()
     }
 
+    /// The history entries stored for an instance, as stored (payloads summarized).
+    pub fn history(&self, id: &str) -> Vec<Value> {
+        let store = self.store.as_ref().unwrap();
+        let snap = store.read().unwrap();
+        let prefix = format!("{id}{}", flowbroker::store::SEP);
+        let scope = flowbroker::cluster::partition::scope_of(id).unwrap();
+        snap.prefix_in::<Value>(scope, flowbroker::store::Table::History, &prefix)
+            .unwrap()
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect()
+    }
+
     /// Lets the core do what is due now (timers, sweeps), as its loop would.
     pub fn tick(&mut self) {
         self.core.as_mut().unwrap().process(vec![]).unwrap();
