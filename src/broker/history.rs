@@ -66,31 +66,38 @@ fn payloads<'a>(input: &'a mut Input, actions: &'a mut [Action]) -> Vec<(String,
     out
 }
 
-/// Whether `v` serializes to more than `limit` bytes, give or take the odd escape; stops
-/// counting as soon as it is, so a small value costs a short walk and a large one no more
-/// than `limit` bytes' worth.
+/// Whether `v` serializes to more than `limit` bytes (exactly, but for escapes in strings);
+/// stops counting as soon as it does, so a large value costs no more than `limit` bytes' worth
+/// of walking and nothing is serialized to find out.
 fn larger_than(v: &Value, limit: usize) -> bool {
+    fn digits(n: &serde_json::Number) -> isize {
+        match (n.as_u64(), n.as_i64()) {
+            (Some(u), _) => u.checked_ilog10().unwrap_or(0) as isize + 1,
+            (_, Some(i)) => i.unsigned_abs().checked_ilog10().unwrap_or(0) as isize + 2,
+            _ => n.to_string().len() as isize, // a float
+        }
+    }
     fn size(v: &Value, budget: &mut isize) {
         if *budget < 0 {
             return;
         }
         *budget -= match v {
-            Value::Null | Value::Bool(_) => 5,
-            Value::Number(_) => 12,
+            Value::Null | Value::Bool(true) => 4,
+            Value::Bool(false) => 5,
+            Value::Number(n) => digits(n),
             Value::String(s) => s.len() as isize + 2,
             Value::Array(a) => {
                 for x in a {
                     size(x, budget);
-                    *budget -= 1;
                 }
-                2
+                a.len().saturating_sub(1) as isize + 2
             }
             Value::Object(o) => {
                 for (k, x) in o {
-                    *budget -= k.len() as isize + 4;
+                    *budget -= k.len() as isize + 3;
                     size(x, budget);
                 }
-                2
+                o.len().saturating_sub(1) as isize + 2
             }
         };
     }
@@ -171,6 +178,8 @@ mod tests {
     fn larger_than_counts_about_the_serialized_size() {
         for v in [
             json!(null),
+            json!(-12.5),
+            json!([false, -7, 1234567890]),
             json!("x".repeat(100)),
             json!({"a": [1, 2, {"b": "cc"}], "d": true}),
             json!((0..50)
@@ -178,8 +187,8 @@ mod tests {
                 .collect::<Vec<_>>()),
         ] {
             let n = serde_json::to_vec(&v).unwrap().len();
-            assert!(!larger_than(&v, n + n / 4 + 8), "{v}: {n}");
-            assert!(larger_than(&v, n / 2), "{v}: {n}");
+            assert!(!larger_than(&v, n), "{v}: {n}");
+            assert!(larger_than(&v, n - 1), "{v}: {n}");
         }
     }
 
