@@ -421,7 +421,7 @@ impl Config {
             let lower = rest.to_ascii_lowercase();
             let Some(key) = keys.iter().find(|k| k.replace('.', "_") == lower) else {
                 // read elsewhere (command line, scripts, tests), not config keys
-                let other = ["config", "log", "tansu", "cache"].contains(&lower.as_str())
+                let other = ["config", "log", "tansu", "cache", "server"].contains(&lower.as_str())
                     || lower.starts_with("test_")
                     || lower.starts_with("soak_");
                 if !other {

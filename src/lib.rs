@@ -47,7 +47,9 @@
 //!   body limits in front of all of it.
 //! - [`invoke`]: function calls over HTTP with idempotency keys.
 //! - [`watch`]: the workflow directory, polled.
-//! - [`cli`]: the `flowbroker` command (`run`, `validate`, `graph`); [`graph`]: Mermaid charts.
+//! - [`cli`]: the `flowbroker` command (`run`, `validate`, `graph`, and the client commands
+//!   `start`, `instances`, `show`, `cancel`, `send`); [`graph`]: a workflow as a graph, drawn
+//!   as Mermaid, DOT or SVG.
 
 /// mimalloc instead of the system allocator: the hot path allocates many small, short-lived
 /// values (JSON data, keys, records), and glibc's malloc/free were a fifth of the core thread's

@@ -130,3 +130,31 @@ fn a_sub_workflow_is_valid_with_the_parent_that_defines_what_it_uses() {
     assert!(summary.contains("checked"), "{err}");
     assert!(rest.iter().all(|l| l.starts_with("warning: ")), "{err}");
 }
+
+#[test]
+fn graph_writes_dot_and_svg() {
+    let (code, out, err) = flowbroker(&[
+        "graph",
+        "workflows/order-fulfilment.yaml",
+        "--format",
+        "dot",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("digraph workflow {"), "{out}");
+    assert!(
+        out.contains(r#""s2" -> "s3" [label="event PaymentReceived"];"#),
+        "{out}"
+    );
+    let (code, svg, err) = flowbroker(&[
+        "graph",
+        "workflows/order-fulfilment.yaml",
+        "--format",
+        "svg",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        svg.contains("<svg") && svg.trim_end().ends_with("</svg>"),
+        "{svg}"
+    );
+    assert!(svg.contains("event PaymentReceived"), "{svg}");
+}
