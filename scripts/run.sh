@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Runs the broker on this machine: installs what it needs, starts a local Kafka-protocol broker
-# (tansu on 127.0.0.1:9092) unless Kafka is configured or already listening there, builds
-# flowbroker (release) and runs it with workflows/ deployed. Topics are created at start.
+# (tansu on 127.0.0.1:9092) unless Kafka is configured or already listening there, starts the
+# demo functions the sample workflows call (scripts/demo-functions.py on 127.0.0.1:9000) unless
+# functions are configured, builds flowbroker (release) and runs it with workflows/ deployed.
+# Topics are created at start. Ctrl-C stops everything it started.
 #
-#   scripts/run.sh                      # defaults, local Kafka
-#   scripts/run.sh --config my.toml     # your config (kafka.brokers etc.)
+#   scripts/run.sh                      # defaults: local Kafka, demo functions
+#   scripts/run.sh --config my.toml     # your config (kafka.brokers, [functions], ...)
 #   FLOWBROKER_KAFKA_BROKERS=k:9092 scripts/run.sh
+#   FLOWBROKER_BIN=path/to/flowbroker scripts/run.sh   # run that binary instead of building
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/flowbroker-target}"
@@ -19,21 +22,51 @@ for a in "$@"; do [ "$a" = "--config" ] && configured=1; done
 
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+pids=()
+stop() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap stop EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
 if [ -z "$configured" ] && ! listening 9092; then
   tansu="$(scripts/tansu.sh)"
   mkdir -p .tansu
   echo "starting a local Kafka-protocol broker (tansu) on 127.0.0.1:9092; log in .tansu/broker.log" >&2
   "$tansu" broker --listener-url tcp://127.0.0.1:9092 \
     --advertised-listener-url tcp://127.0.0.1:9092 >.tansu/broker.log 2>&1 &
-  tansu_pid=$!
-  trap 'kill $tansu_pid 2>/dev/null || true' EXIT
+  pids+=($!)
   for _ in $(seq 1 100); do listening 9092 && break; sleep 0.1; done
   listening 9092 || { echo "error: tansu did not start; see .tansu/broker.log" >&2; exit 1; }
-  # tansu answers a waiting fetch only when fetch.wait.max.ms expires (../shared/docs/KAFKA.md):
+  # tansu answers a waiting fetch only when fetch.wait.max.ms expires (docs/broker.md):
   # keep it short so events flow with ~10 ms latency
   export FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS="${FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS:-10}"
   export FLOWBROKER_KAFKA_SESSION_TIMEOUT_MS="${FLOWBROKER_KAFKA_SESSION_TIMEOUT_MS:-6000}"
 fi
 
-cargo build --release --locked --bin flowbroker
-"$CARGO_TARGET_DIR/release/flowbroker" run "$@"
+# the samples' functions (reserveStock, requestCreditCheck, buildReport), unless the user
+# maps functions (FLOWBROKER_FUNCTIONS or a config file)
+if [ -z "${FLOWBROKER_FUNCTIONS:-}" ] && [ -z "${FLOWBROKER_CONFIG:-}" ] \
+   && ! printf '%s\n' "$@" | grep -qx -- --config; then
+  demo=http://127.0.0.1:9000
+  if ! listening 9000; then
+    mkdir -p .tansu
+    echo "starting the demo functions on 127.0.0.1:9000; log in .tansu/functions.log" >&2
+    python3 scripts/demo-functions.py 9000 >.tansu/functions.log 2>&1 &
+    pids+=($!)
+    for _ in $(seq 1 50); do listening 9000 && break; sleep 0.1; done
+    listening 9000 || { echo "error: the demo functions did not start; see .tansu/functions.log" >&2; exit 1; }
+  fi
+  export FLOWBROKER_FUNCTIONS="reserveStock=$demo/reserveStock,requestCreditCheck=$demo/requestCreditCheck,buildReport=$demo/buildReport"
+fi
+
+bin="${FLOWBROKER_BIN:-}"
+if [ -z "$bin" ]; then
+  cargo build --release --locked --bin flowbroker
+  bin="$CARGO_TARGET_DIR/release/flowbroker"
+fi
+"$bin" run "$@" &
+pids+=($!)
+wait "${pids[-1]}"
