@@ -43,8 +43,9 @@
 //!   changelog log ([`cluster::Log`]), the owners topic (claims published and read), topic
 //!   creation; [`cloudevent`] converts SDK events.
 //! - [`http`]: CloudEvents HTTP ingress, admin API (requests about another broker's
-//!   partitions are forwarded to it), health, Prometheus [`metrics`]; bearer-token access and
-//!   body limits in front of all of it.
+//!   partitions are forwarded to it), workflow definitions and graphs, the web console
+//!   (`/ui/`, assets built in), health, Prometheus [`metrics`]; bearer-token access (header or
+//!   the console's cookie) and body limits in front of all of it.
 //! - [`invoke`]: function calls over HTTP with idempotency keys.
 //! - [`watch`]: the workflow directory, polled.
 //! - [`cli`]: the `flowbroker` command (`run`, `validate`, `graph`, and the client commands

@@ -264,6 +264,7 @@ impl<'a, 's> Batch<'a, 's> {
             actions: step.actions.clone(),
             state: step.instance.state.clone(),
             status: step.instance.status,
+            entered: step.entered.clone(),
             payloads: Vec::new(),
         };
         self.record_history(id, rec.history, entry)?;

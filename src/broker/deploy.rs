@@ -79,5 +79,12 @@ impl Core {
         if let Ok(mut w) = self.shared.workflows.write() {
             *w = json!({"workflows": deployed, "invalid": invalid});
         }
+        if let Ok(mut d) = self.shared.definitions.write() {
+            *d = self
+                .reg
+                .all_current()
+                .map(|d| (d.id.clone(), d.clone()))
+                .collect();
+        }
     }
 }

@@ -42,6 +42,9 @@ pub struct HistoryEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<String>,
     pub status: crate::engine::Status,
+    /// The states entered while applying the input, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub entered: Vec<String>,
     /// Payloads kept beside the entry, in the `payloads` table (`broker::history`): payload
     /// `n` belongs where `payloads[n]` points and the entry holds a summary there.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

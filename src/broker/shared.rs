@@ -2,17 +2,20 @@
 //! partitions this broker owns (with the changelog offset of its fence on each), and the
 //! cluster's directory of owners.
 
+use super::registry::Deployed;
 use crate::cluster::directory::Directory;
 use crate::cluster::partition::PartitionId;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use tokio::sync::Notify;
 
 #[derive(Default)]
 pub struct Shared {
     /// `GET /v1/workflows`.
     pub workflows: RwLock<Value>,
+    /// The current version of each deployed workflow, by id (`GET /v1/workflows/{id}`, graphs).
+    pub definitions: RwLock<BTreeMap<String, Arc<Deployed>>>,
     /// The state partitions this broker owns, each with the offset of its fence
     /// (`GET /health`, claims in the owners topic).
     pub owned: RwLock<BTreeMap<PartitionId, i64>>,
@@ -26,6 +29,11 @@ impl Shared {
     /// The state partitions this broker owns now.
     pub fn owned(&self) -> BTreeMap<PartitionId, i64> {
         self.owned.read().map(|o| o.clone()).unwrap_or_default()
+    }
+
+    /// The current version of workflow `id`.
+    pub fn definition(&self, id: &str) -> Option<Arc<Deployed>> {
+        self.definitions.read().ok()?.get(id).cloned()
     }
 
     pub fn owns(&self, p: PartitionId) -> bool {

@@ -77,6 +77,7 @@ fn enter(cx: &mut Cx, name: &str, input: Value) {
     }
     cx.inst.visit += 1;
     cx.inst.state = Some(state.name().to_string());
+    cx.path.push(state.name().to_string());
     cx.inst.activity = Activity::Idle;
     let filter = state
         .common()

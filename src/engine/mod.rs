@@ -112,6 +112,9 @@ pub enum Action {
 pub struct Step {
     pub instance: Instance,
     pub actions: Vec<Action>,
+    /// The states entered while applying the input, in order (the instance's path, for
+    /// history and the console's graph).
+    pub entered: Vec<String>,
 }
 
 /// Inputs the engine refuses; the instance is unchanged.
@@ -200,6 +203,7 @@ pub fn apply_with(
         now,
         out: Vec::new(),
         entered: 0,
+        path: Vec::new(),
         next: None,
         limits,
         handling_error: false,
@@ -225,6 +229,7 @@ pub fn apply_with(
     Ok(Step {
         instance: cx.inst,
         actions: cx.out,
+        entered: cx.path,
     })
 }
 
@@ -269,6 +274,8 @@ pub(crate) struct Cx<'a> {
     pub out: Vec<Action>,
     /// States entered during this apply (bounded by [`MAX_STATES_PER_INPUT`]).
     pub entered: u32,
+    /// The names of the states entered during this apply, in order.
+    pub path: Vec<String>,
     /// The state to enter next (see `flow::goto`).
     pub next: Option<(String, Value)>,
     pub limits: Limits,

@@ -1,7 +1,8 @@
 //! Bearer-token access (`http.auth_token`): every request but the probes (`GET /health`,
-//! `GET /ready`) carries
-//! `Authorization: Bearer <token>`, compared in constant time; anything else is answered 401
-//! with `WWW-Authenticate: Bearer`. Also refuses a body over `http.max_body_bytes` by its
+//! `GET /ready`) and the console's login page carries `Authorization: Bearer <token>` or the
+//! console's `flowbroker_token` cookie (set by its login form), compared in constant time;
+//! anything else is answered 401 with `WWW-Authenticate: Bearer`, or, for a console page, sent
+//! to the login page. Also refuses a body over `http.max_body_bytes` by its
 //! declared length with a JSON 413 (a body without a length is cut off at the same limit by
 //! axum's `DefaultBodyLimit`).
 
@@ -46,12 +47,22 @@ impl Gate {
             .map(|t| format!("Bearer {}", String::from_utf8_lossy(t)))
     }
 
+    /// Whether a token is configured at all.
+    pub fn required(&self) -> bool {
+        self.token.is_some()
+    }
+
     /// Whether an `Authorization` header value carries the token.
     fn admits(&self, authorization: Option<&[u8]>) -> bool {
+        self.admits_token(authorization.and_then(|v| bearer(v)))
+    }
+
+    /// Whether `given` is the token (always, when none is configured).
+    pub fn admits_token(&self, given: Option<&[u8]>) -> bool {
         let Some(token) = &self.token else {
             return true;
         };
-        let Some(given) = authorization.and_then(|v| bearer(v)) else {
+        let Some(given) = given else {
             return false;
         };
         // `ct_eq` on slices of different lengths is false without looking at the bytes; the
@@ -68,14 +79,41 @@ fn bearer(value: &[u8]) -> Option<&[u8]> {
         .then(|| rest.trim_ascii())
 }
 
-/// The middleware: `/health` is open; everything else needs the token.
+/// The name of the console's cookie that carries the token.
+pub const COOKIE: &str = "flowbroker_token";
+
+/// The value of cookie [`COOKIE`] in a `Cookie` header.
+fn cookie(value: &[u8]) -> Option<&[u8]> {
+    value.split(|b| *b == b';').find_map(|pair| {
+        let pair = pair.trim_ascii();
+        let rest = pair.strip_prefix(COOKIE.as_bytes())?;
+        rest.strip_prefix(b"=")
+    })
+}
+
+/// The middleware: the probes and the login page are open; everything else needs the token.
 pub async fn check(State(gate): State<Gate>, req: Request, next: Next) -> Response {
-    if !matches!(req.uri().path(), "/health" | "/ready") {
+    let path = req.uri().path();
+    if !matches!(path, "/health" | "/ready" | "/ui/login") {
         let given = req
             .headers()
             .get(header::AUTHORIZATION)
             .map(|v| v.as_bytes());
-        if !gate.admits(given) {
+        let from_cookie = req
+            .headers()
+            .get_all(header::COOKIE)
+            .iter()
+            .find_map(|v| cookie(v.as_bytes()));
+        let admitted = gate.admits(given) || (given.is_none() && gate.admits_token(from_cookie));
+        if !admitted && (path == "/ui" || path.starts_with("/ui/")) {
+            return (
+                StatusCode::SEE_OTHER,
+                [(header::LOCATION, "/ui/login")],
+                "this broker requires a token: log in at /ui/login",
+            )
+                .into_response();
+        }
+        if !admitted {
             let why = if given.is_some() {
                 "the bearer token is not the one this broker expects (http.auth_token)"
             } else {
@@ -119,6 +157,13 @@ mod tests {
         assert!(!g.admits(Some(b"Basic s3cret")));
         assert!(!g.admits(Some(b"s3cret")));
         assert!(!g.admits(Some(b"Bearer ")));
+        assert!(g.admits_token(Some(b"s3cret")));
+        assert!(!g.admits_token(Some(b"s3cre")));
+        assert_eq!(
+            cookie(b"a=1; flowbroker_token=s3cret; b=2"),
+            Some(&b"s3cret"[..])
+        );
+        assert_eq!(cookie(b"flowbroker_token_x=1"), None);
         let open = Gate::new(None, 10);
         assert!(open.admits(None));
         assert_eq!(g.authorization().as_deref(), Some("Bearer s3cret"));

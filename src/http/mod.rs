@@ -1,13 +1,15 @@
-//! The HTTP side: CloudEvents ingress (`POST /v1/events`), the admin API, `/health` and
-//! `/metrics`. Writes go to the core as commands; reads use store snapshots directly. A
+//! The HTTP side: CloudEvents ingress (`POST /v1/events`), the admin API ([`query`] reads,
+//! [`definitions`] and their drawings), the web console ([`ui`]), `/health` and `/metrics`. Writes go to the core as commands; reads use store snapshots directly. A
 //! request about a state partition another broker owns is forwarded to it ([`forward`]). With
 //! `http.auth_token` set, every route but `/health` needs the token ([`auth`]).
 
 mod admin;
 pub mod auth;
+mod definitions;
 mod forward;
 mod ingress;
 mod query;
+mod ui;
 
 pub use forward::Peers;
 
@@ -41,6 +43,8 @@ pub fn router(state: AppState, gate: auth::Gate) -> Router {
     Router::new()
         .route("/v1/events", post(ingress::post_event))
         .route("/v1/workflows", get(admin::workflows))
+        .route("/v1/workflows/{id}", get(definitions::workflow))
+        .route("/v1/workflows/{id}/graph", get(definitions::workflow_graph))
         .route("/v1/workflows/{id}/instances", post(admin::start))
         .route("/v1/instances", get(query::list))
         // child instance ids contain `/` (`{parent}/{visit}/i0`): match the rest of the path
@@ -53,6 +57,7 @@ pub fn router(state: AppState, gate: auth::Gate) -> Router {
         .route("/ready", get(admin::ready))
         .route("/metrics", get(admin::metrics))
         .with_state(state)
+        .merge(ui::routes(gate.clone()))
         .layer(axum::middleware::from_fn_with_state(gate, auth::check))
         .layer(limit)
 }

@@ -42,6 +42,8 @@ fn view(rec: &InstanceRecord, history: Option<Vec<Value>>) -> Value {
 pub struct InstanceQuery {
     /// `full`: history payloads kept beside their entries are put back in place.
     payloads: Option<String>,
+    /// Of `.../graph`: `svg` (default), `dot` or `mermaid`.
+    format: Option<String>,
 }
 
 /// What `GET /v1/instances/{path}` asks for.
@@ -50,9 +52,14 @@ enum Asked<'a> {
     Instance(&'a str),
     /// One history entry, with its payloads (`{id}/history/{seq}`).
     Entry(&'a str, u64),
+    /// The workflow's graph with the instance's path marked (`{id}/graph`).
+    Graph(&'a str),
 }
 
 fn asked(path: &str) -> Asked<'_> {
+    if let Some(id) = path.strip_suffix("/graph") {
+        return Asked::Graph(id);
+    }
     if let Some((id, seq)) = path.rsplit_once("/history/") {
         if let Ok(seq) = seq.parse() {
             return Asked::Entry(id, seq);
@@ -83,7 +90,8 @@ fn entry_view(
 }
 
 /// `GET /v1/instances/{id}` (`?payloads=full` puts back the payloads kept beside history
-/// entries) and `GET /v1/instances/{id}/history/{seq}` (one entry, payloads in full).
+/// entries), `GET /v1/instances/{id}/history/{seq}` (one entry, payloads in full) and
+/// `GET /v1/instances/{id}/graph` (its workflow's graph, its path marked).
 pub async fn instance(
     State(s): State<AppState>,
     Path(path): Path<String>,
@@ -93,7 +101,7 @@ pub async fn instance(
 ) -> Result<Response, ApiError> {
     let asked = asked(&path);
     let id = match asked {
-        Asked::Instance(id) | Asked::Entry(id, _) => id,
+        Asked::Instance(id) | Asked::Entry(id, _) | Asked::Graph(id) => id,
     };
     let missing = || ApiError(StatusCode::NOT_FOUND, format!("no instance {id:?}"));
     // the id carries the state partition whose keys hold the instance
@@ -113,6 +121,9 @@ pub async fn instance(
     let rec: InstanceRecord = tx
         .get_in(scope, Table::Instances, id)?
         .ok_or_else(missing)?;
+    if let Asked::Graph(_) = asked {
+        return super::definitions::instance_graph(&tx, scope, &rec, q.format.as_deref());
+    }
     if let Asked::Entry(_, seq) = asked {
         let entry: HistoryEntry = tx
             .get_in(scope, Table::History, &key(&[id, &num(seq)]))?

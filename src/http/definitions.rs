@@ -1,0 +1,125 @@
+//! Workflow definitions and their drawings: `GET /v1/workflows/{id}` (the current version's
+//! source), `GET /v1/workflows/{id}/graph` and an instance's graph with the states it visited
+//! and the one it is in (`GET /v1/instances/{id}/graph`, called from [`super::query`]).
+
+use super::{ApiError, AppState};
+use crate::broker::records::{HistoryEntry, InstanceRecord, StoredVersion};
+use crate::graph::{Graph, Marks};
+use crate::store::{key, Scope, Snapshot, Table, SEP};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::Json;
+use serde::Deserialize;
+use serde_json::json;
+
+#[derive(Deserialize, Default)]
+pub struct GraphQuery {
+    /// `svg` (default), `dot` or `mermaid`.
+    format: Option<String>,
+}
+
+/// `GET /v1/workflows/{id}`.
+pub async fn workflow(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Response, ApiError> {
+    let d = s.shared.definition(&id).ok_or_else(|| unknown(&id))?;
+    let w = &d.def.workflow;
+    Ok(Json(json!({
+        "id": d.id,
+        "name": w.name,
+        "version": d.version,
+        "workflowVersion": w.version.as_ref().map(|v| v.0.clone()),
+        "description": w.description,
+        "file": d.file,
+        "deployed": d.deployed,
+        "source": d.source,
+        "states": w.states.iter().map(|s| json!({"name": s.name(), "type": s.common().kind})).collect::<Vec<_>>(),
+        "warnings": d.def.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
+    }))
+    .into_response())
+}
+
+/// `GET /v1/workflows/{id}/graph?format=svg|dot|mermaid`.
+pub async fn workflow_graph(
+    State(s): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<GraphQuery>,
+) -> Result<Response, ApiError> {
+    let d = s.shared.definition(&id).ok_or_else(|| unknown(&id))?;
+    draw(&d.def.workflow, &Marks::default(), q.format.as_deref())
+}
+
+fn unknown(id: &str) -> ApiError {
+    ApiError(
+        StatusCode::NOT_FOUND,
+        format!("no workflow {id:?} is deployed (GET /v1/workflows lists them)"),
+    )
+}
+
+/// The graph of the version instance `rec` runs, marked with its path (from its history).
+pub fn instance_graph(
+    tx: &Snapshot<'_>,
+    scope: Scope,
+    rec: &InstanceRecord,
+    format: Option<&str>,
+) -> Result<Response, ApiError> {
+    let wf = &rec.instance.workflow_id;
+    let vk = key(&[wf, &rec.version]);
+    let stored: Option<StoredVersion> = match tx.get_in(scope, Table::Versions, &vk)? {
+        Some(v) => Some(v),
+        None => tx.get_in(Scope::Node, Table::Versions, &vk)?,
+    };
+    let deployed = stored
+        .and_then(|v| v.revive(wf, &rec.version))
+        .ok_or_else(|| {
+            ApiError(
+                StatusCode::NOT_FOUND,
+                format!(
+                    "version {} of workflow {wf:?} is not stored here",
+                    rec.version
+                ),
+            )
+        })?;
+    let mut marks = Marks {
+        finished: rec.instance.status.is_final(),
+        ..Marks::default()
+    };
+    let id = &rec.instance.id;
+    for (_, h) in tx.prefix_in::<HistoryEntry>(scope, Table::History, &format!("{id}{SEP}"))? {
+        marks.visited.extend(h.entered);
+        marks.visited.extend(h.state);
+    }
+    if !marks.finished {
+        marks.current = rec.instance.state.clone();
+    }
+    draw(&deployed.def.workflow, &marks, format)
+}
+
+fn draw(
+    wf: &crate::model::Workflow,
+    marks: &Marks,
+    format: Option<&str>,
+) -> Result<Response, ApiError> {
+    let g = Graph::of(wf);
+    let (body, kind) = match format.unwrap_or("svg") {
+        "svg" => (
+            crate::graph::svg(&g, marks)
+                .map_err(|e| ApiError(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?,
+            "image/svg+xml",
+        ),
+        "dot" => (
+            crate::graph::dot(&g, marks),
+            "text/vnd.graphviz; charset=utf-8",
+        ),
+        "mermaid" => (crate::graph::mermaid(wf), "text/plain; charset=utf-8"),
+        other => {
+            return Err(ApiError(
+                StatusCode::BAD_REQUEST,
+                format!("format = {other:?}: use svg, dot or mermaid"),
+            ))
+        }
+    };
+    Ok(([(header::CONTENT_TYPE, kind)], body).into_response())
+}
