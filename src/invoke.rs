@@ -49,20 +49,23 @@ pub async fn run(
 }
 
 async fn call_once(client: &reqwest::Client, call: &Call) -> Result<Value, ErrorInfo> {
-    let resp = client
+    let mut req = client
         .post(&call.url)
         .header("Idempotency-Key", &call.key)
         .header("X-Flowbroker-Instance", &call.instance)
-        .header("X-Flowbroker-Attempt", call.attempt.to_string())
-        .json(&call.parameters)
-        .send()
-        .await
-        .map_err(|e| {
-            ErrorInfo::new(
-                "FunctionExecutionError",
-                format!("calling {} at {}: {e}", call.function, call.url),
-            )
-        })?;
+        .header("X-Flowbroker-Attempt", call.attempt.to_string());
+    if let Some(tp) = &call.traceparent {
+        req = req.header("traceparent", tp);
+    }
+    if let Some(ts) = &call.tracestate {
+        req = req.header("tracestate", ts);
+    }
+    let resp = req.json(&call.parameters).send().await.map_err(|e| {
+        ErrorInfo::new(
+            "FunctionExecutionError",
+            format!("calling {} at {}: {e}", call.function, call.url),
+        )
+    })?;
     let status = resp.status();
     let text = resp.text().await.unwrap_or_default();
     let body: Option<Value> = serde_json::from_str(&text).ok();

@@ -19,6 +19,7 @@
 //! - [`time`]: ISO 8601 durations and intervals, cron, IANA zones (glue over iso8601-duration,
 //!   croner, chrono-tz).
 //! - [`diag`]: located diagnostics and "did you mean" suggestions.
+//! - [`trace`]: W3C trace context carried from an instance's start to everything it does.
 //!
 //! Engine (pure, no I/O, no clock):
 //! - [`engine`]: `engine::apply(definition, instance, input, now)` -> next instance +
@@ -78,5 +79,6 @@ pub mod model;
 pub mod server;
 pub mod store;
 pub mod time;
+pub mod trace;
 pub mod validate;
 pub mod watch;

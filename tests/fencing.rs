@@ -82,6 +82,7 @@ fn start(n: &mut Node) -> Result<String, AdminError> {
             workflow: "step".into(),
             input: json!({}),
             key: None,
+            trace: None,
             reply: tx,
         }])
         .unwrap();

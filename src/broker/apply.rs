@@ -63,8 +63,14 @@ impl Batch<'_, '_> {
                 id,
                 workflow,
                 input,
+                trace,
                 ..
-            } => Outcome::Started(self.start_direct(&id, &workflow, input)?),
+            } => Outcome::Started(self.start_direct(
+                &id,
+                &workflow,
+                input,
+                trace.and_then(|t| t.upstream()),
+            )?),
             Work::Cancel { id, .. } => {
                 let result = match self.apply_now(&id, Input::Cancel)? {
                     Ok(()) => Ok(()),
@@ -172,6 +178,7 @@ impl Batch<'_, '_> {
         id: &str,
         workflow: &str,
         input: serde_json::Value,
+        upstream: Option<crate::trace::Upstream>,
     ) -> Result<std::result::Result<String, AdminError>> {
         let Some(wf) = self.reg.current(workflow).cloned() else {
             return Ok(Err(AdminError::NotFound(format!(
@@ -181,7 +188,7 @@ impl Batch<'_, '_> {
         if let Some(why) = self.direct_refused(&wf) {
             return Ok(Err(AdminError::Refused(why)));
         }
-        let r = self.create(id, &wf, input, vec![], None)?;
+        let r = self.create(id, &wf, input, vec![], None, upstream)?;
         self.drain()?;
         Ok(match r {
             Ok(_) => Ok(id.to_string()),

@@ -37,6 +37,8 @@ pub struct Parent {
     pub wait: bool,
     /// The parent's workflow and version, then its own lineage.
     pub lineage: Vec<(String, String)>,
+    /// The parent's trace: the child's span is parented to the parent's.
+    pub trace: Option<crate::trace::TraceContext>,
 }
 
 /// What `apply_now` keeps of an instance before the engine takes it.
@@ -141,10 +143,20 @@ impl<'a, 's> Batch<'a, 's> {
         input: Value,
         events: Vec<Event>,
         parent: Option<Parent>,
+        upstream: Option<crate::trace::Upstream>,
     ) -> Result<std::result::Result<bool, EngineError>> {
+        use crate::trace::{TraceContext, Upstream};
         if self.load(id)?.is_some() {
             return Ok(Ok(false));
         }
+        // the trace it continues: its parent's, the request's, or its first start event's
+        let trace = match parent.as_ref().and_then(|p| p.trace.as_ref()) {
+            Some(t) => t.for_child(id),
+            None => {
+                let upstream = upstream.or_else(|| events.iter().find_map(Upstream::of_event));
+                TraceContext::for_instance(id, upstream.as_ref())
+            }
+        };
         let (parent, wait, lineage) = match parent {
             Some(p) => (Some(p.id), p.wait, p.lineage),
             None => (None, false, vec![]),
@@ -158,6 +170,7 @@ impl<'a, 's> Batch<'a, 's> {
             created: self.now,
             updated: self.now,
             history: 0,
+            trace: Some(trace),
         };
         self.tx.put(Table::Instances, id, &rec)?;
         // the partition keeps the versions its instances run on: a broker that takes it over
@@ -418,6 +431,9 @@ impl<'a, 's> Batch<'a, 's> {
                     .unwrap_or(&self.cfg.kafka.output_topic)
                     .clone();
                 let key = index::kafka_key(&rec.instance);
+                if let Some(t) = &rec.trace {
+                    t.stamp(&mut event);
+                }
                 self.outbox(OutRecord::Event {
                     topic,
                     key,
@@ -439,6 +455,11 @@ impl<'a, 's> Batch<'a, 's> {
                         url,
                         parameters,
                         attempt,
+                        traceparent: rec
+                            .trace
+                            .as_ref()
+                            .map(|t| t.traceparent(t.span_of("call", &key))),
+                        tracestate: rec.trace.as_ref().and_then(|t| t.state.clone()),
                     };
                     self.tx.put(Table::Calls, &key, &call)?;
                     self.fx.calls.push(call);
@@ -482,8 +503,9 @@ impl<'a, 's> Batch<'a, 's> {
                         ))
                         .chain(rec.lineage.iter().cloned())
                         .collect(),
+                        trace: rec.trace.clone(),
                     };
-                    if let Err(e) = self.create(&child, &wf, input, vec![], Some(parent))? {
+                    if let Err(e) = self.create(&child, &wf, input, vec![], Some(parent), None)? {
                         if wait {
                             let error = ErrorInfo::new("SubflowStartFailed", e.to_string());
                             self.queue(&id, Input::ChildFailed { id: child, error });

@@ -607,6 +607,7 @@ impl Core {
                 workflow,
                 input,
                 key,
+                trace,
                 reply,
             } => {
                 // checked here too, so a start forwarded to another broker's partition is not
@@ -629,6 +630,7 @@ impl Core {
                     workflow,
                     input,
                     source: Source::Http,
+                    trace,
                 };
                 push(
                     id.partition(),

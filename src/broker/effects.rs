@@ -191,6 +191,10 @@ impl Batch<'_, '_> {
             data: Some(data),
             extensions,
         };
+        let mut event = event;
+        if let Some(t) = &rec.trace {
+            t.stamp(&mut event);
+        }
         self.outbox(OutRecord::Event {
             topic: self.cfg.kafka.lifecycle_topic.clone(),
             key: inst.id.clone(),

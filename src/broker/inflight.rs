@@ -91,6 +91,8 @@ mod tests {
             url: "http://x".into(),
             parameters: serde_json::json!({}),
             attempt: 1,
+            traceparent: None,
+            tracestate: None,
         };
         assert!(f.call(&c));
         assert!(f.calling(&c));

@@ -193,6 +193,8 @@ pub enum Cmd {
         input: Value,
         /// The request's `Idempotency-Key`: the same key starts the same instance.
         key: Option<String>,
+        /// The request's `traceparent`/`tracestate`, continued by the instance.
+        trace: Option<crate::trace::Carrier>,
         reply: Reply<String>,
     },
     Cancel {

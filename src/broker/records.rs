@@ -28,6 +28,9 @@ pub struct InstanceRecord {
     pub updated: DateTime<Utc>,
     /// Entries in the history table.
     pub history: u64,
+    /// The trace it continues (`crate::trace`): its calls and events carry it on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<crate::trace::TraceContext>,
 }
 
 /// One input and the decisions it led to.
@@ -124,6 +127,11 @@ pub struct Call {
     pub url: String,
     pub parameters: Value,
     pub attempt: u32,
+    /// Sent as the `traceparent` header (the span derived from the idempotency key).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracestate: Option<String>,
 }
 
 /// An event kept for an instance that does not wait for it yet.

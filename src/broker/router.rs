@@ -298,7 +298,7 @@ impl Batch<'_, '_> {
             events = join.events;
         }
         let id = start_id(self.p, workflow, &events);
-        match self.create(&id, &wf, serde_json::json!({}), events, None)? {
+        match self.create(&id, &wf, serde_json::json!({}), events, None, None)? {
             Ok(true) => r.started.push(id),
             Ok(false) => r.delivered.push(id),
             Err(e) => r.rejected = Some(e.to_string()),

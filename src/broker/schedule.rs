@@ -232,7 +232,7 @@ impl Batch<'_, '_> {
                 }
                 any
             }
-            None => matches!(self.create(&id, d, input, vec![], None)?, Ok(true)),
+            None => matches!(self.create(&id, d, input, vec![], None, None)?, Ok(true)),
         };
         self.drain()?;
         if started {

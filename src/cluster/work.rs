@@ -110,6 +110,9 @@ pub enum Work {
         workflow: String,
         input: Value,
         source: Source,
+        /// The request's trace context, continued by the instance.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        trace: Option<crate::trace::Carrier>,
     },
     /// Cancel an instance of this partition.
     Cancel { id: String, source: Source },
@@ -191,6 +194,10 @@ mod tests {
             id: "p1-x".into(),
             workflow: "order".into(),
             input: json!({"a": 1}),
+            trace: Some(crate::trace::Carrier {
+                traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into(),
+                tracestate: None,
+            }),
             source: Source::Partition {
                 partition: PartitionId(3),
                 fence: 7,

@@ -33,10 +33,22 @@ pub async fn start(
             )
         })?
     };
+    // W3C trace context: the instance continues the caller's trace
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let trace = header("traceparent").map(|traceparent| crate::trace::Carrier {
+        traceparent,
+        tracestate: header("tracestate"),
+    });
     let id = ask(&s.core, |reply| Cmd::Start {
         workflow: workflow.clone(),
         input,
         key,
+        trace,
         reply,
     })
     .await?;

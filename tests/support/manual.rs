@@ -236,6 +236,7 @@ impl Harness {
                 workflow: wf.into(),
                 input,
                 key: None,
+                trace: None,
                 reply: tx,
             }])
             .unwrap();

@@ -833,6 +833,8 @@ impl Drop for Broker {
 pub struct Functions {
     pub base: String,
     pub calls: Arc<Mutex<Vec<(String, String, Value)>>>,
+    /// The headers of each call, in the order of `calls`.
+    headers: Arc<Mutex<Vec<BTreeMap<String, String>>>>,
     /// While false, calls are recorded and then wait (see [`Functions::held`]).
     open: Arc<tokio::sync::watch::Sender<bool>>,
     _rt: tokio::runtime::Runtime,
@@ -873,15 +875,17 @@ impl Functions {
             .build()
             .unwrap();
         let calls: Arc<Mutex<Vec<(String, String, Value)>>> = Arc::default();
+        let seen: Arc<Mutex<Vec<BTreeMap<String, String>>>> = Arc::default();
         let handler: Handler = Arc::new(handler);
         let listener = rt
             .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
             .unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let c2 = calls.clone();
+        let h2 = seen.clone();
         let app = axum::Router::new().fallback(
             move |uri: axum::http::Uri, headers: axum::http::HeaderMap, body: axum::body::Bytes| {
-                let (calls, handler) = (c2.clone(), handler.clone());
+                let (calls, handler, seen) = (c2.clone(), handler.clone(), h2.clone());
                 let mut gate = gate.subscribe();
                 async move {
                     let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
@@ -890,10 +894,18 @@ impl Functions {
                         .and_then(|h| h.to_str().ok())
                         .unwrap_or_default()
                         .to_string();
-                    calls
-                        .lock()
-                        .unwrap()
-                        .push((uri.path().to_string(), key, v.clone()));
+                    {
+                        let mut calls = calls.lock().unwrap();
+                        calls.push((uri.path().to_string(), key, v.clone()));
+                        seen.lock().unwrap().push(
+                            headers
+                                .iter()
+                                .map(|(k, v)| {
+                                    (k.to_string(), v.to_str().unwrap_or_default().to_string())
+                                })
+                                .collect(),
+                        );
+                    }
                     let _ = gate.wait_for(|open| *open).await;
                     let (code, out) = handler(uri.path(), &v);
                     (
@@ -907,6 +919,7 @@ impl Functions {
         Functions {
             base,
             calls,
+            headers: seen,
             open,
             _rt: rt,
         }
@@ -918,5 +931,11 @@ impl Functions {
 
     pub fn calls(&self) -> Vec<(String, String, Value)> {
         self.calls.lock().unwrap().clone()
+    }
+
+    /// The headers each call came with (lowercase names), in the order of [`Functions::calls`].
+    pub fn call_headers(&self) -> Vec<BTreeMap<String, String>> {
+        let _calls = self.calls.lock().unwrap();
+        self.headers.lock().unwrap().clone()
     }
 }
