@@ -38,9 +38,11 @@ pub struct Path {
 }
 
 /// How deep a path may nest `[` and `(`. jsonpath-rust's parser backtracks on nested filters:
-/// a malformed path 12 levels deep takes seconds to reject, each level about six times longer
-/// (found by the `expr` fuzz target). Ten levels is two filters inside each other with room.
-const MAX_NESTING: usize = 10;
+/// a malformed path takes about six times longer to reject per level, seconds at 10 levels
+/// (both found by the `expr` fuzz target, the second in a 10-minute run that 10 still let
+/// through). Six levels is three filters inside each other, or two with parenthesised
+/// conditions.
+const MAX_NESTING: usize = 6;
 
 /// The deepest nesting of `[` and `(` outside quoted strings.
 fn nesting(source: &str) -> usize {
@@ -527,6 +529,14 @@ mod tests {
         let deep = format!("$.a{}x{}", "[?(@".repeat(6), ")]".repeat(6));
         let e = Path::compile(&deep).unwrap_err().to_string();
         assert!(e.contains("12 deep"), "{e}");
+        // the input that hung the fuzz target for seconds at the old limit of 10
+        let hang =
+            "$@@[?(@@@@\n@@@@[?(@@@@\n@@@[?(@@@@\n@@@@@@$@@@@[?(@@@@\n@@@[?(@@@@\n@@@@@@$..3{\"I";
+        let e = Path::compile(hang).unwrap_err().to_string();
+        assert!(e.contains("10 deep"), "{e}");
+        // three filters inside each other, and two with parenthesised conditions, still fit
+        assert!(Path::compile("$.a[?(@.b[?(@.c[?(@.d == 1)])])]").is_ok());
+        assert!(Path::compile("$.a[?((@.x == 1) && (@.b[?(@.c == 2)]))]").is_ok());
         // brackets inside quoted strings do not count
         let quoted = Path::compile("$.a[?(@.b[?(@.c == '[[[(')] )]");
         assert!(quoted.map_or_else(|e| !e.to_string().contains("deep"), |_| true));
