@@ -30,8 +30,7 @@ fn listening(port: u16) -> bool {
 /// `scripts/X` with a user's environment: nothing of flowbroker's configured.
 fn script(name: &str) -> Command {
     let mut c = Command::new(format!("scripts/{name}"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"))
-        .env("FLOWBROKER_BIN", env!("CARGO_BIN_EXE_flowbroker"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
     for (k, _) in std::env::vars() {
         if k.starts_with("FLOWBROKER_") && k != "FLOWBROKER_TANSU" {
             c.env_remove(k);

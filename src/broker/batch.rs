@@ -255,7 +255,7 @@ impl<'a, 's> Batch<'a, 's> {
         let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             engine::apply_with(def, inst, input.clone(), self.now, self.limits())
         }));
-        let step = match applied {
+        let mut step = match applied {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return Ok(Err(e)),
             Err(panic) => {
@@ -277,7 +277,7 @@ impl<'a, 's> Batch<'a, 's> {
             actions: step.actions.clone(),
             state: step.instance.state.clone(),
             status: step.instance.status,
-            entered: step.entered.clone(),
+            entered: std::mem::take(&mut step.entered),
             payloads: Vec::new(),
         };
         self.record_history(id, rec.history, entry)?;

@@ -170,7 +170,6 @@ pub fn cancel(c: &Client, out: Output, id: &str) -> Result<(), String> {
 fn not_found(e: ClientError, id: &str) -> String {
     match e.status() {
         Some(404) => format!("no instance {id:?} (list them with `flowbroker instances`)"),
-        Some(409) => format!("{e}"),
         _ => e.to_string(),
     }
 }

@@ -140,12 +140,4 @@ impl Graph {
         }
         Graph { nodes, edges }
     }
-
-    /// The node id of state `name`.
-    pub fn state_id(&self, name: &str) -> Option<String> {
-        self.nodes.iter().find_map(|n| match n {
-            Node::State { index, name: n, .. } if n == name => Some(format!("s{index}")),
-            _ => None,
-        })
-    }
 }

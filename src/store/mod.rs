@@ -278,13 +278,7 @@ impl Txn<'_> {
     }
 
     pub fn put<T: Serialize>(&self, table: Table, key: &str, value: &T) -> Result<()> {
-        let bytes = encode(value);
-        self.written
-            .set(self.written.get() + key.len() + bytes.len());
-        self.overlay
-            .borrow_mut()
-            .insert((table, self.full(key)), Some(bytes));
-        Ok(())
+        self.put_json(table, key, encode(value))
     }
 
     /// Stores `bytes`, which must be one JSON value (as [`Txn::put`] would write it), without

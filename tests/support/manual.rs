@@ -155,13 +155,7 @@ impl Harness {
 
     /// History entries stored for an instance.
     pub fn history_len(&self, id: &str) -> usize {
-        let store = self.store.as_ref().unwrap();
-        let snap = store.read().unwrap();
-        let prefix = format!("{id}{}", flowbroker::store::SEP);
-        let scope = flowbroker::cluster::partition::scope_of(id).unwrap();
-        snap.prefix_in::<Value>(scope, flowbroker::store::Table::History, &prefix)
-            .unwrap()
-            .len()
+        self.history(id).len()
     }
 
     /// The history entries stored for an instance, as stored (payloads summarized).
