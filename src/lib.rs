@@ -19,7 +19,8 @@
 //! - [`time`]: ISO 8601 durations and intervals, cron, IANA zones (glue over iso8601-duration,
 //!   croner, chrono-tz).
 //! - [`diag`]: located diagnostics and "did you mean" suggestions.
-//! - [`trace`]: W3C trace context carried from an instance's start to everything it does.
+//! - [`trace`]: W3C trace context carried from an instance's start to everything it does;
+//!   finished spans as plain data ([`trace::span`]).
 //!
 //! Engine (pure, no I/O, no clock):
 //! - [`engine`]: `engine::apply(definition, instance, input, now)` -> next instance +
@@ -47,7 +48,8 @@
 //!   partitions are forwarded to it), workflow definitions and graphs, the web console
 //!   (`/ui/`, assets built in), health, Prometheus [`metrics`]; bearer-token access (header or
 //!   the console's cookie) and body limits in front of all of it.
-//! - [`invoke`]: function calls over HTTP with idempotency keys.
+//! - [`invoke`]: function calls over HTTP with idempotency keys (each attempt timed as a span).
+//! - [`otel`]: OTLP span export (OpenTelemetry SDK), on only when `OTEL_EXPORTER_OTLP_*` asks.
 //! - [`watch`]: the workflow directory, polled.
 //! - [`cli`]: the `flowbroker` command (`run`, `validate`, `graph`, and the client commands
 //!   `start`, `instances`, `show`, `cancel`, `send`); [`graph`]: a workflow as a graph, drawn
@@ -76,6 +78,7 @@ pub mod kafka;
 pub mod load;
 pub mod metrics;
 pub mod model;
+pub mod otel;
 pub mod server;
 pub mod store;
 pub mod time;

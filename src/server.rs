@@ -38,10 +38,27 @@ pub enum ServeError {
     Core(String),
     #[error(transparent)]
     CoreFailed(#[from] crate::broker::core::CoreError),
+    #[error(transparent)]
+    Otel(#[from] crate::otel::OtelError),
 }
 
 /// Runs the broker until SIGINT/SIGTERM or a fatal error.
-pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
+pub async fn serve(cfg: Config) -> Result<(), ServeError> {
+    // span export, when the OTEL_* environment asks for it (checked first: a collector the
+    // operator asked for is never silently missing)
+    let spans = crate::otel::Exporter::from_env()?;
+    if spans.is_some() {
+        tracing::info!("exporting spans over OTLP (OTEL_EXPORTER_OTLP_* settings)");
+    }
+    let r = run(cfg, spans.clone()).await;
+    if let Some(s) = spans {
+        // the SDK's exporter blocks while it sends what is queued
+        let _ = tokio::task::spawn_blocking(move || s.shutdown()).await;
+    }
+    r
+}
+
+async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<(), ServeError> {
     let k = cfg.kafka.clone();
     let c = cfg.cluster.clone();
     // The internal topics are created whatever `create_topics` says: their partition count is
@@ -141,6 +158,7 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
             produce: prod_tx,
             invoke: inv_tx,
             commit_offsets: crate::kafka::consumer::committer(consumer.clone()),
+            spans: spans.clone(),
         },
         shared.clone(),
     )?;
@@ -181,6 +199,7 @@ pub async fn serve(mut cfg: Config) -> Result<(), ServeError> {
         metrics.clone(),
         Duration::from_millis(cfg.invoke.timeout_ms),
         cfg.invoke.concurrency,
+        spans,
     ));
     tokio::spawn(crate::kafka::consumer::run(
         consumer.clone(),

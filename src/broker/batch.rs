@@ -28,6 +28,8 @@ pub struct Effects {
     pub calls: Vec<Call>,
     /// Metrics to count.
     pub stats: Vec<Stat>,
+    /// Finished spans to export (only built when [`Batch::spans`] is set).
+    pub spans: Vec<crate::trace::span::SpanRecord>,
 }
 
 /// The instance a child is started by.
@@ -42,9 +44,12 @@ pub struct Parent {
 }
 
 /// What `apply_now` keeps of an instance before the engine takes it.
-struct Before {
-    status: engine::Status,
-    visit: u64,
+pub(super) struct Before {
+    pub status: engine::Status,
+    pub visit: u64,
+    /// The state it was in, and since when.
+    pub state: Option<String>,
+    pub since: DateTime<Utc>,
     waits: BTreeSet<index::Entry>,
     active: BTreeSet<index::Entry>,
 }
@@ -97,6 +102,8 @@ pub struct Batch<'a, 's> {
     pub windows: Windows,
     pub fx: Effects,
     pub added: Added,
+    /// Whether spans are exported: only then are they built (`broker::spans`).
+    pub spans: bool,
     queue: VecDeque<Queued>,
 }
 
@@ -119,6 +126,7 @@ impl<'a, 's> Batch<'a, 's> {
             windows: cfg.windows(now),
             fx: Effects::default(),
             added: Added::default(),
+            spans: false,
             queue: VecDeque::new(),
         }
     }
@@ -169,6 +177,7 @@ impl<'a, 's> Batch<'a, 's> {
             lineage,
             created: self.now,
             updated: self.now,
+            since: None,
             history: 0,
             trace: Some(trace),
         };
@@ -246,6 +255,8 @@ impl<'a, 's> Batch<'a, 's> {
         let before = Before {
             status: rec.instance.status,
             visit: rec.instance.visit,
+            state: rec.instance.state.clone(),
+            since: rec.since.unwrap_or(rec.updated),
             waits: index::waits(def, &rec.instance),
             active: index::active(def, &rec.instance),
         };
@@ -271,6 +282,12 @@ impl<'a, 's> Batch<'a, 's> {
                 ))));
             }
         };
+        if self.spans {
+            self.step_spans(def, &rec, &before, &step.instance, &step.entered);
+        }
+        if !step.entered.is_empty() {
+            rec.since = Some(self.now);
+        }
         let entry = HistoryEntry {
             at: self.now,
             input: input.clone(),
@@ -434,6 +451,9 @@ impl<'a, 's> Batch<'a, 's> {
                 if let Some(t) = &rec.trace {
                     t.stamp(&mut event);
                 }
+                if self.spans {
+                    self.sent_span(rec, &event, &topic, false);
+                }
                 self.outbox(OutRecord::Event {
                     topic,
                     key,
@@ -448,18 +468,18 @@ impl<'a, 's> Batch<'a, 's> {
                 attempt,
             } => match self.resolve(&function, &resource) {
                 Some(url) => {
+                    let trace = rec.trace.as_ref();
                     let call = Call {
                         instance: id,
+                        workflow: rec.instance.workflow_id.clone(),
                         key: key.clone(),
                         function,
                         url,
                         parameters,
                         attempt,
-                        traceparent: rec
-                            .trace
-                            .as_ref()
-                            .map(|t| t.traceparent(t.span_of("call", &key))),
-                        tracestate: rec.trace.as_ref().and_then(|t| t.state.clone()),
+                        traceparent: trace.map(|t| t.traceparent(t.call_span(&key, attempt))),
+                        tracestate: trace.and_then(|t| t.state.clone()),
+                        parent_span: trace.map(|t| t.state_span(&rec.instance.visit_key())),
                     };
                     self.tx.put(Table::Calls, &key, &call)?;
                     self.fx.calls.push(call);

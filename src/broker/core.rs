@@ -43,6 +43,8 @@ pub struct Outlets {
     pub invoke: mpsc::UnboundedSender<Call>,
     /// Commits consumed offsets (next offset to read) to the Kafka group, best effort.
     pub commit_offsets: CommitOffsets,
+    /// Where finished spans go (`None`: no OTLP export configured, no spans built).
+    pub spans: Option<crate::otel::Exporter>,
 }
 
 pub struct Core {
@@ -235,6 +237,7 @@ impl Core {
                 produce,
                 invoke,
                 commit_offsets: Box::new(|_| {}),
+                spans: None,
             },
             Arc::new(Shared::default()),
         )?;
@@ -473,8 +476,11 @@ impl Core {
                 .commit_seconds
                 .with_label_values(&[] as &[&str])
                 .observe(t0.elapsed().as_secs_f64());
-            for (p, fx) in effects {
+            for (p, mut fx) in effects {
                 stats.extend(fx.stats);
+                if let Some(x) = &self.out.spans {
+                    x.export(std::mem::take(&mut fx.spans));
+                }
                 for c in fx.calls {
                     self.invoke(c);
                 }
@@ -718,6 +724,7 @@ impl Core {
         let cfg = &*self.cfg;
         let mut b = Batch::new(&tx, (p, self.parts), reg, cfg, now);
         b.fence = self.fences.get(&p).copied().unwrap_or(0);
+        b.spans = self.out.spans.is_some();
         let mut produced = Vec::new();
         let mut inputs = inputs.into_iter();
         let mut rest = Vec::new();

@@ -195,8 +195,12 @@ impl Batch<'_, '_> {
         if let Some(t) = &rec.trace {
             t.stamp(&mut event);
         }
+        let topic = self.cfg.kafka.lifecycle_topic.clone();
+        if self.spans {
+            self.sent_span(rec, &event, &topic, true);
+        }
         self.outbox(OutRecord::Event {
-            topic: self.cfg.kafka.lifecycle_topic.clone(),
+            topic,
             key: inst.id.clone(),
             event: Box::new(event),
         })

@@ -86,6 +86,7 @@ mod tests {
         assert!(!f.sending(&k));
         let c = Call {
             instance: "p1-x".into(),
+            workflow: "w".into(),
             key: "p1-x/0/0".into(),
             function: "f".into(),
             url: "http://x".into(),
@@ -93,6 +94,7 @@ mod tests {
             attempt: 1,
             traceparent: None,
             tracestate: None,
+            parent_span: None,
         };
         assert!(f.call(&c));
         assert!(f.calling(&c));

@@ -45,6 +45,7 @@ pub mod retention;
 pub mod router;
 pub mod schedule;
 pub mod shared;
+mod spans;
 mod sweep;
 pub mod window;
 

@@ -26,6 +26,9 @@ pub struct InstanceRecord {
     pub lineage: Vec<(String, String)>,
     pub created: DateTime<Utc>,
     pub updated: DateTime<Utc>,
+    /// When the current state was entered (the start of its span).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
     /// Entries in the history table.
     pub history: u64,
     /// The trace it continues (`crate::trace`): its calls and events carry it on.
@@ -122,6 +125,9 @@ pub enum TimerEntry {
 #[serde(rename_all = "camelCase")]
 pub struct Call {
     pub instance: String,
+    /// The instance's workflow (an attribute of the call's span).
+    #[serde(default)]
+    pub workflow: String,
     pub key: String,
     pub function: String,
     pub url: String,
@@ -132,6 +138,9 @@ pub struct Call {
     pub traceparent: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tracestate: Option<String>,
+    /// The span of the state visit that made the call: the call's span is its child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_span: Option<crate::trace::SpanId>,
 }
 
 /// An event kept for an instance that does not wait for it yet.

@@ -168,6 +168,11 @@ impl Instance {
 
     /// Key prefix of everything the current state visit starts.
     pub fn visit_key(&self) -> String {
-        format!("{}/{}", self.id, self.visit)
+        self.key_of_visit(self.visit)
+    }
+
+    /// Key prefix of everything state visit `visit` started.
+    pub fn key_of_visit(&self, visit: u64) -> String {
+        format!("{}/{}", self.id, visit)
     }
 }

@@ -8,6 +8,10 @@
 //! the outbox, carries the same `traceparent` as the first time, the way it carries the same
 //! idempotency key. An instance started without an upstream trace gets a trace id derived from
 //! its id. Pure: no clock, no I/O.
+//!
+//! [`span`]: finished spans as plain data, for the OTLP exporter ([`crate::otel`]).
+
+pub mod span;
 
 use crate::engine::Event;
 use serde::{Deserialize, Serialize};
