@@ -19,6 +19,8 @@
 //! - [`time`]: ISO 8601 durations and intervals, cron, IANA zones (glue over iso8601-duration,
 //!   croner, chrono-tz).
 //! - [`diag`]: located diagnostics and "did you mean" suggestions.
+//! - [`asl`]: Amazon States Language, the second language: machines read and validated with
+//!   located errors, paths, data processing and Choice Rules (docs/asl.md).
 //! - [`trace`]: W3C trace context carried from an instance's start to everything it does;
 //!   finished spans as plain data ([`trace::span`]).
 //!
@@ -61,6 +63,7 @@
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+pub mod asl;
 pub mod broker;
 pub mod cli;
 pub mod cloudevent;

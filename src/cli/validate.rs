@@ -29,6 +29,9 @@ pub fn run(paths: &[PathBuf], format: OutputFormat) -> ExitCode {
         .collect();
     let mut family = Family::default();
     for (f, text) in &texts {
+        if crate::asl::is_asl(f) {
+            continue;
+        }
         if let (Ok(text), Some(format)) = (text, Format::from_path(f)) {
             let name = f.display().to_string();
             if let Some(wf) = crate::load::parse_workflow(&name, text, format).workflow {
@@ -40,11 +43,17 @@ pub fn run(paths: &[PathBuf], format: OutputFormat) -> ExitCode {
     for (f, text) in &texts {
         let name = f.display().to_string();
         let loaded = match (text, Format::from_path(f)) {
-            (Ok(text), Some(format)) => Definition::parse_in(&name, text, format, &family),
-            _ => Definition::load(f),
+            // Amazon States Language machines (`*.asl.json`, `*.asl.yaml`)
+            (Ok(text), Some(format)) if crate::asl::is_asl(f) => {
+                crate::asl::parse(&name, text, format).map(|m| m.warnings)
+            }
+            (Ok(text), Some(format)) => {
+                Definition::parse_in(&name, text, format, &family).map(|d| d.warnings)
+            }
+            _ => Definition::load(f).map(|d| d.warnings),
         };
         let diags = match loaded {
-            Ok(def) => def.warnings,
+            Ok(warnings) => warnings,
             Err(invalid) => invalid.diagnostics,
         };
         let ok = !diags.iter().any(Diagnostic::is_error);

@@ -6,7 +6,11 @@ use std::fmt::Write;
 
 /// Renders `wf` as a Mermaid `flowchart TD`.
 pub fn mermaid(wf: &Workflow) -> String {
-    let g = Graph::of(wf);
+    mermaid_of(&Graph::of(wf))
+}
+
+/// Renders a graph as a Mermaid `flowchart TD`.
+pub fn mermaid_of(g: &Graph) -> String {
     let mut out = String::from("flowchart TD\n");
     let id = |n: &str| {
         if n == "end" {
@@ -21,7 +25,7 @@ pub fn mermaid(wf: &Workflow) -> String {
             Node::End => writeln!(out, "    end_((end))"),
             Node::State { name, kind, .. } => {
                 let label = format!("{}<br/><i>{kind}</i>", escape(name));
-                if kind == "switch" {
+                if kind == "switch" || kind == "Choice" {
                     writeln!(out, "    {}{{\"{label}\"}}", n.id())
                 } else {
                     writeln!(out, "    {}[\"{label}\"]", n.id())

@@ -1,12 +1,13 @@
-//! A workflow's states and transitions as a graph ([`Graph`]), drawn as a Mermaid flowchart
+//! A workflow's states and transitions as a graph ([`Graph`]; of an ASL machine: [`asl`]), drawn as a Mermaid flowchart
 //! ([`mermaid`]), Graphviz DOT ([`dot`]) or SVG ([`svg`], laid out by layout-rs). DOT and SVG
 //! can mark the states an instance visited and the one it is in (the console's instance page).
 
+mod asl;
 mod dot;
 mod mermaid;
 
 pub use dot::{dot, svg, SvgError};
-pub use mermaid::mermaid;
+pub use mermaid::{mermaid, mermaid_of};
 
 use crate::model::{EndKind, State, Workflow};
 use std::collections::BTreeSet;

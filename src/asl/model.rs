@@ -1,0 +1,253 @@
+//! An Amazon States Language state machine as data: the top level, the eight state types,
+//! their input/output fields, retriers and catchers. Built by [`super::read`] from JSON or
+//! YAML, with every problem located; checked as a whole by [`super::check`].
+
+use super::path::{Path, RefPath};
+use super::rules::Rule;
+use serde_json::Value;
+
+/// A state machine, or a Parallel branch or Map iterator (the same shape: `StartAt` and
+/// `States`).
+#[derive(Debug, Clone)]
+pub struct States {
+    pub start_at: String,
+    /// In document order.
+    pub states: Vec<State>,
+}
+
+impl States {
+    pub fn get(&self, name: &str) -> Option<&State> {
+        self.states.iter().find(|s| s.name == name)
+    }
+
+    pub fn index(&self, name: &str) -> Option<usize> {
+        self.states.iter().position(|s| s.name == name)
+    }
+}
+
+/// The top level.
+#[derive(Debug, Clone)]
+pub struct Machine {
+    pub comment: Option<String>,
+    pub version: String,
+    /// The whole run's limit (`TimeoutSeconds`): `States.Timeout` after it.
+    pub timeout_seconds: Option<u64>,
+    pub body: States,
+}
+
+/// Where a state goes when it is done.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Flow {
+    Next(String),
+    End,
+}
+
+/// A path field that may be absent (the default `$`) or `null` (discard).
+#[derive(Debug, Clone, Default)]
+pub enum PathField<P> {
+    #[default]
+    Default,
+    Null,
+    Path(P),
+}
+
+/// The input and output fields a state may have.
+#[derive(Debug, Clone, Default)]
+pub struct Io {
+    pub input_path: PathField<Path>,
+    pub output_path: PathField<Path>,
+    pub result_path: PathField<RefPath>,
+    /// `Parameters` (Map: `ItemSelector` or `Parameters`).
+    pub parameters: Option<Template>,
+    pub result_selector: Option<Template>,
+}
+
+/// A `Parameters`/`ResultSelector` value: keys ending in `.$` take a path's selection.
+#[derive(Debug, Clone)]
+pub enum Template {
+    Literal(Value),
+    Object(Vec<(String, TemplateField)>),
+    Array(Vec<Template>),
+}
+
+#[derive(Debug, Clone)]
+pub enum TemplateField {
+    /// `"name.$": "$.path"` (stored without the `.$`).
+    Path(Path),
+    Value(Template),
+}
+
+/// An error name matcher list (`ErrorEquals`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Errors(pub Vec<String>);
+
+impl Errors {
+    /// Whether an error named `name` is one of these: by name, or by the wildcards
+    /// `States.ALL` (anything but `States.Runtime`, an error in the machine itself) and
+    /// `States.TaskFailed` (anything but that and `States.Timeout`), as Step Functions does
+    /// (docs/semantics.md "ASL errors").
+    pub fn matches(&self, name: &str) -> bool {
+        self.0.iter().any(|e| {
+            e == name
+                || match e.as_str() {
+                    "States.ALL" => name != "States.Runtime",
+                    "States.TaskFailed" => name != "States.Timeout" && name != "States.Runtime",
+                    _ => false,
+                }
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retrier {
+    pub errors: Errors,
+    pub interval_seconds: u64,
+    pub max_attempts: u64,
+    pub backoff_rate: f64,
+    /// `MaxDelaySeconds`: no wait is longer.
+    pub max_delay_seconds: Option<u64>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Catcher {
+    pub errors: Errors,
+    pub next: String,
+    pub result_path: PathField<RefPath>,
+}
+
+/// A seconds field given as a number or read from the data.
+#[derive(Debug, Clone)]
+pub enum Seconds {
+    Fixed(u64),
+    Path(RefPath),
+}
+
+#[derive(Debug, Clone)]
+pub struct Task {
+    pub resource: String,
+    /// `TimeoutSeconds` (default 60) or `TimeoutSecondsPath`.
+    pub timeout: Seconds,
+    pub heartbeat: Option<Seconds>,
+    pub retry: Vec<Retrier>,
+    pub catch: Vec<Catcher>,
+}
+
+impl Task {
+    /// The `.waitForTaskToken` integration pattern: the task waits for a token's answer.
+    pub fn waits_for_token(&self) -> bool {
+        self.resource.ends_with(".waitForTaskToken")
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Choice {
+    pub choices: Vec<(Rule, String)>,
+    pub default: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Wait {
+    Seconds(u64),
+    Timestamp(chrono::DateTime<chrono::Utc>),
+    SecondsPath(RefPath),
+    TimestampPath(RefPath),
+}
+
+#[derive(Debug, Clone)]
+pub struct Parallel {
+    pub branches: Vec<States>,
+    pub retry: Vec<Retrier>,
+    pub catch: Vec<Catcher>,
+}
+
+#[derive(Debug, Clone)]
+pub struct MapState {
+    pub items_path: PathField<Path>,
+    pub iterator: States,
+    /// 0: no limit.
+    pub max_concurrency: u64,
+    pub retry: Vec<Retrier>,
+    pub catch: Vec<Catcher>,
+}
+
+#[derive(Debug, Clone)]
+pub enum Kind {
+    Pass {
+        result: Option<Value>,
+    },
+    Task(Box<Task>),
+    Choice(Box<Choice>),
+    Wait(Wait),
+    Succeed,
+    Fail {
+        error: Option<String>,
+        cause: Option<String>,
+    },
+    Parallel(Box<Parallel>),
+    Map(Box<MapState>),
+}
+
+impl Kind {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Kind::Pass { .. } => "Pass",
+            Kind::Task(_) => "Task",
+            Kind::Choice(_) => "Choice",
+            Kind::Wait(_) => "Wait",
+            Kind::Succeed => "Succeed",
+            Kind::Fail { .. } => "Fail",
+            Kind::Parallel(_) => "Parallel",
+            Kind::Map(_) => "Map",
+        }
+    }
+
+    /// The catchers of a Task, Parallel or Map.
+    pub fn catchers(&self) -> &[Catcher] {
+        match self {
+            Kind::Task(t) => &t.catch,
+            Kind::Parallel(p) => &p.catch,
+            Kind::Map(m) => &m.catch,
+            _ => &[],
+        }
+    }
+
+    pub fn retriers(&self) -> &[Retrier] {
+        match self {
+            Kind::Task(t) => &t.retry,
+            Kind::Parallel(p) => &p.retry,
+            Kind::Map(m) => &m.retry,
+            _ => &[],
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct State {
+    pub name: String,
+    pub comment: Option<String>,
+    pub kind: Kind,
+    pub io: Io,
+    /// `None` for Choice, Succeed and Fail.
+    pub flow: Option<Flow>,
+}
+
+impl State {
+    /// Every state this one can go to: `Next`, Choice targets and `Default`, catchers.
+    pub fn targets(&self) -> Vec<&str> {
+        let mut out = Vec::new();
+        if let Some(Flow::Next(n)) = &self.flow {
+            out.push(n.as_str());
+        }
+        if let Kind::Choice(c) = &self.kind {
+            out.extend(c.choices.iter().map(|(_, n)| n.as_str()));
+            out.extend(c.default.as_deref());
+        }
+        out.extend(self.kind.catchers().iter().map(|c| c.next.as_str()));
+        out
+    }
+
+    /// A state the machine (or branch) can end in.
+    pub fn is_terminal(&self) -> bool {
+        matches!(self.kind, Kind::Succeed | Kind::Fail { .. }) || self.flow == Some(Flow::End)
+    }
+}

@@ -1,0 +1,231 @@
+//! Typed fields of a state: strings, seconds, paths, `Parameters`-like templates, unknown and
+//! unsupported fields.
+
+use super::super::model::*;
+use super::super::out::{index, kind, member, Out};
+use super::super::path::{Path, RefPath, Root};
+use crate::diag::did_you_mean;
+use serde_json::{Map, Value};
+
+/// Fields Step Functions knows that flowbroker does not run, with why.
+const UNSUPPORTED: [(&str, &str); 15] = [
+    (
+        "QueryLanguage",
+        "JSONata is not supported; write JSONPath fields (the default)",
+    ),
+    ("Arguments", "a JSONata field; use Parameters"),
+    (
+        "Output",
+        "a JSONata field; use OutputPath and ResultSelector",
+    ),
+    (
+        "Assign",
+        "variables are not supported; carry values in the state's data",
+    ),
+    (
+        "Credentials",
+        "cross-account roles are AWS's; a Task's Resource maps to a URL in [functions]",
+    ),
+    (
+        "ItemReader",
+        "Distributed Map reads from S3; give the items in the input (ItemsPath)",
+    ),
+    (
+        "ResultWriter",
+        "Distributed Map writes to S3; the Map's result is its output",
+    ),
+    ("ItemBatcher", "Distributed Map batching is not supported"),
+    (
+        "ToleratedFailurePercentage",
+        "Distributed Map tolerance is not supported: any failed iteration fails the Map",
+    ),
+    (
+        "ToleratedFailurePercentagePath",
+        "Distributed Map tolerance is not supported",
+    ),
+    (
+        "ToleratedFailureCount",
+        "Distributed Map tolerance is not supported: any failed iteration fails the Map",
+    ),
+    (
+        "ToleratedFailureCountPath",
+        "Distributed Map tolerance is not supported",
+    ),
+    ("MaxConcurrencyPath", "give MaxConcurrency as a number"),
+    ("ErrorPath", "give Error as a string"),
+    ("CausePath", "give Cause as a string"),
+];
+
+pub(super) fn unknown(k: &str, at: &str, known: &[&str], out: &mut Out) {
+    if let Some((_, why)) = UNSUPPORTED.iter().find(|(n, _)| *n == k) {
+        out.error(member(at, k), format!("\"{k}\" is not supported: {why}"));
+    } else {
+        out.error(
+            member(at, k),
+            format!(
+                "unknown field{}; remove it",
+                did_you_mean(k, known.iter().copied())
+            ),
+        );
+    }
+}
+
+pub(super) fn string(v: Option<&Value>, at: &str, out: &mut Out) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.clone()),
+        other => {
+            out.error(at, format!("must be a string, found {}", kind(other)));
+            None
+        }
+    }
+}
+
+/// A positive integer (seconds, a timeout).
+pub(super) fn positive(v: Option<&Value>, at: &str, out: &mut Out) -> Option<u64> {
+    let v = v?;
+    match v.as_u64().filter(|n| *n > 0 && v.is_u64()) {
+        Some(n) => Some(n),
+        None => {
+            out.error(
+                at,
+                format!("must be a positive whole number of seconds, found {v}"),
+            );
+            None
+        }
+    }
+}
+
+pub(super) fn non_negative(v: Option<&Value>, at: &str, what: &str, out: &mut Out) -> Option<u64> {
+    let v = v?;
+    match v.as_u64() {
+        Some(n) => Some(n),
+        None => {
+            out.error(
+                at,
+                format!("must be a whole number of {what}, 0 or more, found {v}"),
+            );
+            None
+        }
+    }
+}
+
+pub(super) fn path_field(
+    o: &Map<String, Value>,
+    k: &str,
+    at: &str,
+    out: &mut Out,
+) -> PathField<Path> {
+    match o.get(k) {
+        None => PathField::Default,
+        Some(Value::Null) => PathField::Null,
+        Some(Value::String(s)) => match Path::compile(s) {
+            Ok(p) => PathField::Path(p),
+            Err(e) => {
+                out.error(member(at, k), e.to_string());
+                PathField::Default
+            }
+        },
+        Some(other) => {
+            out.error(
+                member(at, k),
+                format!(
+                    "\"{k}\" must be a path such as \"$.field\" or null, found {}",
+                    kind(other)
+                ),
+            );
+            PathField::Default
+        }
+    }
+}
+
+/// A Reference Path into the state's data (ResultPath and the like).
+pub(super) fn ref_path(s: &str, at: &str, out: &mut Out) -> Option<RefPath> {
+    match RefPath::compile(s) {
+        Ok(p) if p.root == Root::Context => {
+            out.error(at, format!("{s:?} points into the context object, which cannot be written: use a path into the data, \"$...\""));
+            None
+        }
+        Ok(p) => Some(p),
+        Err(e) => {
+            out.error(at, e.to_string());
+            None
+        }
+    }
+}
+
+pub(super) fn result_path(o: &Map<String, Value>, at: &str, out: &mut Out) -> PathField<RefPath> {
+    match o.get("ResultPath") {
+        None => PathField::Default,
+        Some(Value::Null) => PathField::Null,
+        Some(Value::String(s)) => ref_path(s, &member(at, "ResultPath"), out)
+            .map(PathField::Path)
+            .unwrap_or_default(),
+        Some(other) => {
+            out.error(member(at, "ResultPath"), format!("\"ResultPath\" must be a Reference Path such as \"$.result\" or null, found {}", kind(other)));
+            PathField::Default
+        }
+    }
+}
+
+pub(super) fn io(o: &Map<String, Value>, at: &str, ty: &str, out: &mut Out) -> Io {
+    let params_key = if ty == "Map" && o.contains_key("ItemSelector") {
+        if o.contains_key("Parameters") {
+            out.error(member(at, "Parameters"), "a Map has \"ItemSelector\" or \"Parameters\" (its older name), not both: keep \"ItemSelector\"");
+        }
+        "ItemSelector"
+    } else {
+        "Parameters"
+    };
+    Io {
+        input_path: path_field(o, "InputPath", at, out),
+        output_path: path_field(o, "OutputPath", at, out),
+        result_path: result_path(o, at, out),
+        parameters: o
+            .get(params_key)
+            .and_then(|v| template(v, &member(at, params_key), out)),
+        result_selector: o
+            .get("ResultSelector")
+            .and_then(|v| template(v, &member(at, "ResultSelector"), out)),
+    }
+}
+
+/// A Parameters-like value: `.$` keys must hold paths.
+pub fn template(v: &Value, at: &str, out: &mut Out) -> Option<Template> {
+    Some(match v {
+        Value::Object(o) => {
+            let mut fields = Vec::new();
+            for (k, v) in o {
+                let at_k = member(at, k);
+                match k.strip_suffix(".$") {
+                    Some(name) => {
+                        let Value::String(s) = v else {
+                            out.error(&at_k, format!("a field whose name ends in \".$\" holds a path such as \"$.field\", found {}", kind(v)));
+                            continue;
+                        };
+                        if s.trim_start().starts_with("States.") {
+                            out.error(&at_k, format!("intrinsic functions ({}) are not supported: select the value with a path and shape it in a Pass state or a Task", s.split('(').next().unwrap_or(s)));
+                            continue;
+                        }
+                        match Path::compile(s) {
+                            Ok(p) => fields.push((name.to_string(), TemplateField::Path(p))),
+                            Err(e) => out.error(&at_k, e.to_string()),
+                        }
+                    }
+                    None => {
+                        if let Some(t) = template(v, &at_k, out) {
+                            fields.push((k.clone(), TemplateField::Value(t)));
+                        }
+                    }
+                }
+            }
+            Template::Object(fields)
+        }
+        Value::Array(a) => Template::Array(
+            a.iter()
+                .enumerate()
+                .filter_map(|(i, v)| template(v, &index(at, i), out))
+                .collect(),
+        ),
+        other => Template::Literal(other.clone()),
+    })
+}
