@@ -255,7 +255,12 @@ impl<'a, 's> Batch<'a, 's> {
         let before = Before {
             status: rec.instance.status,
             visit: rec.instance.visit,
-            state: rec.instance.state.clone(),
+            // only the spans need it (a clone per input otherwise spent for nothing)
+            state: if self.spans {
+                rec.instance.state.clone()
+            } else {
+                None
+            },
             since: rec.since.unwrap_or(rec.updated),
             waits: index::waits(def, &rec.instance),
             active: index::active(def, &rec.instance),
