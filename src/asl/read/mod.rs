@@ -26,8 +26,6 @@ pub const STATE_TYPES: [&str; 8] = [
 
 /// The fields each state type may have besides `Type` and `Comment`.
 fn allowed(ty: &str) -> &'static [&'static str] {
-    const IO: [&str; 2] = ["InputPath", "OutputPath"];
-    let _ = IO;
     match ty {
         "Pass" => &[
             "InputPath",
@@ -248,18 +246,8 @@ fn state(name: &str, v: &Value, at: &str, out: &mut Out) -> Option<State> {
         if k == "Type" || k == "Comment" || ok.contains(&k.as_str()) {
             continue;
         }
-        let everywhere = [
-            "Next",
-            "End",
-            "InputPath",
-            "OutputPath",
-            "ResultPath",
-            "Parameters",
-            "Retry",
-            "Catch",
-            "ResultSelector",
-        ];
-        if everywhere.contains(&k.as_str()) || allowed_anywhere(k) {
+        // a field of another state type: say so, rather than "unknown"
+        if allowed_anywhere(k) {
             out.error(
                 member(at, k),
                 format!(
