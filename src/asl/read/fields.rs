@@ -229,3 +229,21 @@ pub fn template(v: &Value, at: &str, out: &mut Out) -> Option<Template> {
         other => Template::Literal(other.clone()),
     })
 }
+
+/// The `Next` field at `at`: the state it names; `None` when absent, or (reported) not a
+/// string.
+pub(super) fn next(v: Option<&Value>, at: &str, out: &mut Out) -> Option<String> {
+    match v? {
+        Value::String(s) => Some(s.clone()),
+        other => {
+            out.error(
+                member(at, "Next"),
+                format!(
+                    "\"Next\" must be the name of a state, found {}",
+                    kind(other)
+                ),
+            );
+            None
+        }
+    }
+}

@@ -3,7 +3,7 @@
 use super::super::model::*;
 use super::super::out::{index, kind, member, Out};
 use super::super::rules;
-use super::fields::{non_negative, positive, ref_path, string};
+use super::fields::{next, non_negative, positive, ref_path, string};
 use super::recovery::recovery;
 use serde_json::{Map, Value};
 
@@ -98,28 +98,13 @@ pub(super) fn choice(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<
     for (i, item) in items.iter().enumerate() {
         let at_i = index(&at_c, i);
         let rule = rules::read(item, &at_i, true, out);
-        let next = match item.get("Next") {
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(other) => {
-                out.error(
-                    member(&at_i, "Next"),
-                    format!(
-                        "\"Next\" must be the name of a state, found {}",
-                        kind(other)
-                    ),
-                );
-                None
-            }
-            None => {
-                if item.is_object() {
-                    out.error(
-                        &at_i,
-                        "a Choice Rule needs \"Next\": the state to go to when it matches",
-                    );
-                }
-                None
-            }
-        };
+        let next = next(item.get("Next"), &at_i, out);
+        if item.is_object() && item.get("Next").is_none() {
+            out.error(
+                &at_i,
+                "a Choice Rule needs \"Next\": the state to go to when it matches",
+            );
+        }
         if let (Some(r), Some(n)) = (rule, next) {
             choices.push((r, n));
         }

@@ -16,7 +16,7 @@ pub use recovery::PREDEFINED;
 use super::model::*;
 use super::out::{index, kind, member, Out};
 use crate::diag::did_you_mean;
-use fields::{io, non_negative, path_field, positive, string, unknown};
+use fields::{io, next, non_negative, path_field, positive, string, unknown};
 use recovery::recovery;
 use serde_json::{Map, Value};
 
@@ -309,20 +309,7 @@ fn flow(o: &Map<String, Value>, at: &str, ty: &str, out: &mut Out) -> Option<Flo
     if matches!(ty, "Choice" | "Succeed" | "Fail") {
         return None; // Next/End were reported as not allowed
     }
-    let next = match o.get("Next") {
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(other) => {
-            out.error(
-                member(at, "Next"),
-                format!(
-                    "\"Next\" must be the name of a state, found {}",
-                    kind(other)
-                ),
-            );
-            None
-        }
-        None => None,
-    };
+    let next = next(o.get("Next"), at, out);
     let end = match o.get("End") {
         Some(Value::Bool(b)) => Some(*b),
         Some(other) => {

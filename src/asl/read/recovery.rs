@@ -2,7 +2,7 @@
 
 use super::super::model::*;
 use super::super::out::{index, kind, member, Out};
-use super::fields::{non_negative, positive, result_path, unknown};
+use super::fields::{next, non_negative, positive, result_path, unknown};
 use crate::diag::did_you_mean;
 use serde_json::{Map, Value};
 
@@ -158,22 +158,11 @@ pub(super) fn recovery(
                     });
                 }
             } else {
-                let next = match r.get("Next") {
-                    Some(Value::String(s)) => s.clone(),
-                    Some(other) => {
-                        out.error(
-                            member(&at_i, "Next"),
-                            format!(
-                                "\"Next\" must be the name of a state, found {}",
-                                kind(other)
-                            ),
-                        );
-                        continue;
-                    }
-                    None => {
+                let Some(next) = next(r.get("Next"), &at_i, out) else {
+                    if !r.contains_key("Next") {
                         out.error(&at_i, "required field \"Next\" is missing: add the state to go to when the error is caught");
-                        continue;
                     }
+                    continue;
                 };
                 catch.push(Catcher {
                     errors: errs,
