@@ -1,4 +1,5 @@
-//! A deployable definition: a parsed, validated workflow with its expressions compiled once.
+//! A deployable definition: a parsed, validated workflow with its expressions compiled once,
+//! or an Amazon States Language machine (files named `*.asl.json` / `*.asl.yaml`).
 
 use crate::diag::{Diagnostic, Needs, Severity};
 use crate::expr::{Expr, ExprError};
@@ -7,11 +8,17 @@ use crate::load::{parse_workflow, Format};
 use crate::model::Workflow;
 use std::collections::HashMap;
 use std::path::Path;
+use std::sync::Arc;
 
 /// A validated workflow, ready for the engine.
 #[derive(Debug, Clone)]
 pub struct Definition {
+    /// The Serverless Workflow definition. For an ASL machine, the top level only: its id
+    /// (the file stem), name and description, and no states, functions or events, so the
+    /// paths that read them (event routing, schedules) find nothing to do.
     pub workflow: Workflow,
+    /// The ASL machine, when the definition is one; the engine runs it instead of `workflow`.
+    pub machine: Option<Arc<crate::asl::Machine>>,
     exprs: HashMap<String, Expr>,
     /// Warnings found while loading (unknown fields, defaults applied).
     pub warnings: Vec<Diagnostic>,
@@ -45,6 +52,9 @@ impl Definition {
         format: Format,
         family: &Family,
     ) -> Result<Definition, Invalid> {
+        if crate::asl::is_asl(Path::new(file)) {
+            return Definition::machine(file, text, format);
+        }
         let parsed = parse_workflow(file, text, format);
         let mut diagnostics = parsed.diagnostics;
         let Some(workflow) = parsed.workflow else {
@@ -78,8 +88,41 @@ impl Definition {
         }
         Ok(Definition {
             workflow,
+            machine: None,
             exprs: report.exprs,
             warnings: diagnostics,
+        })
+    }
+
+    /// An ASL machine read from `file`; its workflow id is the file name without
+    /// `.asl.json` (`.asl.yaml`, `.asl.yml`).
+    fn machine(file: &str, text: &str, format: Format) -> Result<Definition, Invalid> {
+        let id = crate::asl::id_of(Path::new(file)).ok_or_else(|| Invalid {
+            diagnostics: vec![Diagnostic::error(
+                file,
+                "$",
+                "an ASL file needs a name before `.asl.json` (it is the workflow id)",
+            )],
+        })?;
+        let checked = crate::asl::parse(file, text, format)?;
+        let workflow = Workflow {
+            id: id.clone(),
+            name: id,
+            description: checked.machine.comment.clone(),
+            version: None,
+            schema_version: None,
+            data_input_schema: None,
+            data_output_schema: None,
+            events: Vec::new(),
+            functions: Vec::new(),
+            states: Vec::new(),
+            metadata: None,
+        };
+        Ok(Definition {
+            workflow,
+            machine: Some(Arc::new(checked.machine)),
+            exprs: HashMap::new(),
+            warnings: checked.warnings,
         })
     }
 
@@ -105,6 +148,7 @@ impl Definition {
         }
         Ok(Definition {
             workflow,
+            machine: None,
             exprs: report.exprs,
             warnings: report.diagnostics,
         })

@@ -24,7 +24,8 @@ impl Failure {
     }
 }
 
-fn select(p: &Path, data: &Value, ctx: &Value, field: &str) -> Result<Value, Failure> {
+/// A path's selection, or `States.Runtime` naming `field` when it selects nothing.
+pub fn select(p: &Path, data: &Value, ctx: &Value, field: &str) -> Result<Value, Failure> {
     p.select(data, ctx).ok_or_else(|| {
         Failure::new(
             "States.Runtime",
@@ -36,13 +37,18 @@ fn select(p: &Path, data: &Value, ctx: &Value, field: &str) -> Result<Value, Fai
     })
 }
 
+/// `InputPath` alone (a Map state fills its `ItemSelector` from this, item by item).
+pub fn input_path(io: &Io, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
+    match &io.input_path {
+        PathField::Default => Ok(raw.clone()),
+        PathField::Null => Ok(Value::Object(Map::new())),
+        PathField::Path(p) => select(p, raw, ctx, "InputPath"),
+    }
+}
+
 /// `InputPath` then `Parameters`: what the state works on.
 pub fn effective_input(io: &Io, raw: &Value, ctx: &Value) -> Result<Value, Failure> {
-    let selected = match &io.input_path {
-        PathField::Default => raw.clone(),
-        PathField::Null => Value::Object(Map::new()),
-        PathField::Path(p) => select(p, raw, ctx, "InputPath")?,
-    };
+    let selected = input_path(io, raw, ctx)?;
     match &io.parameters {
         Some(t) => fill(t, &selected, ctx, "Parameters"),
         None => Ok(selected),

@@ -71,12 +71,14 @@ impl Path {
         }
     }
 
-    /// The selection as the document says: one match is that value, several an array;
-    /// `None` when nothing matches (the caller raises the state's error).
+    /// The selection as the document says: a definite path's one match is that value; an
+    /// indefinite path (wildcards, filters, slices, unions, `..`) gives an array of its
+    /// matches, empty when there are none (as Step Functions' JsonPath does). `None` when a
+    /// definite path matches nothing (the caller raises the state's error).
     pub fn select(&self, data: &Value, context: &Value) -> Option<Value> {
         let mut found = self.matches(data, context);
         match found.len() {
-            0 => None,
+            0 if self.json.is_definite() => None,
             1 if self.json.is_definite() => found.pop(),
             _ => Some(Value::Array(found)),
         }

@@ -19,11 +19,16 @@ pub struct Ingested {
     pub stats: Vec<Stat>,
 }
 
-/// The partitions that own the event: its `workflowinstanceid` instance's, else the partition
-/// of its key for every matching workflow definition.
+/// The partitions that own the event: its `workflowinstanceid` instance's, or its task
+/// token's instance's, else the partition of its key for every matching workflow definition
+/// and, for a start event, of its start key.
 pub fn targets(reg: &Registry, parts: Partitions, event: &Event) -> Vec<PartitionId> {
     if let Some(id) = event.attribute("workflowinstanceid") {
         return parts.of_instance(&id).ok().into_iter().collect();
+    }
+    let addressed = super::addressed::targets(reg, parts, event);
+    if addressed.is_some() && event.attribute("tasktoken").is_some() {
+        return addressed.unwrap_or_default();
     }
     let mut out: Vec<PartitionId> = reg
         .matching(&event.source, &event.event_type)
@@ -34,6 +39,7 @@ pub fn targets(reg: &Registry, parts: Partitions, event: &Event) -> Vec<Partitio
             Some(parts.of_key(&m.workflow, &k))
         })
         .collect();
+    out.extend(addressed.into_iter().flatten());
     out.sort();
     out.dedup();
     out

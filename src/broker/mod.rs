@@ -14,7 +14,8 @@
 //! - [`ingest`]: inputs (Kafka records, HTTP events) as work records for the partitions that
 //!   own their keys; [`apply`]: applying a work record on its partition, exactly once by its
 //!   source position.
-//! - [`router`]: correlating a consumed event to instances or starts.
+//! - [`router`]: correlating a consumed event to instances or starts; `addressed`: events
+//!   addressed by attribute (task token answers, `flowbroker.workflow.start`).
 //! - [`dedupe`]: dropping events whose source and id were already consumed.
 //! - [`index`]: correlation keys and index entries.
 //! - [`registry`]: deployed workflow versions and the event-type index.
@@ -27,6 +28,7 @@
 //! - [`shared`]: what the HTTP side reads without asking the core (owned partitions, the
 //!   directory of owners, deployed workflows).
 
+mod addressed;
 pub mod apply;
 pub mod batch;
 pub mod core;

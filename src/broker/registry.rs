@@ -178,6 +178,9 @@ impl Registry {
             family.add(&d.def.workflow);
         }
         for (file, text) in files {
+            if crate::asl::is_asl(Path::new(file)) {
+                continue; // a machine defines nothing a sub-workflow inherits
+            }
             if let Some(format) = Format::from_path(Path::new(file)) {
                 if let Some(wf) = crate::load::parse_workflow(file, text, format).workflow {
                     family.add(&wf);
@@ -198,23 +201,6 @@ impl Registry {
             let Some(format) = Format::from_path(Path::new(file)) else {
                 continue;
             };
-            if crate::asl::is_asl(Path::new(file)) {
-                // ASL machines validate (with their own located errors) but the engine does
-                // not run them yet (docs/asl.md "Status")
-                let diagnostics = match crate::asl::parse(file, text, format) {
-                    Err(e) => e.diagnostics,
-                    Ok(_) => vec![Diagnostic::error(
-                        file,
-                        "$",
-                        "this Amazon States Language machine is valid, but this version of \
-                         flowbroker does not run ASL machines yet (docs/asl.md \"Status\"); \
-                         it is not deployed",
-                    )],
-                };
-                self.invalid.insert(file.clone(), diagnostics.clone());
-                changes.rejected.push((file.clone(), diagnostics));
-                continue;
-            }
             match Definition::parse_in(file, text, format, &family) {
                 Err(e) => {
                     self.invalid.insert(file.clone(), e.diagnostics.clone());
@@ -363,7 +349,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn asl_files_are_reported_with_their_own_errors_and_not_deployed() {
+    fn asl_files_deploy_under_their_stem_and_bad_ones_are_reported_located() {
         let mut reg = Registry::default();
         let files = BTreeMap::from([
             (
@@ -376,13 +362,11 @@ mod tests {
             ),
         ]);
         let changes = reg.sync(&files, Utc::now());
-        assert!(changes.deployed.is_empty());
+        let deployed: Vec<&str> = changes.deployed.iter().map(|d| d.id.as_str()).collect();
+        assert_eq!(deployed, vec!["ok"]);
+        assert!(reg.current("ok").unwrap().def.machine.is_some());
         let bad = &reg.invalid()["w/bad.asl.json"];
         assert_eq!(bad[0].path, "$.States.A.Next", "{bad:?}");
-        let ok = &reg.invalid()["w/ok.asl.json"];
-        assert!(
-            ok[0].message.contains("does not run ASL machines yet"),
-            "{ok:?}"
-        );
+        assert!(!reg.invalid().contains_key("w/ok.asl.json"));
     }
 }

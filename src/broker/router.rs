@@ -10,8 +10,12 @@
 //! 4. If there is none and the definition starts the workflow, a new instance is created (or
 //!    the pending all-events start for that key grows).
 //!
+//! Before 2: an event with a `tasktoken` attribute goes to the token's instance, and a
+//! `flowbroker.workflow.start` event starts the workflow it names ([`super::addressed`]).
+//!
 //! Every step is a point or prefix lookup; nothing scans instances.
 
+use super::addressed::token_target;
 use super::batch::{Batch, Result};
 use super::index;
 use super::records::{Join, TimerEntry};
@@ -89,7 +93,15 @@ impl Batch<'_, '_> {
         };
         if let Some(target) = event.attribute("workflowinstanceid") {
             self.route_to_instance(&target, event.clone(), &mut r)?;
+        } else if let Some(target) = token_target(&event) {
+            match target {
+                Ok(inst) => self.route_to_instance(&inst, event.clone(), &mut r)?,
+                Err(why) => r.rejected = Some(why),
+            }
         } else {
+            if only.is_none() {
+                self.start_addressed(&event, &mut r)?;
+            }
             let matches = self.reg.matching(&event.source, &event.event_type).to_vec();
             let mut seen = BTreeSet::new();
             for m in matches {
@@ -222,6 +234,15 @@ impl Batch<'_, '_> {
                     })
                 });
                 match ed {
+                    _ if d.as_ref().is_some_and(|d| d.machine.is_some()) => {
+                        r.rejected = Some(format!(
+                            "instance {target} runs an ASL machine, which takes only task \
+                             token answers ({}, {}, {} with a tasktoken attribute)",
+                            crate::engine::asl::TASK_SUCCESS,
+                            crate::engine::asl::TASK_FAILURE,
+                            crate::engine::asl::TASK_HEARTBEAT
+                        ))
+                    }
                     Some(ed) => {
                         let ttl = self.ttl(ed);
                         self.buffer(target, event, ttl)?;
@@ -334,7 +355,7 @@ impl Batch<'_, '_> {
 /// Instances started by events get ids derived from the events (on the partition of their
 /// key), so the same start event delivered twice (Kafka and HTTP, or a producer retry) starts
 /// one instance.
-fn start_id(p: PartitionId, workflow: &str, events: &[Event]) -> String {
+pub(super) fn start_id(p: PartitionId, workflow: &str, events: &[Event]) -> String {
     let mut seed = workflow.to_string();
     for e in events {
         seed.push('\n');

@@ -18,9 +18,6 @@ pub fn start(
         Some(text) => serde_json::from_str(text)
             .map_err(|e| format!("--data is not JSON: {e} (for example --data '{{\"x\": 1}}')"))?,
     };
-    if !input.is_object() {
-        return Err("--data must be a JSON object (the workflow's input)".into());
-    }
     let headers: Vec<(&str, String)> = key
         .map(|k| vec![("Idempotency-Key", k.to_string())])
         .unwrap_or_default();

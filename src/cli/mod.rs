@@ -216,16 +216,8 @@ fn graph(file: &std::path::Path, format: GraphFormat) -> Result<(), String> {
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let g = if crate::asl::is_asl(file) {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| format!("{}: cannot read: {e}", file.display()))?;
-        let fmt = crate::load::Format::from_path(file).unwrap_or(crate::load::Format::Json);
-        let m = crate::asl::parse(&file.display().to_string(), &text, fmt).map_err(located)?;
-        crate::graph::Graph::of_machine(&m.machine)
-    } else {
-        let def = crate::definition::Definition::load(file).map_err(located)?;
-        crate::graph::Graph::of(&def.workflow)
-    };
+    let def = crate::definition::Definition::load(file).map_err(located)?;
+    let g = crate::graph::Graph::of_definition(&def);
     let marks = crate::graph::Marks::default();
     match format {
         GraphFormat::Mermaid => print!("{}", crate::graph::mermaid_of(&g)),

@@ -114,6 +114,10 @@ pub enum Activity {
         run: Run,
     },
     CallbackWait,
+    /// An Amazon States Language machine's run (all of it: the language has its own threads).
+    Machine {
+        machine: Box<super::asl::thread::MachineRun>,
+    },
 }
 
 #[derive(Deserialize)]
@@ -204,6 +208,7 @@ enum ActivityTag {
     ForEach,
     CallbackAction,
     CallbackWait,
+    Machine,
 }
 
 #[derive(Deserialize)]
@@ -216,6 +221,7 @@ struct ActivityRepr {
     finished: Option<Vec<usize>>,
     child: Option<String>,
     items: Option<Vec<Value>>,
+    machine: Option<Box<super::asl::thread::MachineRun>>,
 }
 
 impl TryFrom<ActivityRepr> for Activity {
@@ -251,6 +257,9 @@ impl TryFrom<ActivityRepr> for Activity {
                 run: need(r.run, "callbackAction", "run")?,
             },
             ActivityTag::CallbackWait => Activity::CallbackWait,
+            ActivityTag::Machine => Activity::Machine {
+                machine: need(r.machine, "machine", "machine")?,
+            },
         })
     }
 }

@@ -9,6 +9,7 @@
 //! `errors` (onError and failing), `produce` (produced events with deterministic ids).
 
 mod activity;
+pub mod asl;
 pub mod data;
 mod errors;
 mod events;
@@ -126,7 +127,9 @@ pub enum EngineError {
     NotStarted(String),
     #[error("instance {0} has already started")]
     AlreadyStarted(String),
-    #[error("workflow input must be a JSON object, found {0}")]
+    #[error(
+        "a Serverless Workflow's input must be a JSON object, found {0} (ASL machines take any JSON)"
+    )]
     InputNotObject(&'static str),
     #[error(
         "instance {id} is not waiting for an event of type {event_type:?} from {event_source:?}"
@@ -140,6 +143,11 @@ pub enum EngineError {
     NoStartState(String),
     #[error("instance is in state {0:?}, which the definition does not have (was it redeployed?)")]
     UnknownState(String),
+    #[error(
+        "task token {0:?} is not awaited: its task already finished, failed, timed out or was \
+         retried (each attempt has its own token)"
+    )]
+    TokenNotAwaited(String),
 }
 
 /// Applies one input to an instance, which it takes: the next instance is built in place
@@ -191,6 +199,9 @@ pub fn apply_with(
         (Input::Start { .. }, false) => {}
         (_, false) => return Err(EngineError::NotStarted(instance.id.clone())),
         _ => {}
+    }
+    if let Some(m) = &def.machine {
+        return asl::apply(m, instance, input, now, limits);
     }
     if let Some(name) = &instance.state {
         if def.workflow.state(name).is_none() {
@@ -253,7 +264,7 @@ fn status_of(inst: &Instance) -> Status {
         Activity::Parallel { lanes, .. } | Activity::ForEach { lanes, .. } => {
             lanes.iter().any(busy_lane)
         }
-        Activity::Subflow { .. } | Activity::Idle => true,
+        Activity::Subflow { .. } | Activity::Idle | Activity::Machine { .. } => true,
         Activity::AwaitEvents { .. }
         | Activity::SwitchWait
         | Activity::Delay

@@ -100,7 +100,7 @@ pub fn produce(
 }
 
 /// The length of a value's JSON, counted without building it.
-fn json_size(v: &impl serde::Serialize) -> usize {
+pub(crate) fn json_size(v: &impl serde::Serialize) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

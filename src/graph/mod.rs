@@ -61,6 +61,14 @@ pub struct Marks {
 }
 
 impl Graph {
+    /// The graph of a deployable definition, in its language.
+    pub fn of_definition(def: &crate::definition::Definition) -> Graph {
+        match &def.machine {
+            Some(m) => Graph::of_machine(m),
+            None => Graph::of(&def.workflow),
+        }
+    }
+
     pub fn of(wf: &Workflow) -> Graph {
         let mut nodes = vec![Node::Start];
         let mut edges = Vec::new();

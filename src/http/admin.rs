@@ -29,7 +29,7 @@ pub async fn start(
         serde_json::from_slice(&body).map_err(|e| {
             ApiError(
                 StatusCode::BAD_REQUEST,
-                format!("the body must be the workflow input as a JSON object: {e}"),
+                format!("the body must be the workflow input as JSON (an object for a Serverless Workflow, any value for an ASL machine): {e}"),
             )
         })?
     };

@@ -35,7 +35,8 @@ pub async fn workflow(
         "file": d.file,
         "deployed": d.deployed,
         "source": d.source,
-        "states": w.states.iter().map(|s| json!({"name": s.name(), "type": s.common().kind})).collect::<Vec<_>>(),
+        "language": if d.def.machine.is_some() { "asl" } else { "serverless-workflow" },
+        "states": states_of(&d.def),
         "warnings": d.def.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
     }))
     .into_response())
@@ -48,7 +49,7 @@ pub async fn workflow_graph(
     Query(q): Query<GraphQuery>,
 ) -> Result<Response, ApiError> {
     let d = s.shared.definition(&id).ok_or_else(|| unknown(&id))?;
-    draw(&d.def.workflow, &Marks::default(), q.format.as_deref())
+    draw(&d.def, &Marks::default(), q.format.as_deref())
 }
 
 fn unknown(id: &str) -> ApiError {
@@ -94,15 +95,33 @@ pub fn instance_graph(
     if !marks.finished {
         marks.current = rec.instance.state.clone();
     }
-    draw(&deployed.def.workflow, &marks, format)
+    draw(&deployed.def, &marks, format)
+}
+
+/// The top-level states of a definition: name and type.
+fn states_of(def: &crate::definition::Definition) -> Vec<serde_json::Value> {
+    match &def.machine {
+        Some(m) => m
+            .body
+            .states
+            .iter()
+            .map(|s| json!({"name": s.name, "type": s.kind.type_name()}))
+            .collect(),
+        None => def
+            .workflow
+            .states
+            .iter()
+            .map(|s| json!({"name": s.name(), "type": s.common().kind}))
+            .collect(),
+    }
 }
 
 fn draw(
-    wf: &crate::model::Workflow,
+    def: &crate::definition::Definition,
     marks: &Marks,
     format: Option<&str>,
 ) -> Result<Response, ApiError> {
-    let g = Graph::of(wf);
+    let g = Graph::of_definition(def);
     let (body, kind) = match format.unwrap_or("svg") {
         "svg" => (
             crate::graph::svg(&g, marks)
@@ -113,7 +132,7 @@ fn draw(
             crate::graph::dot(&g, marks),
             "text/vnd.graphviz; charset=utf-8",
         ),
-        "mermaid" => (crate::graph::mermaid(wf), "text/plain; charset=utf-8"),
+        "mermaid" => (crate::graph::mermaid_of(&g), "text/plain; charset=utf-8"),
         other => {
             return Err(ApiError(
                 StatusCode::BAD_REQUEST,

@@ -22,6 +22,13 @@ impl Env {
         Env::with(def)
     }
 
+    /// An Amazon States Language machine (JSON) named `machine.asl.json`.
+    pub fn asl(text: &str) -> Env {
+        let def = Definition::parse("machine.asl.json", text, Format::Json)
+            .unwrap_or_else(|e| panic!("{:#?}", e.diagnostics));
+        Env::with(def)
+    }
+
     pub fn json_file(path: &str) -> Env {
         let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
         Env::with(Definition::load(&full).unwrap_or_else(|e| panic!("{:#?}", e.diagnostics)))

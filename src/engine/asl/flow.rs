@@ -1,0 +1,195 @@
+//! Entering states and following transitions until a thread waits or ends; what an error
+//! does to a state (its Retry, then its Catch, else the thread fails).
+
+use super::keys::{self, Timer};
+use super::states;
+use super::thread::{Doing, Thread};
+use super::Cx;
+use crate::asl::data::{error_output, place, Failure};
+use crate::asl::model::{Errors, Flow, Retrier, States};
+use crate::engine::MAX_STATES_PER_INPUT;
+use serde_json::Value;
+
+/// What a state did when it was entered or when an input reached it.
+#[derive(Debug)]
+pub enum Outcome {
+    /// It waits for a call, a timer or an event.
+    Waiting,
+    /// It is done: go on with this output.
+    Go(Flow, Value),
+    /// It failed.
+    Error(Fault),
+}
+
+/// A state's error, and whether a branch or iteration raised it (`States.BranchFailed`
+/// matches those).
+#[derive(Debug)]
+pub struct Fault {
+    pub failure: Failure,
+    pub branch: bool,
+}
+
+impl Outcome {
+    pub fn error(failure: Failure) -> Outcome {
+        Outcome::Error(Fault {
+            failure,
+            branch: false,
+        })
+    }
+}
+
+/// How a thread stands after settling.
+#[derive(Debug)]
+pub enum Ended {
+    No,
+    Output(Value),
+    Failed(Failure),
+}
+
+/// `Start`: the execution's input and start time, the machine's deadline, the first state.
+pub fn start(cx: &mut Cx, input: Value) -> Thread {
+    cx.input = input.clone();
+    cx.started = cx.stamp();
+    let m = cx.m;
+    if let Some(s) = m.timeout_seconds {
+        let id = keys::timer(&cx.inst.id, 0, Timer::Deadline, 0);
+        cx.arm(id, cx.now + chrono::Duration::seconds(s as i64));
+    }
+    let mut root = Thread::blank();
+    let o = enter(cx, &m.body, &mut root, &m.body.start_at, input);
+    finish_root(cx, root, o)
+}
+
+/// Settles the root thread after `o`; its end is the machine's.
+pub fn finish_root(cx: &mut Cx, mut root: Thread, o: Outcome) -> Thread {
+    let m = cx.m;
+    match settle(cx, &m.body, &mut root, o) {
+        Ended::No => {}
+        Ended::Output(v) => cx.complete(v),
+        Ended::Failed(f) => cx.fail(f),
+    }
+    root
+}
+
+/// Enters state `name` of `scope` on thread `th` and starts its work.
+pub fn enter(cx: &mut Cx, scope: &States, th: &mut Thread, name: &str, input: Value) -> Outcome {
+    cx.inst.visit += 1;
+    cx.entered += 1;
+    cx.path.push(name.to_string());
+    *th = Thread {
+        state: name.to_string(),
+        visit: cx.inst.visit,
+        entered: cx.stamp(),
+        input,
+        attempt: 0,
+        retries: Vec::new(),
+        doing: Doing::Entering,
+    };
+    states::run(cx, scope, th)
+}
+
+/// Follows `o` until the thread waits, ends, or fails with nothing to handle it.
+pub fn settle(cx: &mut Cx, scope: &States, th: &mut Thread, o: Outcome) -> Ended {
+    let mut o = o;
+    loop {
+        o = match o {
+            Outcome::Waiting => return Ended::No,
+            Outcome::Go(Flow::End, v) => return Ended::Output(v),
+            Outcome::Go(Flow::Next(next), v) => {
+                if cx.entered >= MAX_STATES_PER_INPUT {
+                    return Ended::Failed(Failure::new(
+                        "States.Runtime",
+                        format!(
+                            "more than {MAX_STATES_PER_INPUT} states entered without waiting for \
+                             anything (a loop that never waits?)"
+                        ),
+                    ));
+                }
+                enter(cx, scope, th, &next, v)
+            }
+            Outcome::Error(fault) => match recover(cx, scope, th, fault) {
+                Ok(o) => o,
+                Err(f) => return Ended::Failed(f),
+            },
+        }
+    }
+}
+
+/// The state's answer to an error: the first retrier that matches it, while it has
+/// attempts left; else the first catcher that matches; else the error stands.
+fn recover(cx: &mut Cx, scope: &States, th: &mut Thread, fault: Fault) -> Result<Outcome, Failure> {
+    let Some(st) = scope.get(&th.state) else {
+        return Err(fault.failure);
+    };
+    let hits = |e: &Errors| {
+        e.matches(&fault.failure.error)
+            || (fault.branch && e.0.iter().any(|n| n == "States.BranchFailed"))
+    };
+    let retriers = st.kind.retriers();
+    if let Some(i) = retriers.iter().position(|r| hits(&r.errors)) {
+        th.retries.resize(retriers.len(), 0);
+        let used = th.retries[i];
+        if u64::from(used) < retriers[i].max_attempts {
+            th.retries[i] += 1;
+            th.attempt += 1;
+            let id = keys::timer(&cx.inst.id, th.visit, Timer::Retry, th.attempt);
+            cx.arm(id, cx.now + delay(&retriers[i], used));
+            th.doing = Doing::Retry;
+            return Ok(Outcome::Waiting);
+        }
+    }
+    match st.kind.catchers().iter().find(|c| hits(&c.errors)) {
+        Some(c) => {
+            let f = &fault.failure;
+            let out = place(&c.result_path, &th.input, error_output(&f.error, &f.cause))?;
+            Ok(Outcome::Go(Flow::Next(c.next.clone()), out))
+        }
+        None => Err(fault.failure),
+    }
+}
+
+/// The wait before retry `n` (0: the first): `IntervalSeconds x BackoffRate^n`, at most
+/// `MaxDelaySeconds`, to the millisecond.
+pub fn delay(r: &Retrier, n: u32) -> chrono::Duration {
+    let mut secs = r.interval_seconds as f64 * r.backoff_rate.powi(n.min(1000) as i32);
+    if let Some(max) = r.max_delay_seconds {
+        secs = secs.min(max as f64);
+    }
+    // a year is more than any retry should wait; it also keeps the arithmetic finite
+    let ms = (secs * 1000.0).min(365.0 * 86_400_000.0).round() as i64;
+    chrono::Duration::milliseconds(ms)
+}
+
+impl Thread {
+    /// A thread not in any state yet (filled in by [`enter`]).
+    pub fn blank() -> Thread {
+        Thread {
+            state: String::new(),
+            visit: 0,
+            entered: String::new(),
+            input: Value::Null,
+            attempt: 0,
+            retries: Vec::new(),
+            doing: Doing::Entering,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::asl::model::Errors;
+
+    #[test]
+    fn retry_waits_grow_by_the_backoff_rate_and_stop_at_the_cap() {
+        let r = Retrier {
+            errors: Errors(vec!["States.ALL".into()]),
+            interval_seconds: 3,
+            max_attempts: 5,
+            backoff_rate: 1.5,
+            max_delay_seconds: Some(6),
+        };
+        let waits: Vec<i64> = (0..4).map(|n| delay(&r, n).num_milliseconds()).collect();
+        assert_eq!(waits, vec![3000, 4500, 6000, 6000]);
+    }
+}

@@ -1,0 +1,144 @@
+//! Parallel and Map states: one lane per branch or item, each a thread of its own over the
+//! branch's (iterator's) states, inside the same instance. The state is done when every lane
+//! is, with their outputs in order; the first lane to fail stops the others and fails the
+//! state (docs/semantics.md "Amazon States Language").
+
+use super::flow::{self, Ended, Fault, Outcome};
+use super::states::go;
+use super::thread::{Doing, Lane, Thread};
+use super::Cx;
+use crate::asl::data::{effective_input, effective_output, fill, input_path, select, Failure};
+use crate::asl::model::{Kind, PathField, State, States};
+use serde_json::{json, Value};
+
+/// The states lane `i` of fork state `st` runs.
+pub fn scope(st: &State, i: usize) -> Option<&States> {
+    match &st.kind {
+        Kind::Parallel(p) => p.branches.get(i),
+        Kind::Map(m) => Some(&m.iterator),
+        _ => None,
+    }
+}
+
+/// Enters a Parallel or Map state: its lanes, started as far as `MaxConcurrency` allows.
+pub fn start(cx: &mut Cx, st: &State, th: &mut Thread, ctx: &Value) -> Result<Outcome, Failure> {
+    let (lanes, limit) = match &st.kind {
+        Kind::Parallel(p) => {
+            let eff = effective_input(&st.io, &th.input, ctx)?;
+            let lanes = p
+                .branches
+                .iter()
+                .map(|_| Lane::Waiting { input: eff.clone() })
+                .collect();
+            (lanes, 0)
+        }
+        Kind::Map(m) => {
+            let selected = input_path(&st.io, &th.input, ctx)?;
+            let items = match &m.items_path {
+                PathField::Path(p) => select(p, &selected, ctx, "ItemsPath")?,
+                PathField::Default | PathField::Null => selected.clone(),
+            };
+            let Value::Array(items) = items else {
+                return Err(Failure::new(
+                    "States.Runtime",
+                    format!(
+                        "the items of Map state {:?} are not an array (ItemsPath selects {})",
+                        st.name,
+                        crate::asl::out::kind(&items)
+                    ),
+                ));
+            };
+            let mut lanes = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                let input = match &st.io.parameters {
+                    Some(t) => {
+                        let mut c = ctx.clone();
+                        c["Map"] = json!({"Item": {"Index": i, "Value": item}});
+                        fill(t, &selected, &c, "ItemSelector")?
+                    }
+                    None => item,
+                };
+                lanes.push(Lane::Waiting { input });
+            }
+            (lanes, m.max_concurrency)
+        }
+        _ => unreachable!("fork::start is called for Parallel and Map states"),
+    };
+    th.doing = Doing::Fork { lanes, limit };
+    Ok(pump(cx, st, th))
+}
+
+/// Starts waiting lanes while the limit allows, and finishes the state when every lane is
+/// done (or when one failed).
+pub fn pump(cx: &mut Cx, st: &State, th: &mut Thread) -> Outcome {
+    let Doing::Fork { lanes, limit } = &mut th.doing else {
+        return Outcome::Waiting;
+    };
+    let limit = *limit;
+    let mut running = lanes
+        .iter()
+        .filter(|l| matches!(l, Lane::Running { .. }))
+        .count() as u64;
+    let mut failure = None;
+    for (i, lane) in lanes.iter_mut().enumerate() {
+        if limit != 0 && running >= limit {
+            break;
+        }
+        let Lane::Waiting { input } = lane else {
+            continue;
+        };
+        let input = input.take();
+        let Some(scope) = scope(st, i) else { continue };
+        let mut t = Thread::blank();
+        let o = flow::enter(cx, scope, &mut t, &scope.start_at, input);
+        match flow::settle(cx, scope, &mut t, o) {
+            Ended::No => {
+                *lane = Lane::Running {
+                    thread: Box::new(t),
+                };
+                running += 1;
+            }
+            Ended::Output(v) => *lane = Lane::Done { output: v },
+            Ended::Failed(f) => {
+                *lane = Lane::Done {
+                    output: Value::Null,
+                };
+                failure = Some(f);
+                break;
+            }
+        }
+    }
+    if let Some(f) = failure {
+        return failed(cx, th, f);
+    }
+    let Doing::Fork { lanes, .. } = &mut th.doing else {
+        return Outcome::Waiting;
+    };
+    if !lanes.iter().all(|l| matches!(l, Lane::Done { .. })) {
+        return Outcome::Waiting;
+    }
+    let results = std::mem::take(lanes)
+        .into_iter()
+        .map(|l| match l {
+            Lane::Done { output } => output,
+            _ => Value::Null,
+        })
+        .collect();
+    th.doing = Doing::Entering;
+    let ctx = cx.context(th);
+    match effective_output(&st.io, &th.input, Value::Array(results), &ctx) {
+        Ok(v) => go(st, v),
+        Err(f) => Outcome::error(f),
+    }
+}
+
+/// A lane failed: the others stop (their timers go; late answers to them are ignored) and
+/// the state fails with the lane's error.
+pub fn failed(cx: &mut Cx, th: &mut Thread, f: Failure) -> Outcome {
+    cx.quiet(th);
+    th.doing = Doing::Entering;
+    Outcome::Error(Fault {
+        failure: f,
+        branch: true,
+    })
+}

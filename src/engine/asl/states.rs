@@ -1,0 +1,220 @@
+//! What each state type does when it is entered (or retried): Pass, Task, Choice, Wait,
+//! Succeed and Fail here; Parallel and Map in `fork`.
+
+use super::flow::Outcome;
+use super::keys::{self, Timer};
+use super::thread::{Doing, Thread};
+use super::{fork, Cx, TASK_EVENT};
+use crate::asl::data::{effective_input, effective_output, output, Failure};
+use crate::asl::model::{Flow, Kind, Seconds, State, States, Task, Wait};
+use crate::engine::instance::Event;
+use crate::engine::produce::{event_id, json_size};
+use crate::engine::Action;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Map, Value};
+
+/// Starts the work of `th`'s current state.
+pub fn run(cx: &mut Cx, scope: &States, th: &mut Thread) -> Outcome {
+    let Some(st) = scope.get(&th.state) else {
+        return Outcome::error(Failure::new(
+            "States.Runtime",
+            format!("no state named {:?} here", th.state),
+        ));
+    };
+    run_state(cx, st, th).unwrap_or_else(Outcome::error)
+}
+
+/// The state is done with `output`: its `Next` (or the end).
+pub fn go(st: &State, output: Value) -> Outcome {
+    Outcome::Go(st.flow.clone().unwrap_or(Flow::End), output)
+}
+
+fn run_state(cx: &mut Cx, st: &State, th: &mut Thread) -> Result<Outcome, Failure> {
+    let ctx = cx.context(th);
+    match &st.kind {
+        Kind::Pass { result } => {
+            let eff = effective_input(&st.io, &th.input, &ctx)?;
+            let result = result.clone().unwrap_or(eff);
+            Ok(go(st, effective_output(&st.io, &th.input, result, &ctx)?))
+        }
+        Kind::Task(t) => task(cx, st, t, th, ctx),
+        Kind::Choice(c) => {
+            let eff = effective_input(&st.io, &th.input, &ctx)?;
+            for (rule, next) in &c.choices {
+                let hit = rule
+                    .eval(&eff, &ctx)
+                    .map_err(|m| Failure::new("States.Runtime", m.to_string()))?;
+                if hit {
+                    let out = output(&st.io, &eff, &ctx)?;
+                    return Ok(Outcome::Go(Flow::Next(next.clone()), out));
+                }
+            }
+            match &c.default {
+                Some(d) => Ok(Outcome::Go(
+                    Flow::Next(d.clone()),
+                    output(&st.io, &eff, &ctx)?,
+                )),
+                None => Err(Failure::new(
+                    "States.NoChoiceMatched",
+                    format!(
+                        "no Choice Rule of state {:?} matched its input and it has no Default",
+                        st.name
+                    ),
+                )),
+            }
+        }
+        Kind::Wait(w) => {
+            let eff = effective_input(&st.io, &th.input, &ctx)?;
+            let due = wait_until(cx.now, w, &eff)?;
+            if due <= cx.now {
+                return Ok(go(st, output(&st.io, &eff, &ctx)?));
+            }
+            cx.arm(keys::timer(&cx.inst.id, th.visit, Timer::Wait, 0), due);
+            th.doing = Doing::Wait;
+            Ok(Outcome::Waiting)
+        }
+        Kind::Succeed => {
+            let eff = effective_input(&st.io, &th.input, &ctx)?;
+            Ok(Outcome::Go(Flow::End, output(&st.io, &eff, &ctx)?))
+        }
+        Kind::Fail { error, cause } => Err(Failure {
+            error: error.clone().unwrap_or_default(),
+            cause: cause.clone().unwrap_or_default(),
+        }),
+        Kind::Parallel(_) | Kind::Map(_) => fork::start(cx, st, th, &ctx),
+    }
+}
+
+/// A Wait state's timer fired: its output.
+pub fn after_wait(cx: &Cx, st: &State, th: &Thread) -> Outcome {
+    let ctx = cx.context(th);
+    effective_input(&st.io, &th.input, &ctx)
+        .and_then(|eff| output(&st.io, &eff, &ctx))
+        .map(|v| go(st, v))
+        .unwrap_or_else(Outcome::error)
+}
+
+/// When a Wait state's wait ends.
+fn wait_until(now: DateTime<Utc>, w: &Wait, input: &Value) -> Result<DateTime<Utc>, Failure> {
+    Ok(match w {
+        Wait::Seconds(s) => now + chrono::Duration::seconds(*s as i64),
+        Wait::Timestamp(t) => *t,
+        Wait::SecondsPath(p) => {
+            let s = p.get(input).and_then(Value::as_u64).ok_or_else(|| {
+                Failure::new(
+                    "States.Runtime",
+                    format!("SecondsPath {p} does not select a non-negative whole number in the state's input"),
+                )
+            })?;
+            now + chrono::Duration::seconds(s.min(i64::MAX as u64 / 1000) as i64)
+        }
+        Wait::TimestampPath(p) => p
+            .get(input)
+            .and_then(Value::as_str)
+            .and_then(crate::asl::rules::timestamp)
+            .ok_or_else(|| {
+                Failure::new(
+                    "States.Runtime",
+                    format!("TimestampPath {p} does not select an RFC 3339 timestamp (e.g. \"2026-03-14T01:59:00Z\") in the state's input"),
+                )
+            })?,
+    })
+}
+
+/// A seconds field's value: fixed, or read from the state's input.
+pub fn seconds(s: &Seconds, input: &Value, field: &str) -> Result<u64, Failure> {
+    match s {
+        Seconds::Fixed(n) => Ok(*n),
+        Seconds::Path(p) => p
+            .get(input)
+            .and_then(Value::as_u64)
+            .filter(|n| *n > 0)
+            .ok_or_else(|| {
+                Failure::new(
+                    "States.Runtime",
+                    format!(
+                        "{field}Path {p} does not select a positive whole number in the state's input"
+                    ),
+                )
+            }),
+    }
+}
+
+/// A Task: the call (or, with `.waitForTaskToken`, the event carrying the task token) and
+/// its `TimeoutSeconds` and `HeartbeatSeconds` timers.
+fn task(
+    cx: &mut Cx,
+    st: &State,
+    t: &Task,
+    th: &mut Thread,
+    mut ctx: Value,
+) -> Result<Outcome, Failure> {
+    let key = keys::call(&cx.inst.id, th.visit, th.attempt);
+    let token = t.waits_for_token();
+    if token {
+        ctx["Task"] = json!({ "Token": key });
+    }
+    let eff = effective_input(&st.io, &th.input, &ctx)?;
+    let timeout = seconds(&t.timeout, &th.input, "TimeoutSeconds")?;
+    let heartbeat = match &t.heartbeat {
+        Some(h) => Some(seconds(h, &th.input, "HeartbeatSeconds")?),
+        None => None,
+    };
+    if token {
+        let resource = t.resource.trim_end_matches(".waitForTaskToken");
+        produce_task(cx, &key, resource, eff)?;
+        th.doing = Doing::Token;
+    } else {
+        cx.out.push(Action::Invoke {
+            key,
+            function: t.resource.clone(),
+            resource: t.resource.clone(),
+            parameters: eff,
+            attempt: th.attempt,
+        });
+        th.doing = Doing::Call;
+    }
+    let (id, visit, attempt) = (cx.inst.id.clone(), th.visit, th.attempt);
+    let now = cx.now;
+    let after = |s: u64| now + chrono::Duration::seconds(s.min(i64::MAX as u64 / 1000) as i64);
+    let due = after(timeout);
+    let beat = heartbeat.map(after);
+    cx.arm(keys::timer(&id, visit, Timer::Timeout, attempt), due);
+    if let Some(due) = beat {
+        cx.arm(keys::timer(&id, visit, Timer::Heartbeat, attempt), due);
+    }
+    Ok(Outcome::Waiting)
+}
+
+/// The event a `.waitForTaskToken` Task sends: its effective input as data, the token and
+/// the resource as attributes.
+fn produce_task(cx: &mut Cx, token: &str, resource: &str, data: Value) -> Result<(), Failure> {
+    let mut extensions = Map::new();
+    extensions.insert("tasktoken".into(), json!(token));
+    extensions.insert("taskresource".into(), json!(resource));
+    extensions.insert("workflowid".into(), json!(cx.inst.workflow_id));
+    extensions.insert("workflowinstanceid".into(), json!(cx.inst.id));
+    let event = Event {
+        id: event_id(&cx.inst.id, cx.inst.seq),
+        source: format!("/flowbroker/{}", cx.inst.workflow_id),
+        event_type: TASK_EVENT.into(),
+        time: Some(cx.stamp()),
+        datacontenttype: Some("application/json".into()),
+        subject: None,
+        data: Some(data),
+        extensions,
+    };
+    let size = json_size(&event);
+    if size > cx.limits.max_event_bytes {
+        return Err(Failure::new(
+            "States.Runtime",
+            format!(
+                "the task event for {resource:?} would be {size} bytes of JSON, over the limit of {} (kafka.max_event_bytes)",
+                cx.limits.max_event_bytes
+            ),
+        ));
+    }
+    cx.inst.seq += 1;
+    cx.out.push(Action::Produce { event });
+    Ok(())
+}
