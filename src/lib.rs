@@ -1,5 +1,5 @@
 //! flowbroker: a Kafka-native CloudEvents workflow broker for the Serverless Workflow language
-//! (August 2020 draft).
+//! (August 2020 draft) and the Amazon States Language.
 //!
 //! # Layout
 //!
@@ -12,7 +12,8 @@
 //!   start/end/transitions, actions, filters, onError, retry).
 //! - [`validate`]: semantic checks (references, durations, cron, expressions, exits), each a
 //!   [`diag::Diagnostic`] with file, JSON path and fix; compiles every expression once.
-//! - [`definition`]: a validated [`model::Workflow`] plus its compiled expressions, ready to run.
+//! - [`definition`]: a validated [`model::Workflow`] plus its compiled expressions, or an ASL
+//!   machine (`*.asl.json`), ready to run.
 //! - [`family`]: what sub-workflows inherit from the workflows that run them (function and
 //!   event definitions), at validation and at run time.
 //! - [`expr`]: `{{ JsonPath }}` expressions, interpolation, truthiness (glue over jsonpath-rust).
@@ -20,7 +21,8 @@
 //!   croner, chrono-tz).
 //! - [`diag`]: located diagnostics and "did you mean" suggestions.
 //! - [`asl`]: Amazon States Language, the second language: machines read and validated with
-//!   located errors, paths, data processing and Choice Rules (docs/asl.md).
+//!   located errors, paths, data processing and Choice Rules (docs/asl.md); run by
+//!   [`engine::asl`].
 //! - [`trace`]: W3C trace context carried from an instance's start to everything it does;
 //!   finished spans as plain data ([`trace::span`]).
 //!
@@ -28,7 +30,7 @@
 //! - [`engine`]: `engine::apply(definition, instance, input, now)` -> next instance +
 //!   [`engine::Action`]s (produce, invoke, arm/cancel timer, start/cancel child,
 //!   complete/terminate/fail). Inputs and instances are serde data, so runs can be stored and
-//!   replayed.
+//!   replayed. [`engine::asl`] is the ASL interpreter behind the same types.
 //!
 //! Broker (the running service, `flowbroker run`):
 //! - [`server`]: builds everything from [`config::Config`] and wires the tasks.

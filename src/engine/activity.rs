@@ -323,6 +323,27 @@ mod tests {
             },
             Activity::CallbackAction { run },
             Activity::CallbackWait,
+            Activity::Machine {
+                machine: Box::new(super::super::asl::thread::MachineRun {
+                    input: json!([1]),
+                    started: "2026-01-01T00:00:00.000Z".into(),
+                    root: super::super::asl::thread::Thread {
+                        state: "P".into(),
+                        visit: 1,
+                        entered: "2026-01-01T00:00:00.000Z".into(),
+                        input: json!({}),
+                        attempt: 0,
+                        retries: vec![],
+                        doing: super::super::asl::thread::Doing::Fork {
+                            lanes: vec![
+                                super::super::asl::thread::Lane::Waiting { input: json!(1) },
+                                super::super::asl::thread::Lane::Done { output: json!(2) },
+                            ],
+                            limit: 1,
+                        },
+                    },
+                }),
+            },
         ];
         for a in all {
             let text = serde_json::to_string(&a).unwrap();

@@ -6,7 +6,8 @@
 //! actions, lanes, slots, read back without serde's buffering), `data` (merge and filter rules), `flow` (entering,
 //! completing and leaving states), `run` (action lists, retries), `lanes` (parallel branches
 //! and foreach iterations), `events` (what an instance waits for and consuming events),
-//! `errors` (onError and failing), `produce` (produced events with deterministic ids).
+//! `errors` (onError and failing), `produce` (produced events with deterministic ids);
+//! [`asl`], the Amazon States Language interpreter a machine's inputs go to.
 
 mod activity;
 pub mod asl;
