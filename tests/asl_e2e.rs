@@ -291,6 +291,7 @@ fn a_wait_survives_a_sigkill_and_fires_once() {
         "the wait was cut short: {waited}"
     );
     out.lifecycle(&id, "completed", 30);
+    pinned_across_an_edit(&broker);
     let completions = out
         .events("flowbroker.instance.completed")
         .into_iter()
@@ -301,4 +302,34 @@ fn a_wait_survives_a_sigkill_and_fires_once() {
         })
         .count();
     assert_eq!(completions, 1);
+}
+
+/// An edited machine serves new runs; a run in flight finishes on the version it started on.
+fn pinned_across_an_edit(broker: &Broker) {
+    let version = || broker.get("/v1/workflows/pause").1["version"].clone();
+    let v1 = version();
+    let (_, started) = broker.post("/v1/workflows/pause/instances", json!({"pause": 6}));
+    let old = started["id"].as_str().unwrap().to_string();
+    let edited = PAUSE.replace(
+        r#""started.$": "$$.Execution.StartTime""#,
+        r#""started.$": "$$.Execution.StartTime", "v": 2"#,
+    );
+    std::fs::write(broker.workflow_path("pause.asl.json"), edited).unwrap();
+    wait_for(30, "the edited machine to deploy", || {
+        (version() != v1).then_some(())
+    });
+    assert_eq!(
+        broker.instance(&old)["status"],
+        json!("WAITING"),
+        "the edit landed while the old run waited"
+    );
+    let (_, started) = broker.post("/v1/workflows/pause/instances", json!({"pause": 0}));
+    let new = started["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        broker.wait_status(&new, "COMPLETED", 30)["output"]["v"],
+        json!(2)
+    );
+    let done = broker.wait_status(&old, "COMPLETED", 30);
+    assert_eq!(done["version"], v1);
+    assert!(done["output"].get("v").is_none(), "{}", done["output"]);
 }

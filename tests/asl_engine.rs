@@ -529,3 +529,75 @@ fn non_object_input_runs_and_the_execution_input_stays_in_the_context() {
     env.start(json!([4, 5]));
     assert_eq!(env.output(), json!({"first": 4, "all": [4, 5]}));
 }
+
+#[test]
+fn a_parallel_state_is_retried_whole_and_then_succeeds() {
+    let mut env = Env::asl(
+        r#"{"StartAt": "P", "States": {"P": {"Type": "Parallel", "End": true,
+            "Retry": [{"ErrorEquals": ["Flaky"], "IntervalSeconds": 5, "MaxAttempts": 1}],
+            "Branches": [
+                {"StartAt": "A", "States": {"A": {"Type": "Task", "Resource": "http://a", "End": true}}},
+                {"StartAt": "B", "States": {"B": {"Type": "Pass", "Result": "b", "End": true}}}
+            ]}}}"#,
+    );
+    env.start(json!({}));
+    let acts = env.fail("i1/2/t0", "Flaky");
+    assert_eq!(
+        timers(&acts),
+        vec![("i1/1/retry1".to_string(), env.now + Duration::seconds(5))]
+    );
+    env.advance(Duration::seconds(5));
+    let acts = env.fire("i1/1/retry1");
+    let calls = invokes(&acts);
+    assert_eq!(
+        calls[0].0, "i1/4/t0",
+        "the branches run again as new visits"
+    );
+    env.result("i1/4/t0", json!("a"));
+    assert_eq!(env.output(), json!(["a", "b"]));
+}
+
+#[test]
+fn a_map_item_failure_is_retried_then_caught() {
+    let mut env = Env::asl(
+        r#"{"StartAt": "M", "States": {
+            "M": {"Type": "Map", "Next": "Ok", "ItemsPath": "$.items",
+                  "Iterator": {"StartAt": "T", "States": {"T": {"Type": "Task", "Resource": "http://t", "End": true}}},
+                  "Retry": [{"ErrorEquals": ["States.ALL"], "IntervalSeconds": 1, "MaxAttempts": 1}],
+                  "Catch": [{"ErrorEquals": ["States.BranchFailed"], "ResultPath": "$.failed", "Next": "Failed"}]},
+            "Ok": {"Type": "Succeed"},
+            "Failed": {"Type": "Pass", "End": true}}}"#,
+    );
+    let acts = env.start(json!({"items": [1, 2]}));
+    assert_eq!(
+        invokes(&acts).len(),
+        2,
+        "no MaxConcurrency: every item at once"
+    );
+    // item 1 fails while item 0 is still out; the item-0 call's answer then counts for nothing
+    env.fail("i1/3/t0", "Down");
+    assert!(env.result("i1/2/t0", json!(1)).is_empty());
+    env.fire("i1/1/retry1");
+    env.fail("i1/5/t0", "Down");
+    assert_eq!(env.inst.state.as_deref(), Some("Failed"));
+    assert_eq!(
+        env.output()["failed"],
+        json!({"Error": "Down", "Cause": "Down happened"})
+    );
+}
+
+#[test]
+fn data_errors_in_states_without_handlers_fail_the_run() {
+    let mut env = Env::asl(
+        r#"{"StartAt": "P", "States": {"P": {"Type": "Pass", "Parameters": {"x.$": "$.nope"}, "End": true}}}"#,
+    );
+    env.start(json!({}));
+    assert_eq!(error_of(&env).0, "States.ParameterPathFailure");
+    let mut env = Env::asl(
+        r#"{"StartAt": "S", "States": {"S": {"Type": "Succeed", "OutputPath": "$.nope"}}}"#,
+    );
+    env.start(json!({}));
+    let (name, cause) = error_of(&env);
+    assert_eq!(name, "States.Runtime");
+    assert!(cause.contains("OutputPath"), "{cause}");
+}
