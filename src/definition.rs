@@ -24,6 +24,24 @@ pub struct Definition {
     pub warnings: Vec<Diagnostic>,
 }
 
+/// The language a definition is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    ServerlessWorkflow,
+    /// Amazon States Language.
+    Asl,
+}
+
+impl Language {
+    /// The name the API gives it: `serverless-workflow` or `asl`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Language::ServerlessWorkflow => "serverless-workflow",
+            Language::Asl => "asl",
+        }
+    }
+}
+
 /// Why a definition could not be loaded: every error and warning, located.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("{} error(s) in workflow definition", .diagnostics.iter().filter(|d| d.is_error()).count())]
@@ -194,6 +212,13 @@ impl Definition {
 
     pub fn id(&self) -> &str {
         &self.workflow.id
+    }
+
+    pub fn language(&self) -> Language {
+        match self.machine {
+            Some(_) => Language::Asl,
+            None => Language::ServerlessWorkflow,
+        }
     }
 
     /// The compiled expression for `source` (compiled at load time; compiled now only if the

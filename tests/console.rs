@@ -221,6 +221,53 @@ fn the_console_shows_workflows_instances_and_an_instance_in_a_real_browser() {
     );
 }
 
+const MACHINE: &str = r#"{
+  "Comment": "an ASL machine in the console",
+  "StartAt": "Prepare",
+  "States": {
+    "Prepare": {"Type": "Pass", "Result": {"ready": true}, "ResultPath": "$.prep", "Next": "Pause"},
+    "Pause": {"Type": "Wait", "Seconds": 3600, "Next": "Done"},
+    "Done": {"Type": "Succeed"}
+  }
+}"#;
+
+#[test]
+fn the_console_shows_an_asl_machine_and_its_run() {
+    let kafka = Kafka::start();
+    let broker = Broker::start(&kafka, &[("hold.asl.json", MACHINE)], &[]);
+    wait_for(30, "the machine to deploy", || {
+        (broker.get("/v1/workflows/hold").0 == 200).then_some(())
+    });
+    let (code, started) = broker.post("/v1/workflows/hold/instances", json!({"n": 1}));
+    assert_eq!(code, 201, "{started}");
+    let id = started["id"].as_str().unwrap().to_string();
+    broker.wait_status(&id, "WAITING", 30);
+    let base = format!("http://{}", broker.http);
+
+    let home = rendered(&format!("{base}/ui/"));
+    assert!(home.contains("data-ready=\"true\""), "{home}");
+    assert!(
+        home.contains("data-language=\"asl\">Amazon States Language<"),
+        "{home}"
+    );
+    let page = rendered(&format!("{base}/ui/instances/{id}"));
+    assert!(page.contains("data-status=\"WAITING\""), "{page}");
+    assert!(page.contains("id=\"current-state\">Pause<"), "{page}");
+    assert!(page.contains("id=\"visited\">Prepare → Pause<"), "{page}");
+    assert!(page.contains("<svg"), "the graph is drawn: {page}");
+    assert!(
+        page.to_lowercase().contains("#ffd666"),
+        "current marked: {page}"
+    );
+    assert!(page.contains("\"ready\": true"), "its data: {page}");
+    let wf = rendered(&format!("{base}/ui/workflows/hold"));
+    assert!(
+        wf.contains("id=\"language\">Amazon States Language<"),
+        "{wf}"
+    );
+    assert!(wf.contains("Pause (Wait)"), "the machine's graph: {wf}");
+}
+
 #[test]
 fn with_a_token_the_console_asks_for_it_once_and_keeps_it_in_a_cookie() {
     let kafka = Kafka::start();

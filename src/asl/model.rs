@@ -33,6 +33,9 @@ pub struct Machine {
     /// The whole run's limit (`TimeoutSeconds`): `States.Timeout` after it.
     pub timeout_seconds: Option<u64>,
     pub body: States,
+    /// Whether any path reads the context object (`$$...`); when none does, the interpreter
+    /// does not build it.
+    pub uses_context: bool,
 }
 
 /// Where a state goes when it is done.

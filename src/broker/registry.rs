@@ -325,6 +325,8 @@ pub struct WorkflowView {
     pub version: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub workflow_version: Option<String>,
+    /// `serverless-workflow` or `asl`.
+    pub language: &'static str,
     pub file: String,
     pub deployed: DateTime<Utc>,
     pub warnings: Vec<String>,
@@ -337,6 +339,7 @@ impl From<&Deployed> for WorkflowView {
             name: d.def.workflow.name.clone(),
             version: d.version.clone(),
             workflow_version: d.def.workflow.version.as_ref().map(|v| v.0.clone()),
+            language: d.def.language().as_str(),
             file: d.file.clone(),
             deployed: d.deployed,
             warnings: d.def.warnings.iter().map(|w| w.to_string()).collect(),

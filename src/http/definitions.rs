@@ -35,7 +35,7 @@ pub async fn workflow(
         "file": d.file,
         "deployed": d.deployed,
         "source": d.source,
-        "language": if d.def.machine.is_some() { "asl" } else { "serverless-workflow" },
+        "language": d.def.language().as_str(),
         "states": states_of(&d.def),
         "warnings": d.def.warnings.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
     }))

@@ -139,7 +139,18 @@ pub fn machine(v: &Value, out: &mut Out) -> Option<Machine> {
         version,
         timeout_seconds,
         body,
+        uses_context: mentions_context(v),
     })
+}
+
+/// Whether any string in the machine starts with `$$` (a path on the context object).
+fn mentions_context(v: &Value) -> bool {
+    match v {
+        Value::String(s) => s.trim_start().starts_with("$$"),
+        Value::Array(a) => a.iter().any(mentions_context),
+        Value::Object(o) => o.values().any(mentions_context),
+        _ => false,
+    }
 }
 
 /// `StartAt` and `States` of the top level, a branch or an iterator at `at`.

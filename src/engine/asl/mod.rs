@@ -125,24 +125,27 @@ impl Cx<'_> {
     /// Disarms every timer of `th` and of the threads below it (a state left, a fork's
     /// lanes stopped).
     pub fn quiet(&mut self, th: &Thread) {
-        for t in th.walk() {
-            let mine: Vec<String> = self
-                .inst
-                .timers
-                .iter()
-                .filter(|id| {
-                    keys::parse_timer(&self.inst.id, id).is_some_and(|(v, _, _)| v == t.visit)
-                })
-                .cloned()
-                .collect();
-            for id in mine {
-                self.disarm(&id);
-            }
+        let visits: std::collections::HashSet<u64> = th.walk().iter().map(|t| t.visit).collect();
+        let mine: Vec<String> = self
+            .inst
+            .timers
+            .iter()
+            .filter(|id| {
+                keys::parse_timer(&self.inst.id, id).is_some_and(|(v, _, _)| visits.contains(&v))
+            })
+            .cloned()
+            .collect();
+        for id in mine {
+            self.disarm(&id);
         }
     }
 
-    /// The context object (`$$`) as a state of `th` sees it.
+    /// The context object (`$$`) as a state of `th` sees it (`null` when no path of the
+    /// machine reads it).
     pub fn context(&self, th: &Thread) -> Value {
+        if !self.m.uses_context {
+            return Value::Null;
+        }
         json!({
             "Execution": {
                 "Id": self.inst.id,

@@ -60,16 +60,21 @@ function failed(e) {
 
 // ---- /ui/ : workflows, invalid files, instances ----
 
+function languageName(l) {
+  return l === "asl" ? "Amazon States Language" : "Serverless Workflow";
+}
+
 async function home() {
   const params = new URLSearchParams(location.search);
   const [wf] = await Promise.all([api("/v1/workflows")]);
   const workflows = el("section", { id: "workflows" },
     el("h2", {}, "Deployed workflows"),
     el("table", {},
-      el("thead", {}, el("tr", {}, ["Workflow", "Name", "Version", "File", "Deployed", "Warnings"].map((h) => el("th", {}, h)))),
+      el("thead", {}, el("tr", {}, ["Workflow", "Name", "Language", "Version", "File", "Deployed", "Warnings"].map((h) => el("th", {}, h)))),
       el("tbody", {}, (wf.workflows || []).map((w) => el("tr", {},
         el("td", {}, workflowLink(w.id)),
         el("td", {}, w.name),
+        el("td", { "data-language": w.language }, languageName(w.language)),
         el("td", { class: "mono" }, w.workflowVersion ? `${w.workflowVersion} (${w.version.slice(0, 12)})` : w.version.slice(0, 12)),
         el("td", { class: "mono" }, w.file),
         el("td", {}, when(w.deployed)),
@@ -142,6 +147,7 @@ async function workflowPage(id) {
     el("h1", {}, w.name, " ", el("span", { class: "muted mono" }, w.id)),
     el("section", {},
       el("dl", { class: "facts" },
+        el("dt", {}, "Language"), el("dd", { id: "language" }, languageName(w.language)),
         el("dt", {}, "Version"), el("dd", { class: "mono" }, w.workflowVersion ? `${w.workflowVersion} (${w.version})` : w.version),
         el("dt", {}, "File"), el("dd", { class: "mono" }, w.file),
         el("dt", {}, "Deployed"), el("dd", {}, when(w.deployed)),
