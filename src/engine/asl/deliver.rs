@@ -3,12 +3,13 @@
 //! in that visit (down through the forks), and whatever that state does next is followed up
 //! to the root. An input for a visit or attempt that is over is ignored.
 
-use super::flow::{self, Ended, Outcome};
+use super::cx::Cx;
+use super::flow;
 use super::fork;
-use super::keys::{self, Timer};
-use super::states::{self, go};
+use super::keys::{self, Timer, TASK_FAILURE, TASK_HEARTBEAT, TASK_SUCCESS};
+use super::outcome::{go, Ended, Outcome};
+use super::states;
 use super::thread::{Doing, Lane, Thread};
-use super::{Cx, TASK_FAILURE, TASK_HEARTBEAT, TASK_SUCCESS};
 use crate::asl::data::{effective_output, Failure};
 use crate::asl::model::{Kind, States};
 use crate::engine::instance::{Event, Status};
@@ -189,7 +190,7 @@ fn find(cx: &mut Cx, scope: &States, th: &mut Thread, visit: u64, d: &Delivery) 
     }
     match moved? {
         None => Some(Outcome::Waiting),
-        Some(Ok(())) => Some(fork::pump(cx, st, th)),
+        Some(Ok(())) => Some(Outcome::Lanes),
         Some(Err(f)) => Some(fork::failed(cx, th, f)),
     }
 }

@@ -1,50 +1,16 @@
 //! Entering states and following transitions until a thread waits or ends; what an error
 //! does to a state (its Retry, then its Catch, else the thread fails).
 
+use super::cx::Cx;
+use super::fork;
 use super::keys::{self, Timer};
+use super::outcome::{Ended, Fault, Outcome};
 use super::states;
-use super::thread::{Doing, Thread};
-use super::Cx;
+use super::thread::{Doing, Lane, Thread};
 use crate::asl::data::{error_output, place, Failure};
-use crate::asl::model::{Errors, Flow, Retrier, States};
+use crate::asl::model::{Errors, Flow, Retrier, State, States};
 use crate::engine::MAX_STATES_PER_INPUT;
 use serde_json::Value;
-
-/// What a state did when it was entered or when an input reached it.
-#[derive(Debug)]
-pub enum Outcome {
-    /// It waits for a call, a timer or an event.
-    Waiting,
-    /// It is done: go on with this output.
-    Go(Flow, Value),
-    /// It failed.
-    Error(Fault),
-}
-
-/// A state's error, and whether a branch or iteration raised it (`States.BranchFailed`
-/// matches those).
-#[derive(Debug)]
-pub struct Fault {
-    pub failure: Failure,
-    pub branch: bool,
-}
-
-impl Outcome {
-    pub fn error(failure: Failure) -> Outcome {
-        Outcome::Error(Fault {
-            failure,
-            branch: false,
-        })
-    }
-}
-
-/// How a thread stands after settling.
-#[derive(Debug)]
-pub enum Ended {
-    No,
-    Output(Value),
-    Failed(Failure),
-}
 
 /// `Start`: the execution's input and start time, the machine's deadline, the first state.
 pub fn start(cx: &mut Cx, input: Value) -> Thread {
@@ -111,8 +77,60 @@ pub fn settle(cx: &mut Cx, scope: &States, th: &mut Thread, o: Outcome) -> Ended
                 Ok(o) => o,
                 Err(f) => return Ended::Failed(f),
             },
+            Outcome::Lanes => match scope.get(&th.state) {
+                Some(st) => pump(cx, st, th),
+                None => return Ended::No,
+            },
         }
     }
+}
+
+/// Starts a fork's waiting lanes while `MaxConcurrency` allows (each runs until it waits or
+/// ends), then finishes the state if every lane is done, or fails it if one failed.
+pub fn pump(cx: &mut Cx, st: &State, th: &mut Thread) -> Outcome {
+    let Doing::Fork { lanes, limit } = &mut th.doing else {
+        return Outcome::Waiting;
+    };
+    let limit = *limit;
+    let mut running = lanes
+        .iter()
+        .filter(|l| matches!(l, Lane::Running { .. }))
+        .count() as u64;
+    let mut failure = None;
+    for (i, lane) in lanes.iter_mut().enumerate() {
+        if limit != 0 && running >= limit {
+            break;
+        }
+        let Lane::Waiting { input } = lane else {
+            continue;
+        };
+        let input = input.take();
+        let Some(scope) = fork::scope(st, i) else {
+            continue;
+        };
+        let mut t = Thread::blank();
+        let o = enter(cx, scope, &mut t, &scope.start_at, input);
+        match settle(cx, scope, &mut t, o) {
+            Ended::No => {
+                *lane = Lane::Running {
+                    thread: Box::new(t),
+                };
+                running += 1;
+            }
+            Ended::Output(v) => *lane = Lane::Done { output: v },
+            Ended::Failed(f) => {
+                *lane = Lane::Done {
+                    output: Value::Null,
+                };
+                failure = Some(f);
+                break;
+            }
+        }
+    }
+    if let Some(f) = failure {
+        return fork::failed(cx, th, f);
+    }
+    fork::finish(cx, st, th)
 }
 
 /// The state's answer to an error: the first retrier that matches it, while it has
@@ -158,21 +176,6 @@ pub fn delay(r: &Retrier, n: u32) -> chrono::Duration {
     // a year is more than any retry should wait; it also keeps the arithmetic finite
     let ms = (secs * 1000.0).min(365.0 * 86_400_000.0).round() as i64;
     chrono::Duration::milliseconds(ms)
-}
-
-impl Thread {
-    /// A thread not in any state yet (filled in by [`enter`]).
-    pub fn blank() -> Thread {
-        Thread {
-            state: String::new(),
-            visit: 0,
-            entered: String::new(),
-            input: Value::Null,
-            attempt: 0,
-            retries: Vec::new(),
-            doing: Doing::Entering,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -3,10 +3,9 @@
 //! is, with their outputs in order; the first lane to fail stops the others and fails the
 //! state (docs/semantics.md "Amazon States Language").
 
-use super::flow::{self, Ended, Fault, Outcome};
-use super::states::go;
+use super::cx::Cx;
+use super::outcome::{go, Fault, Outcome};
 use super::thread::{Doing, Lane, Thread};
-use super::Cx;
 use crate::asl::data::{effective_input, effective_output, fill, input_path, select, Failure};
 use crate::asl::model::{Kind, PathField, State, States};
 use serde_json::{json, Value};
@@ -20,8 +19,9 @@ pub fn scope(st: &State, i: usize) -> Option<&States> {
     }
 }
 
-/// Enters a Parallel or Map state: its lanes, started as far as `MaxConcurrency` allows.
-pub fn start(cx: &mut Cx, st: &State, th: &mut Thread, ctx: &Value) -> Result<Outcome, Failure> {
+/// Enters a Parallel or Map state: one waiting lane per branch or item (`flow` starts them
+/// as far as `MaxConcurrency` allows).
+pub fn start(st: &State, th: &mut Thread, ctx: &Value) -> Result<Outcome, Failure> {
     let (lanes, limit) = match &st.kind {
         Kind::Parallel(p) => {
             let eff = effective_input(&st.io, &th.input, ctx)?;
@@ -65,52 +65,12 @@ pub fn start(cx: &mut Cx, st: &State, th: &mut Thread, ctx: &Value) -> Result<Ou
         _ => unreachable!("fork::start is called for Parallel and Map states"),
     };
     th.doing = Doing::Fork { lanes, limit };
-    Ok(pump(cx, st, th))
+    Ok(Outcome::Lanes)
 }
 
-/// Starts waiting lanes while the limit allows, and finishes the state when every lane is
-/// done (or when one failed).
-pub fn pump(cx: &mut Cx, st: &State, th: &mut Thread) -> Outcome {
-    let Doing::Fork { lanes, limit } = &mut th.doing else {
-        return Outcome::Waiting;
-    };
-    let limit = *limit;
-    let mut running = lanes
-        .iter()
-        .filter(|l| matches!(l, Lane::Running { .. }))
-        .count() as u64;
-    let mut failure = None;
-    for (i, lane) in lanes.iter_mut().enumerate() {
-        if limit != 0 && running >= limit {
-            break;
-        }
-        let Lane::Waiting { input } = lane else {
-            continue;
-        };
-        let input = input.take();
-        let Some(scope) = scope(st, i) else { continue };
-        let mut t = Thread::blank();
-        let o = flow::enter(cx, scope, &mut t, &scope.start_at, input);
-        match flow::settle(cx, scope, &mut t, o) {
-            Ended::No => {
-                *lane = Lane::Running {
-                    thread: Box::new(t),
-                };
-                running += 1;
-            }
-            Ended::Output(v) => *lane = Lane::Done { output: v },
-            Ended::Failed(f) => {
-                *lane = Lane::Done {
-                    output: Value::Null,
-                };
-                failure = Some(f);
-                break;
-            }
-        }
-    }
-    if let Some(f) = failure {
-        return failed(cx, th, f);
-    }
+/// The state's outcome once its lanes have been started as far as they can be: done, with
+/// the lanes' outputs in order, when every lane is; else waiting.
+pub fn finish(cx: &mut Cx, st: &State, th: &mut Thread) -> Outcome {
     let Doing::Fork { lanes, .. } = &mut th.doing else {
         return Outcome::Waiting;
     };

@@ -1,6 +1,17 @@
 //! The ids a machine hands out: call keys (which are also task tokens) and timer ids, each
 //! `{instance}/{visit}/{what}{attempt}`, so an input names the thread and attempt it is for
-//! and a stale one (an earlier visit or attempt) is told and ignored.
+//! and a stale one (an earlier visit or attempt) is told and ignored; and the types of the
+//! events that carry task tokens.
+
+/// The event type a `.waitForTaskToken` Task sends: its data is the effective input, its
+/// `tasktoken` attribute the token to answer with.
+pub const TASK_EVENT: &str = "flowbroker.task.requested";
+/// Answers to a task token (attribute `tasktoken`): the data is the task's result.
+pub const TASK_SUCCESS: &str = "flowbroker.task.success";
+/// The data is `{"error": ..., "cause": ...}`.
+pub const TASK_FAILURE: &str = "flowbroker.task.failure";
+/// Restarts the task's `HeartbeatSeconds` clock.
+pub const TASK_HEARTBEAT: &str = "flowbroker.task.heartbeat";
 
 /// What a timer is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,10 +1,11 @@
 //! What each state type does when it is entered (or retried): Pass, Task, Choice, Wait,
 //! Succeed and Fail here; Parallel and Map in `fork`.
 
-use super::flow::Outcome;
-use super::keys::{self, Timer};
+use super::cx::Cx;
+use super::fork;
+use super::keys::{self, Timer, TASK_EVENT};
+use super::outcome::{go, Outcome};
 use super::thread::{Doing, Thread};
-use super::{fork, Cx, TASK_EVENT};
 use crate::asl::data::{effective_input, effective_output, output, Failure};
 use crate::asl::model::{Flow, Kind, Seconds, State, States, Task, Wait};
 use crate::engine::instance::Event;
@@ -22,11 +23,6 @@ pub fn run(cx: &mut Cx, scope: &States, th: &mut Thread) -> Outcome {
         ));
     };
     run_state(cx, st, th).unwrap_or_else(Outcome::error)
-}
-
-/// The state is done with `output`: its `Next` (or the end).
-pub fn go(st: &State, output: Value) -> Outcome {
-    Outcome::Go(st.flow.clone().unwrap_or(Flow::End), output)
 }
 
 fn run_state(cx: &mut Cx, st: &State, th: &mut Thread) -> Result<Outcome, Failure> {
@@ -81,7 +77,7 @@ fn run_state(cx: &mut Cx, st: &State, th: &mut Thread) -> Result<Outcome, Failur
             error: error.clone().unwrap_or_default(),
             cause: cause.clone().unwrap_or_default(),
         }),
-        Kind::Parallel(_) | Kind::Map(_) => fork::start(cx, st, th, &ctx),
+        Kind::Parallel(_) | Kind::Map(_) => fork::start(st, th, &ctx),
     }
 }
 

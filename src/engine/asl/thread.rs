@@ -77,6 +77,19 @@ pub enum Lane {
 }
 
 impl Thread {
+    /// A thread not in any state yet (`flow::enter` fills it in).
+    pub fn blank() -> Thread {
+        Thread {
+            state: String::new(),
+            visit: 0,
+            entered: String::new(),
+            input: Value::Null,
+            attempt: 0,
+            retries: Vec::new(),
+            doing: Doing::Entering,
+        }
+    }
+
     /// Every thread from this one down (this first).
     pub fn walk(&self) -> Vec<&Thread> {
         let mut out = vec![self];

@@ -1,0 +1,98 @@
+//! The working context of one `apply` on a machine: the instance, the actions so far, the
+//! clock reading, and what every state needs (timers, the context object, ending the run).
+
+use super::keys;
+use super::thread::Thread;
+use crate::asl::data::Failure;
+use crate::asl::Machine;
+use crate::engine::instance::{ErrorInfo, Instance, Status};
+use crate::engine::{Action, Limits};
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde_json::{json, Value};
+
+/// Working context of one `apply`.
+pub(crate) struct Cx<'a> {
+    pub m: &'a Machine,
+    /// The instance, its activity taken out while the threads run.
+    pub inst: Instance,
+    pub now: DateTime<Utc>,
+    pub out: Vec<Action>,
+    /// The states entered during this apply, in order.
+    pub path: Vec<String>,
+    pub entered: u32,
+    pub limits: Limits,
+    /// `$$.Execution.Input` and `.StartTime`.
+    pub input: Value,
+    pub started: String,
+}
+
+impl Cx<'_> {
+    pub fn stamp(&self) -> String {
+        self.now.to_rfc3339_opts(SecondsFormat::Millis, true)
+    }
+
+    pub fn arm(&mut self, id: String, due: DateTime<Utc>) {
+        self.inst.timers.insert(id.clone());
+        self.out.push(Action::ArmTimer { id, due });
+    }
+
+    pub fn disarm(&mut self, id: &str) {
+        if self.inst.timers.remove(id) {
+            self.out.push(Action::CancelTimer { id: id.to_string() });
+        }
+    }
+
+    /// Disarms every timer of `th` and of the threads below it (a state left, a fork's
+    /// lanes stopped).
+    pub fn quiet(&mut self, th: &Thread) {
+        let visits: std::collections::HashSet<u64> = th.walk().iter().map(|t| t.visit).collect();
+        let mine: Vec<String> = self
+            .inst
+            .timers
+            .iter()
+            .filter(|id| {
+                keys::parse_timer(&self.inst.id, id).is_some_and(|(v, _, _)| visits.contains(&v))
+            })
+            .cloned()
+            .collect();
+        for id in mine {
+            self.disarm(&id);
+        }
+    }
+
+    /// The context object (`$$`) as a state of `th` sees it (`null` when no path of the
+    /// machine reads it).
+    pub fn context(&self, th: &Thread) -> Value {
+        if !self.m.uses_context {
+            return Value::Null;
+        }
+        json!({
+            "Execution": {
+                "Id": self.inst.id,
+                "Name": self.inst.id,
+                "Input": self.input,
+                "StartTime": self.started,
+            },
+            "StateMachine": {"Id": self.inst.workflow_id, "Name": self.inst.workflow_id},
+            "State": {"Name": th.state, "EnteredTime": th.entered, "RetryCount": th.attempt},
+        })
+    }
+
+    /// Ends the run: the machine's output.
+    pub fn complete(&mut self, output: Value) {
+        self.inst.status = Status::Completed;
+        self.inst.output = Some(output.clone());
+        self.out.push(Action::Complete { output });
+    }
+
+    /// Ends the run failed: every timer goes.
+    pub fn fail(&mut self, f: Failure) {
+        for id in std::mem::take(&mut self.inst.timers) {
+            self.out.push(Action::CancelTimer { id });
+        }
+        let error = ErrorInfo::new(f.error, f.cause);
+        self.inst.status = Status::Failed;
+        self.inst.error = Some(error.clone());
+        self.out.push(Action::Fail { error });
+    }
+}
