@@ -33,9 +33,19 @@ pub struct Machine {
     /// The whole run's limit (`TimeoutSeconds`): `States.Timeout` after it.
     pub timeout_seconds: Option<u64>,
     pub body: States,
-    /// Whether any path reads the context object (`$$...`); when none does, the interpreter
-    /// does not build it.
-    pub uses_context: bool,
+    /// What the paths read of the context object (`$$...`): the interpreter builds no more.
+    pub context: ContextUse,
+}
+
+/// How much of the context object a machine's paths can reach.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ContextUse {
+    /// No path reads `$$`.
+    None,
+    /// Only fields other than `$$.Execution.Input`.
+    WithoutInput,
+    /// Possibly everything.
+    Full,
 }
 
 /// Where a state goes when it is done.

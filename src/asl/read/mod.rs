@@ -139,17 +139,40 @@ pub fn machine(v: &Value, out: &mut Out) -> Option<Machine> {
         version,
         timeout_seconds,
         body,
-        uses_context: mentions_context(v),
+        context: context_use(v),
     })
 }
 
-/// Whether any string in the machine starts with `$$` (a path on the context object).
-fn mentions_context(v: &Value) -> bool {
+/// What the machine's paths read of the context object: any string starting with `$$` is a
+/// path on it; one that could reach `$$.Execution.Input` needs the input copied into it.
+fn context_use(v: &Value) -> ContextUse {
+    const WITHOUT_INPUT: [&str; 7] = [
+        "$$.State.",
+        "$$.StateMachine.",
+        "$$.Task.",
+        "$$.Map.",
+        "$$.Execution.Id",
+        "$$.Execution.Name",
+        "$$.Execution.StartTime",
+    ];
     match v {
-        Value::String(s) => s.trim_start().starts_with("$$"),
-        Value::Array(a) => a.iter().any(mentions_context),
-        Value::Object(o) => o.values().any(mentions_context),
-        _ => false,
+        Value::String(s) => {
+            let s = s.trim_start();
+            if !s.starts_with("$$") {
+                ContextUse::None
+            } else if WITHOUT_INPUT.iter().any(|p| s.starts_with(p)) && !s.contains("..") {
+                ContextUse::WithoutInput
+            } else {
+                ContextUse::Full
+            }
+        }
+        Value::Array(a) => a.iter().map(context_use).max().unwrap_or(ContextUse::None),
+        Value::Object(o) => o
+            .values()
+            .map(context_use)
+            .max()
+            .unwrap_or(ContextUse::None),
+        _ => ContextUse::None,
     }
 }
 
@@ -465,4 +488,33 @@ fn map_state(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<MapState
         retry,
         catch,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_context_a_machine_reads_is_found_in_its_strings() {
+        let use_of = |v: Value| context_use(&json!({"States": {"S": {"Parameters": v}}}));
+        assert_eq!(use_of(json!({"a.$": "$.x"})), ContextUse::None);
+        assert_eq!(
+            use_of(json!({"a.$": "$$.Execution.Id", "b.$": "$$.Map.Item.Value"})),
+            ContextUse::WithoutInput
+        );
+        for reaches_input in [
+            "$$.Execution.Input.order",
+            "$$",
+            "$$.Execution",
+            "$$..order",
+            "$$['Execution']['Input']",
+        ] {
+            assert_eq!(
+                use_of(json!([{"a.$": "$$.State.Name"}, {"b.$": reaches_input}])),
+                ContextUse::Full,
+                "{reaches_input}"
+            );
+        }
+    }
 }

@@ -4,6 +4,7 @@
 use super::keys;
 use super::thread::Thread;
 use crate::asl::data::Failure;
+use crate::asl::model::ContextUse;
 use crate::asl::Machine;
 use crate::engine::instance::{ErrorInfo, Instance, Status};
 use crate::engine::{Action, Limits};
@@ -60,17 +61,20 @@ impl Cx<'_> {
         }
     }
 
-    /// The context object (`$$`) as a state of `th` sees it (`null` when no path of the
-    /// machine reads it).
+    /// The context object (`$$`) as a state of `th` sees it: `null` when no path of the
+    /// machine reads it, without `Execution.Input` (a copy of the run's input) when none can
+    /// reach that.
     pub fn context(&self, th: &Thread) -> Value {
-        if !self.m.uses_context {
-            return Value::Null;
-        }
+        let input = match self.m.context {
+            ContextUse::None => return Value::Null,
+            ContextUse::WithoutInput => Value::Null,
+            ContextUse::Full => self.input.clone(),
+        };
         json!({
             "Execution": {
                 "Id": self.inst.id,
                 "Name": self.inst.id,
-                "Input": self.input,
+                "Input": input,
                 "StartTime": self.started,
             },
             "StateMachine": {"Id": self.inst.workflow_id, "Name": self.inst.workflow_id},
