@@ -499,6 +499,16 @@ fn the_machine_timeout_fails_the_run_and_cancel_disarms_everything() {
     assert_eq!(cancelled(&acts), vec!["i1/1/wait0"]);
     assert_eq!(error_of(&env).0, "States.Timeout");
 
+    // a run that ends in time takes its deadline with it
+    let mut env = Env::asl(
+        r#"{"StartAt": "W", "TimeoutSeconds": 100, "States": {
+        "W": {"Type": "Wait", "Seconds": 10, "End": true}}}"#,
+    );
+    env.start(json!({}));
+    let acts = env.fire("i1/1/wait0");
+    assert_eq!(cancelled(&acts), vec!["i1/0/deadline0"]);
+    assert_eq!(env.status(), Status::Completed);
+
     let mut env = Env::asl(text);
     env.start(json!({}));
     let acts = env.feed(Input::Cancel);

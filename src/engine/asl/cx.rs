@@ -82,8 +82,16 @@ impl Cx<'_> {
         })
     }
 
+    /// Disarms every timer of the run (it ends: the machine's deadline among them).
+    pub fn disarm_all(&mut self) {
+        for id in std::mem::take(&mut self.inst.timers) {
+            self.out.push(Action::CancelTimer { id });
+        }
+    }
+
     /// Ends the run: the machine's output.
     pub fn complete(&mut self, output: Value) {
+        self.disarm_all();
         self.inst.status = Status::Completed;
         self.inst.output = Some(output.clone());
         self.out.push(Action::Complete { output });
@@ -91,9 +99,7 @@ impl Cx<'_> {
 
     /// Ends the run failed: every timer goes.
     pub fn fail(&mut self, f: Failure) {
-        for id in std::mem::take(&mut self.inst.timers) {
-            self.out.push(Action::CancelTimer { id });
-        }
+        self.disarm_all();
         let error = ErrorInfo::new(f.error, f.cause);
         self.inst.status = Status::Failed;
         self.inst.error = Some(error.clone());

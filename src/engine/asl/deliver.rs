@@ -101,9 +101,7 @@ pub fn input(cx: &mut Cx, root: Thread, input: Input) -> Result<Thread, EngineEr
             (visit, d)
         }
         Input::Cancel => {
-            for t in std::mem::take(&mut cx.inst.timers) {
-                cx.out.push(Action::CancelTimer { id: t });
-            }
+            cx.disarm_all();
             cx.inst.status = Status::Cancelled;
             cx.out.push(Action::Cancelled);
             return Ok(root);
