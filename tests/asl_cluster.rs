@@ -28,25 +28,6 @@ const REVIEW: &str = r#"{
 
 const N: usize = 24;
 
-fn owned(b: &Broker) -> Vec<u16> {
-    let (_, v) = b.get("/health");
-    v["statePartitions"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_u64().map(|n| n as u16))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn partition(id: &str) -> u16 {
-    id.strip_prefix('p')
-        .and_then(|r| r.split_once('-'))
-        .and_then(|(n, _)| n.parse().ok())
-        .unwrap()
-}
-
 #[test]
 fn token_answers_find_their_machines_after_a_broker_is_killed() {
     let kafka = Kafka::start();
@@ -58,7 +39,7 @@ fn token_answers_find_their_machines_after_a_broker_is_killed() {
     let mut a = Broker::start(&kafka, &[("review.asl.json", REVIEW)], &env);
     let b = Broker::start(&kafka, &[("review.asl.json", REVIEW)], &env);
     wait_for(60, "both brokers to own partitions", || {
-        (!owned(&a).is_empty() && !owned(&b).is_empty()).then_some(())
+        (!a.owned().is_empty() && !b.owned().is_empty()).then_some(())
     });
     let p = kafka.producer();
     for i in 0..N {
@@ -83,10 +64,10 @@ fn token_answers_find_their_machines_after_a_broker_is_killed() {
         .collect();
     assert_eq!(tokens.len(), N, "one machine per start event");
     let on_a: BTreeSet<&String> = {
-        let mine = owned(&a);
+        let mine = a.owned();
         tokens
             .keys()
-            .filter(|id| mine.contains(&partition(id)))
+            .filter(|id| mine.contains(&partition_of(id)))
             .collect()
     };
     assert!(!on_a.is_empty(), "a owns machines waiting on their tokens");
@@ -109,7 +90,7 @@ fn token_answers_find_their_machines_after_a_broker_is_killed() {
             .collect();
         (done.len() == N).then_some(())
     });
-    assert_eq!(owned(&b).len(), 12, "b took every partition over");
+    assert_eq!(b.owned().len(), 12, "b took every partition over");
     for id in tokens.keys() {
         let v = b.instance(id);
         assert_eq!(v["status"], "COMPLETED", "{id}: {v}");

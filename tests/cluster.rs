@@ -267,18 +267,6 @@ fn brokers_come_and_go_mid_stream_and_every_order_completes_once() {
 const EVERY_SECOND: &str = include_str!("fixtures/heartbeat.yaml");
 
 /// The state partitions a broker owns, from `GET /health`.
-fn owned(b: &Broker) -> Vec<u16> {
-    let (_, v) = b.get("/health");
-    v["statePartitions"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|x| x.as_u64().map(|n| n as u16))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// A per-second cron with catch-up `all` on two brokers; the one that owns the schedule's
 /// partition is SIGKILLed and comes back. Every tick starts one instance cluster-wide, with no
 /// gap, and the schedule's own count of fired ticks equals the ticks seen. The time from the
@@ -319,7 +307,7 @@ fn a_cron_fires_every_tick_once_across_a_sigkill_of_its_owner() {
     };
     // both brokers in the group, the schedule's partition owned by one of them
     let owner_is_x = wait_for(60, "the schedule's partition to have an owner", || {
-        let (ox, oy) = (owned(&x), owned(&y));
+        let (ox, oy) = (x.owned(), y.owned());
         let both = !ox.is_empty() && !oy.is_empty();
         (both && (ox.contains(&part) || oy.contains(&part))).then(|| ox.contains(&part))
     });
@@ -382,7 +370,7 @@ fn a_cron_fires_every_tick_once_across_a_sigkill_of_its_owner() {
     // the schedule's own count (kept in its partition's state) matches the ticks seen
     let counted = wait_for(30, "the owner's schedule count to catch up", || {
         [&x, &y].iter().find_map(|b| {
-            if !owned(b).contains(&part) {
+            if !b.owned().contains(&part) {
                 return None;
             }
             let (_, v) = b.get("/v1/schedules");
@@ -434,7 +422,7 @@ fn timers_armed_before_a_hand_off_fire_once_after_it() {
     let mut a = Broker::start(&kafka, &[("timers.yaml", TIMERS)], &env);
     let b = Broker::start(&kafka, &[("timers.yaml", TIMERS)], &env);
     wait_for(60, "both brokers to own partitions", || {
-        (!owned(&a).is_empty() && !owned(&b).is_empty()).then_some(())
+        (!a.owned().is_empty() && !b.owned().is_empty()).then_some(())
     });
     let pubr = kafka.producer();
     for i in 0..N {
@@ -447,23 +435,17 @@ fn timers_armed_before_a_hand_off_fire_once_after_it() {
             json!({}),
         ));
     }
-    let part = |id: &str| {
-        id.strip_prefix('p')
-            .and_then(|r| r.split_once('-'))
-            .map(|(n, _)| n.parse::<u16>().unwrap())
-            .unwrap()
-    };
     // every instance has armed its delay; the ones on a's partitions move with the kill
     let waiting = wait_for(60, "every instance to wait on its delay", || {
         let all = b.instances("timers");
         (all.len() == N && all.iter().all(|i| i["state"] == "Wait")).then_some(all)
     });
     let on_a: BTreeSet<String> = {
-        let mine = owned(&a);
+        let mine = a.owned();
         waiting
             .iter()
             .map(|i| i["id"].as_str().unwrap().to_string())
-            .filter(|id| mine.contains(&part(id)))
+            .filter(|id| mine.contains(&partition_of(id)))
             .collect()
     };
     assert!(!on_a.is_empty(), "a owns instances whose delay is armed");
@@ -472,7 +454,7 @@ fn timers_armed_before_a_hand_off_fire_once_after_it() {
     let listening = wait_for(60, "every instance to listen, on b alone", || {
         let all = b.instances("timers");
         let done = all.len() == N && all.iter().all(|i| i["state"] == "Listen");
-        (done && owned(&b).len() == 12).then_some(all)
+        (done && b.owned().len() == 12).then_some(all)
     });
     assert!(
         out.events("flowbroker.instance.completed").is_empty(),
@@ -481,13 +463,13 @@ fn timers_armed_before_a_hand_off_fire_once_after_it() {
     // a comes back and takes partitions back while the event timeouts are armed on b
     a.start_again();
     let back = wait_for(60, "a to own partitions again", || {
-        let mine = owned(&a);
+        let mine = a.owned();
         (!mine.is_empty()).then_some(mine)
     });
     let moved: BTreeSet<String> = listening
         .iter()
         .map(|i| i["id"].as_str().unwrap().to_string())
-        .filter(|id| back.contains(&part(id)))
+        .filter(|id| back.contains(&partition_of(id)))
         .collect();
     assert!(
         !moved.is_empty(),
@@ -551,7 +533,7 @@ fn a_new_owner_runs_instances_of_a_workflow_it_never_deployed() {
     let env = [("FLOWBROKER_CLUSTER_PARTITIONS", "12")];
     let a = Broker::start(&kafka, &[("nap.yaml", NAP)], &env);
     wait_for(60, "a to own every partition", || {
-        (owned(&a).len() == 12).then_some(())
+        (a.owned().len() == 12).then_some(())
     });
     let ids: Vec<String> = (0..N)
         .map(|_| {
@@ -560,17 +542,16 @@ fn a_new_owner_runs_instances_of_a_workflow_it_never_deployed() {
             v["id"].as_str().unwrap().to_string()
         })
         .collect();
-    let part = |id: &str| -> u16 {
-        let (n, _) = id.strip_prefix('p').unwrap().split_once('-').unwrap();
-        n.parse().unwrap()
-    };
     // b has no workflow files at all
     let b = Broker::start(&kafka, &[], &env);
     let mine = wait_for(60, "b to take partitions over", || {
-        let mine = owned(&b);
-        (!mine.is_empty() && owned(&a).len() + mine.len() == 12).then_some(mine)
+        let mine = b.owned();
+        (!mine.is_empty() && a.owned().len() + mine.len() == 12).then_some(mine)
     });
-    let moved: Vec<&String> = ids.iter().filter(|id| mine.contains(&part(id))).collect();
+    let moved: Vec<&String> = ids
+        .iter()
+        .filter(|id| mine.contains(&partition_of(id)))
+        .collect();
     assert!(!moved.is_empty(), "b owns partitions with instances of nap");
     let done = out.events("flowbroker.instance.completed").len();
     assert!(

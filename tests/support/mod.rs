@@ -796,6 +796,19 @@ impl Broker {
         })
     }
 
+    /// The state partitions this broker owns now (`/health`).
+    pub fn owned(&self) -> Vec<u16> {
+        let (_, v) = self.get("/health");
+        v["statePartitions"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|x| x.as_u64().map(|n| n as u16))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Instances of a workflow.
     pub fn instances(&self, workflow: &str) -> Vec<Value> {
         let (_, v) = self.get(&format!(
@@ -803,6 +816,14 @@ impl Broker {
         ));
         v["instances"].as_array().cloned().unwrap_or_default()
     }
+}
+
+/// The state partition an instance id carries (`p{n}-...`).
+pub fn partition_of(id: &str) -> u16 {
+    id.parse::<flowbroker::cluster::partition::InstanceId>()
+        .unwrap_or_else(|e| panic!("{id}: {e}"))
+        .partition()
+        .0
 }
 
 /// The sum of the series of metric `name` (every label set, or those containing `with`) in a
