@@ -63,14 +63,12 @@ fn step(
 fn main() {
     let measuring = std::env::args().any(|a| a == "--bench");
     let instances = if measuring { 20_000 } else { 20 };
-    let def = Definition::parse("bench.yaml", WF, Format::Yaml).unwrap();
     let now: DateTime<Utc> = "2020-01-01T00:00:00Z".parse().unwrap();
-    let mut inputs = 0u64;
-    let started = Instant::now();
-    for n in 0..instances {
-        let id = format!("o{n}");
+    let items = json!({"items": [{"sku": "a", "q": 2}, {"sku": "b", "q": 1}]});
+    let wf = Definition::parse("bench.yaml", WF, Format::Yaml).unwrap();
+    let start = |n: usize| {
         let mut ext = serde_json::Map::new();
-        ext.insert("orderid".into(), json!(id));
+        ext.insert("orderid".into(), json!(format!("o{n}")));
         let ev = Event {
             id: format!("e{n}"),
             source: "shop".into(),
@@ -78,56 +76,47 @@ fn main() {
             time: None,
             datacontenttype: None,
             subject: None,
-            data: Some(json!({"order": {"items": [{"sku": "a", "q": 2}, {"sku": "b", "q": 1}]}})),
+            data: Some(json!({"order": items})),
             extensions: ext,
         };
-        let inst = Instance::new(id.clone(), "bench");
-        let (inst, acts) = step(
-            &def,
-            inst,
-            Input::Start {
-                input: json!({}),
-                events: vec![ev],
-            },
-            now,
-        );
-        let key = |acts: &[Action]| match acts.iter().find(|a| matches!(a, Action::Invoke { .. })) {
-            Some(Action::Invoke { key, .. }) => key.clone(),
-            _ => panic!("no invoke"),
-        };
-        let (inst, acts) = step(
-            &def,
-            inst,
-            Input::ActionResult {
-                key: key(&acts),
-                result: json!({"total": 150 + n % 7}),
-            },
-            now,
-        );
-        let (inst, acts) = step(
-            &def,
-            inst,
-            Input::ActionResult {
-                key: key(&acts),
-                result: json!({"reserved": true}),
-            },
-            now,
-        );
-        assert!(inst.status.is_final() && acts.iter().any(|a| matches!(a, Action::Produce { .. })));
-        inputs += 3;
-    }
-    let secs = started.elapsed().as_secs_f64();
-    println!(
-        "engine: {instances} instances, {inputs} inputs in {secs:.3} s = {:.0} inputs/s ({:.1} us/input, store round trip included)",
-        inputs as f64 / secs,
-        secs * 1e6 / inputs as f64
+        Input::Start {
+            input: json!({}),
+            events: vec![ev],
+        }
+    };
+    let produced =
+        |_: &Instance, acts: &[Action]| acts.iter().any(|a| matches!(a, Action::Produce { .. }));
+    run("engine", &wf, instances, now, start, produced);
+    let machine = Definition::parse("bench.asl.json", MACHINE, Format::Json).unwrap();
+    let start = |n: usize| Input::Start {
+        input: json!({"orderid": format!("o{n}"), "order": items}),
+        events: vec![],
+    };
+    let big = |inst: &Instance, _: &[Action]| {
+        inst.output
+            .as_ref()
+            .is_some_and(|o| o["size"] == json!("big"))
+    };
+    run(
+        "engine (ASL machine, same shape)",
+        &machine,
+        instances,
+        now,
+        start,
+        big,
     );
-    machine(instances, now);
 }
 
-/// The same run through the ASL machine.
-fn machine(instances: usize, now: DateTime<Utc>) {
-    let def = Definition::parse("bench.asl.json", MACHINE, Format::Json).unwrap();
+/// Runs `instances` instances of `def` through their three inputs (the start, then the two
+/// calls' results), checking each finished with `done`, and prints the rate.
+fn run(
+    label: &str,
+    def: &Definition,
+    instances: usize,
+    now: DateTime<Utc>,
+    start: impl Fn(usize) -> Input,
+    done: impl Fn(&Instance, &[Action]) -> bool,
+) {
     let key = |acts: &[Action]| match acts.iter().find(|a| matches!(a, Action::Invoke { .. })) {
         Some(Action::Invoke { key, .. }) => key.clone(),
         _ => panic!("no invoke"),
@@ -135,20 +124,10 @@ fn machine(instances: usize, now: DateTime<Utc>) {
     let mut inputs = 0u64;
     let started = Instant::now();
     for n in 0..instances {
-        let id = format!("o{n}");
-        let input = json!({"orderid": id, "order": {"items": [{"sku": "a", "q": 2}, {"sku": "b", "q": 1}]}});
-        let inst = Instance::new(id.clone(), "bench");
+        let inst = Instance::new(format!("o{n}"), "bench");
+        let (inst, acts) = step(def, inst, start(n), now);
         let (inst, acts) = step(
-            &def,
-            inst,
-            Input::Start {
-                input,
-                events: vec![],
-            },
-            now,
-        );
-        let (inst, acts) = step(
-            &def,
+            def,
             inst,
             Input::ActionResult {
                 key: key(&acts),
@@ -156,8 +135,8 @@ fn machine(instances: usize, now: DateTime<Utc>) {
             },
             now,
         );
-        let (inst, _) = step(
-            &def,
+        let (inst, acts) = step(
+            def,
             inst,
             Input::ActionResult {
                 key: key(&acts),
@@ -166,17 +145,14 @@ fn machine(instances: usize, now: DateTime<Utc>) {
             now,
         );
         assert!(
-            inst.status.is_final()
-                && inst
-                    .output
-                    .as_ref()
-                    .is_some_and(|o| o["size"] == json!("big"))
+            inst.status.is_final() && done(&inst, &acts),
+            "{label}: {inst:?}"
         );
         inputs += 3;
     }
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "engine (ASL machine, same shape): {instances} instances, {inputs} inputs in {secs:.3} s = {:.0} inputs/s ({:.1} us/input, store round trip included)",
+        "{label}: {instances} instances, {inputs} inputs in {secs:.3} s = {:.0} inputs/s ({:.1} us/input, store round trip included)",
         inputs as f64 / secs,
         secs * 1e6 / inputs as f64
     );

@@ -263,9 +263,7 @@ pub fn terminate(cx: &mut Cx, output: Value) {
 
 /// Leaves the current state: disarms its timers and cancels the children it waits for.
 pub fn leave(cx: &mut Cx) {
-    for id in std::mem::take(&mut cx.inst.timers) {
-        cx.out.push(Action::CancelTimer { id });
-    }
+    super::timers::disarm_all(&mut cx.inst, &mut cx.out);
     for id in std::mem::take(&mut cx.inst.children) {
         cx.out.push(Action::CancelChild { id });
     }

@@ -6,7 +6,8 @@
 //! actions, lanes, slots, read back without serde's buffering), `data` (merge and filter rules), `flow` (entering,
 //! completing and leaving states), `run` (action lists, retries), `lanes` (parallel branches
 //! and foreach iterations), `events` (what an instance waits for and consuming events),
-//! `errors` (onError and failing), `produce` (produced events with deterministic ids);
+//! `errors` (onError and failing), `produce` (produced events with deterministic ids),
+//! `timers` (the instance's timer set and the actions, in step);
 //! [`asl`], the Amazon States Language interpreter a machine's inputs go to.
 
 mod activity;
@@ -19,6 +20,7 @@ pub mod instance;
 mod lanes;
 mod produce;
 mod run;
+pub(crate) mod timers;
 
 pub use events::{correlates, expected, waits_for};
 pub use instance::{Activity, ErrorInfo, Event, Instance, Lane, Run, Slot, Source, Status};
@@ -312,14 +314,11 @@ impl<'a> Cx<'a> {
     }
 
     pub fn arm(&mut self, id: String, due: DateTime<Utc>) {
-        self.inst.timers.insert(id.clone());
-        self.out.push(Action::ArmTimer { id, due });
+        timers::arm(&mut self.inst, &mut self.out, id, due);
     }
 
     pub fn disarm(&mut self, id: &str) {
-        if self.inst.timers.remove(id) {
-            self.out.push(Action::CancelTimer { id: id.to_string() });
-        }
+        timers::disarm(&mut self.inst, &mut self.out, id);
     }
 
     /// A compiled path for an expression field validated at deploy time.

@@ -1,8 +1,9 @@
 //! Produced events: type from the definition, deterministic id from instance and sequence,
 //! data and extension attributes evaluated against the state data.
 
-use super::instance::{ErrorInfo, Event};
+use super::instance::{ErrorInfo, Event, Instance};
 use super::{Action, Cx};
+use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
 
 /// Namespace of produced event ids (UUID v5 of `{instance}/{sequence}`).
@@ -65,42 +66,54 @@ pub fn produce(
             extensions.insert(k.to_ascii_lowercase(), value);
         }
     }
-    extensions.insert(
-        "workflowid".into(),
-        Value::String(cx.inst.workflow_id.clone()),
-    );
-    extensions.insert(
-        "workflowinstanceid".into(),
-        Value::String(cx.inst.id.clone()),
-    );
-    let id = event_id(&cx.inst.id, cx.inst.seq);
+    let (limit, ty) = (cx.limits.max_event_bytes, def.ce_type().to_string());
+    emit(&mut cx.inst, &mut cx.out, cx.now, limit, ty, payload, extensions).map_err(|size| {
+        ErrorInfo::new(
+            "EventTooLarge",
+            format!(
+                "event {name:?} ({}) would be {size} bytes of JSON, over the limit of {limit} (kafka.max_event_bytes)",
+                def.ce_type()
+            ),
+        )
+    })
+}
+
+/// Produces an event of `event_type` (both languages): the instance's next deterministic
+/// id, source `/flowbroker/{workflowId}`, `extensions` plus `workflowid` and
+/// `workflowinstanceid`. `Err(size)`, and nothing produced, when its JSON would be larger
+/// than `limit` bytes.
+pub(crate) fn emit(
+    inst: &mut Instance,
+    out: &mut Vec<Action>,
+    now: DateTime<Utc>,
+    limit: usize,
+    event_type: String,
+    data: Value,
+    mut extensions: Map<String, Value>,
+) -> Result<(), usize> {
+    extensions.insert("workflowid".into(), Value::String(inst.workflow_id.clone()));
+    extensions.insert("workflowinstanceid".into(), Value::String(inst.id.clone()));
     let event = Event {
-        id,
-        source: format!("/flowbroker/{}", cx.inst.workflow_id),
-        event_type: def.ce_type().to_string(),
-        time: Some(cx.now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
+        id: event_id(&inst.id, inst.seq),
+        source: format!("/flowbroker/{}", inst.workflow_id),
+        event_type,
+        time: Some(now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)),
         datacontenttype: Some("application/json".into()),
         subject: None,
-        data: Some(payload),
+        data: Some(data),
         extensions,
     };
     let size = json_size(&event);
-    if size > cx.limits.max_event_bytes {
-        return Err(ErrorInfo::new(
-            "EventTooLarge",
-            format!(
-                "event {name:?} ({}) would be {size} bytes of JSON, over the limit of {} (kafka.max_event_bytes)",
-                event.event_type, cx.limits.max_event_bytes
-            ),
-        ));
+    if size > limit {
+        return Err(size);
     }
-    cx.inst.seq += 1;
-    cx.out.push(Action::Produce { event });
+    inst.seq += 1;
+    out.push(Action::Produce { event });
     Ok(())
 }
 
 /// The length of a value's JSON, counted without building it.
-pub(crate) fn json_size(v: &impl serde::Serialize) -> usize {
+fn json_size(v: &impl serde::Serialize) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

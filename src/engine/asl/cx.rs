@@ -7,7 +7,7 @@ use crate::asl::data::Failure;
 use crate::asl::model::ContextUse;
 use crate::asl::Machine;
 use crate::engine::instance::{ErrorInfo, Instance, Status};
-use crate::engine::{Action, Limits};
+use crate::engine::{timers, Action, Limits};
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Value};
 
@@ -33,14 +33,11 @@ impl Cx<'_> {
     }
 
     pub fn arm(&mut self, id: String, due: DateTime<Utc>) {
-        self.inst.timers.insert(id.clone());
-        self.out.push(Action::ArmTimer { id, due });
+        timers::arm(&mut self.inst, &mut self.out, id, due);
     }
 
     pub fn disarm(&mut self, id: &str) {
-        if self.inst.timers.remove(id) {
-            self.out.push(Action::CancelTimer { id: id.to_string() });
-        }
+        timers::disarm(&mut self.inst, &mut self.out, id);
     }
 
     /// Disarms every timer of `th` and of the threads below it (a state left, a fork's
@@ -84,9 +81,7 @@ impl Cx<'_> {
 
     /// Disarms every timer of the run (it ends: the machine's deadline among them).
     pub fn disarm_all(&mut self) {
-        for id in std::mem::take(&mut self.inst.timers) {
-            self.out.push(Action::CancelTimer { id });
-        }
+        timers::disarm_all(&mut self.inst, &mut self.out);
     }
 
     /// Ends the run: the machine's output.

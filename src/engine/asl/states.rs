@@ -8,8 +8,7 @@ use super::outcome::{go, Outcome};
 use super::thread::{Doing, Thread};
 use crate::asl::data::{effective_input, effective_output, output, Failure};
 use crate::asl::model::{Flow, Kind, Seconds, State, States, Task, Wait};
-use crate::engine::instance::Event;
-use crate::engine::produce::{event_id, json_size};
+use crate::engine::produce::emit;
 use crate::engine::Action;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
@@ -188,29 +187,15 @@ fn produce_task(cx: &mut Cx, token: &str, resource: &str, data: Value) -> Result
     let mut extensions = Map::new();
     extensions.insert("tasktoken".into(), json!(token));
     extensions.insert("taskresource".into(), json!(resource));
-    extensions.insert("workflowid".into(), json!(cx.inst.workflow_id));
-    extensions.insert("workflowinstanceid".into(), json!(cx.inst.id));
-    let event = Event {
-        id: event_id(&cx.inst.id, cx.inst.seq),
-        source: format!("/flowbroker/{}", cx.inst.workflow_id),
-        event_type: TASK_EVENT.into(),
-        time: Some(cx.stamp()),
-        datacontenttype: Some("application/json".into()),
-        subject: None,
-        data: Some(data),
-        extensions,
-    };
-    let size = json_size(&event);
-    if size > cx.limits.max_event_bytes {
-        return Err(Failure::new(
-            "States.Runtime",
-            format!(
-                "the task event for {resource:?} would be {size} bytes of JSON, over the limit of {} (kafka.max_event_bytes)",
-                cx.limits.max_event_bytes
-            ),
-        ));
-    }
-    cx.inst.seq += 1;
-    cx.out.push(Action::Produce { event });
-    Ok(())
+    let limit = cx.limits.max_event_bytes;
+    emit(&mut cx.inst, &mut cx.out, cx.now, limit, TASK_EVENT.into(), data, extensions).map_err(
+        |size| {
+            Failure::new(
+                "States.Runtime",
+                format!(
+                    "the task event for {resource:?} would be {size} bytes of JSON, over the limit of {limit} (kafka.max_event_bytes)"
+                ),
+            )
+        },
+    )
 }
