@@ -1,5 +1,7 @@
-//! A deployable definition: a parsed, validated workflow with its expressions compiled once,
-//! or an Amazon States Language machine (files named `*.asl.json` / `*.asl.yaml`).
+//! A deployable definition in one of the languages flowbroker runs, chosen by the file name:
+//! a Serverless Workflow (its expressions compiled once), an Amazon States Language machine
+//! (`*.asl.json` / `*.asl.yaml`) or a Lambda durable function (`*.durable.yaml`). The
+//! language's own part is [`Body`]; the engine hands an instance's inputs to it.
 
 use crate::diag::{Diagnostic, Needs, Severity};
 use crate::expr::{Expr, ExprError};
@@ -13,15 +15,27 @@ use std::sync::Arc;
 /// A validated workflow, ready for the engine.
 #[derive(Debug, Clone)]
 pub struct Definition {
-    /// The Serverless Workflow definition. For an ASL machine, the top level only: its id
-    /// (the file stem), name and description, and no states, functions or events, so the
+    /// The Serverless Workflow definition. For the other languages, the top level only: its
+    /// id (the file stem), name and description, and no states, functions or events, so the
     /// paths that read them (event routing, schedules) find nothing to do.
     pub workflow: Workflow,
-    /// The ASL machine, when the definition is one; the engine runs it instead of `workflow`.
-    pub machine: Option<Arc<crate::asl::Machine>>,
+    /// What the engine runs: the workflow above, a machine or a durable function.
+    pub body: Body,
     exprs: HashMap<String, Expr>,
     /// Warnings found while loading (unknown fields, defaults applied).
     pub warnings: Vec<Diagnostic>,
+}
+
+/// The language-specific part of a definition: the one boundary between the core and the
+/// languages (`engine::apply` dispatches on it).
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// A Serverless Workflow: [`Definition::workflow`] itself.
+    Workflow,
+    /// An Amazon States Language machine.
+    Machine(Arc<crate::asl::Machine>),
+    /// A Lambda durable function: the user's code, invoked over HTTP.
+    Durable(Arc<crate::durable::Function>),
 }
 
 /// The language a definition is written in.
@@ -30,16 +44,25 @@ pub enum Language {
     ServerlessWorkflow,
     /// Amazon States Language.
     Asl,
+    /// A Lambda durable function.
+    Durable,
 }
 
 impl Language {
-    /// The name the API gives it: `serverless-workflow` or `asl`.
+    /// The name the API gives it: `serverless-workflow`, `asl` or `durable-function`.
     pub fn as_str(self) -> &'static str {
         match self {
             Language::ServerlessWorkflow => "serverless-workflow",
             Language::Asl => "asl",
+            Language::Durable => "durable-function",
         }
     }
+}
+
+/// Whether a file holds a Serverless Workflow (not a machine or a durable function): only
+/// those define functions and events a sub-workflow inherits.
+pub fn is_workflow_file(path: &Path) -> bool {
+    !crate::asl::is_asl(path) && !crate::durable::is_durable(path)
 }
 
 /// Why a definition could not be loaded: every error and warning, located.
@@ -72,6 +95,9 @@ impl Definition {
     ) -> Result<Definition, Invalid> {
         if crate::asl::is_asl(Path::new(file)) {
             return Definition::machine(file, text, format);
+        }
+        if crate::durable::is_durable(Path::new(file)) {
+            return Definition::durable(file, text, format);
         }
         let parsed = parse_workflow(file, text, format);
         let mut diagnostics = parsed.diagnostics;
@@ -106,7 +132,7 @@ impl Definition {
         }
         Ok(Definition {
             workflow,
-            machine: None,
+            body: Body::Workflow,
             exprs: report.exprs,
             warnings: diagnostics,
         })
@@ -123,10 +149,34 @@ impl Definition {
             )],
         })?;
         let checked = crate::asl::parse(file, text, format)?;
-        let workflow = Workflow {
+        let description = checked.machine.comment.clone();
+        Ok(Definition {
+            workflow: Definition::top_level(id, description),
+            body: Body::Machine(Arc::new(checked.machine)),
+            exprs: HashMap::new(),
+            warnings: checked.warnings,
+        })
+    }
+
+    /// A durable function read from `file` (`<id>.durable.yaml`).
+    fn durable(file: &str, text: &str, format: Format) -> Result<Definition, Invalid> {
+        let checked = crate::durable::parse(file, text, format)?;
+        let id = checked.function.id.clone();
+        Ok(Definition {
+            workflow: Definition::top_level(id, None),
+            body: Body::Durable(Arc::new(checked.function)),
+            exprs: HashMap::new(),
+            warnings: checked.warnings,
+        })
+    }
+
+    /// The top level of a definition in another language than Serverless Workflow: an id,
+    /// a name, and nothing to route events or schedules to.
+    fn top_level(id: String, description: Option<String>) -> Workflow {
+        Workflow {
             id: id.clone(),
             name: id,
-            description: checked.machine.comment.clone(),
+            description,
             version: None,
             schema_version: None,
             data_input_schema: None,
@@ -135,13 +185,7 @@ impl Definition {
             functions: Vec::new(),
             states: Vec::new(),
             metadata: None,
-        };
-        Ok(Definition {
-            workflow,
-            machine: Some(Arc::new(checked.machine)),
-            exprs: HashMap::new(),
-            warnings: checked.warnings,
-        })
+        }
     }
 
     /// Reads and validates a file; the format follows the extension.
@@ -166,7 +210,7 @@ impl Definition {
         }
         Ok(Definition {
             workflow,
-            machine: None,
+            body: Body::Workflow,
             exprs: report.exprs,
             warnings: report.diagnostics,
         })
@@ -215,9 +259,10 @@ impl Definition {
     }
 
     pub fn language(&self) -> Language {
-        match self.machine {
-            Some(_) => Language::Asl,
-            None => Language::ServerlessWorkflow,
+        match self.body {
+            Body::Workflow => Language::ServerlessWorkflow,
+            Body::Machine(_) => Language::Asl,
+            Body::Durable(_) => Language::Durable,
         }
     }
 

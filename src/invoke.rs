@@ -3,7 +3,8 @@
 //! hand the outcome back to the core as an engine input.
 //!
 //! Outcome rules (SEMANTICS.md "Errors and retries"): a 2xx answer's JSON body is the result
-//! (empty: `null`; not JSON: the text); a non-2xx answer fails with the `name` (or `error`, or
+//! (empty: `null`; not JSON: the text), unless it carries Lambda's `X-Amz-Function-Error`
+//! header (the function raised: its `errorType` and `errorMessage`); a non-2xx answer fails with the `name` (or `error`, or
 //! `type`) and `message` of its JSON body when present, else `FunctionExecutionError` with the
 //! status and body; a transport failure is `FunctionExecutionError` too.
 //!
@@ -121,6 +122,9 @@ async fn send(client: &reqwest::Client, call: &Call) -> Result<reqwest::Response
     if let Some(ts) = &call.tracestate {
         req = req.header("tracestate", ts);
     }
+    if let Some(secs) = call.timeout_secs {
+        req = req.timeout(Duration::from_secs(secs));
+    }
     req.json(&call.parameters).send().await.map_err(|e| {
         ErrorInfo::new(
             "FunctionExecutionError",
@@ -131,8 +135,21 @@ async fn send(client: &reqwest::Client, call: &Call) -> Result<reqwest::Response
 
 async fn outcome_of(call: &Call, resp: reqwest::Response) -> Result<Value, ErrorInfo> {
     let status = resp.status();
+    // a Lambda-compatible endpoint answers a function's error with 200 and this header
+    let function_error = resp
+        .headers()
+        .get("x-amz-function-error")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let text = resp.text().await.unwrap_or_default();
     let body: Option<Value> = serde_json::from_str(&text).ok();
+    if let Some(kind) = function_error {
+        let field = |n: &str| body.as_ref().and_then(|b| b.get(n)).and_then(Value::as_str);
+        return Err(ErrorInfo::new(
+            field("errorType").unwrap_or(&kind),
+            field("errorMessage").map_or_else(|| text.clone(), str::to_string),
+        ));
+    }
     if status.is_success() {
         return Ok(match body {
             Some(v) => v,

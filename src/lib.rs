@@ -73,6 +73,7 @@ pub mod cluster;
 pub mod config;
 pub mod definition;
 pub mod diag;
+pub mod durable;
 pub mod engine;
 pub mod expr;
 pub mod family;

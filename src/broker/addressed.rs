@@ -4,7 +4,9 @@
 //!   (either language) with the event's data as input; the instance id is derived from the
 //!   event's source and id, so a redelivered start event starts nothing new;
 //! - an event with a `tasktoken` attribute answers the ASL task that handed the token out:
-//!   it goes to the token's instance.
+//!   it goes to the token's instance;
+//! - an event with a `callbackid` attribute answers a durable function's callback: it goes
+//!   to the instance the callback id names.
 
 use super::batch::{Batch, Result};
 use super::registry::Registry;
@@ -12,6 +14,7 @@ use super::router::{start_id, Routed};
 use super::Stat;
 use crate::cluster::partition::{PartitionId, Partitions};
 use crate::engine::asl::keys::token_instance;
+use crate::engine::durable::CALLBACK_ATTR;
 use crate::engine::Event;
 use crate::store::key;
 
@@ -30,9 +33,26 @@ fn start_key(event: &Event) -> String {
     key(&[&event.source, &event.id])
 }
 
-/// The instance a task token answer goes to: `Some(Err)` when the token is not one
-/// flowbroker handed out.
+/// Whether an event is addressed to one instance by a task token or a callback id.
+pub fn is_answer(event: &Event) -> bool {
+    event.attribute("tasktoken").is_some() || event.attribute(CALLBACK_ATTR).is_some()
+}
+
+/// The instance a task token answer (or a callback answer) goes to: `Some(Err)` when the
+/// token or callback id is not one flowbroker handed out.
 pub fn token_target(event: &Event) -> Option<std::result::Result<String, String>> {
+    if let Some(cb) = event.attribute(CALLBACK_ATTR) {
+        return Some(
+            crate::durable::arn::read_callback(&cb)
+                .map(|(instance, _)| instance)
+                .map_err(|e| {
+                    format!(
+                        "{e} (answer with the CallbackId the durable function's callback \
+                         operation got)"
+                    )
+                }),
+        );
+    }
     let token = event.attribute("tasktoken")?;
     Some(token_instance(&token).map(str::to_string).ok_or_else(|| {
         format!(

@@ -19,6 +19,7 @@ pub enum Outcome {
     Routed(Routed),
     Started(std::result::Result<String, AdminError>),
     Cancelled(std::result::Result<(), AdminError>),
+    Applied(std::result::Result<super::Applied, AdminError>),
     /// A copy of a record already applied (same source position).
     Duplicate,
     Done,
@@ -81,6 +82,22 @@ impl Batch<'_, '_> {
                 };
                 self.drain()?;
                 Outcome::Cancelled(result)
+            }
+            Work::Apply { id, input, .. } => {
+                let result = match self.apply_now(&id, *input)? {
+                    Ok(()) => {
+                        self.drain()?;
+                        match self.load(&id)? {
+                            Some(rec) => Ok(Ok(Box::new(rec))),
+                            None => Err(AdminError::NotFound(format!("no instance {id:?}"))),
+                        }
+                    }
+                    Err(EngineError::NotStarted(_)) => {
+                        Err(AdminError::NotFound(format!("no instance {id:?}")))
+                    }
+                    Err(e) => Ok(Err(e)),
+                };
+                Outcome::Applied(result)
             }
             Work::Deliver {
                 instance,

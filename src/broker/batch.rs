@@ -471,6 +471,7 @@ impl<'a, 's> Batch<'a, 's> {
                 resource,
                 parameters,
                 attempt,
+                timeout_secs,
             } => match self.resolve(&function, &resource) {
                 Some(url) => {
                     let trace = rec.trace.as_ref();
@@ -482,6 +483,7 @@ impl<'a, 's> Batch<'a, 's> {
                         url,
                         parameters,
                         attempt,
+                        timeout_secs,
                         traceparent: trace.map(|t| t.traceparent(t.call_span(&key, attempt))),
                         tracestate: trace.and_then(|t| t.state.clone()),
                         parent_span: trace.map(|t| t.state_span(&rec.instance.visit_key())),

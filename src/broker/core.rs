@@ -132,6 +132,10 @@ enum Ticket {
     },
     Start(Reply<String>, Option<Result<String, AdminError>>),
     Cancel(Reply<()>, Option<Result<(), AdminError>>),
+    Apply(
+        Reply<super::Applied>,
+        Option<Result<super::Applied, AdminError>>,
+    ),
 }
 
 impl Core {
@@ -349,6 +353,10 @@ impl Core {
             for i in inputs.remove(&p).unwrap_or_default() {
                 if let PartInput::Work { work, ticket, .. } = i {
                     if let Some(t) = ticket.and_then(|t| tickets.get_mut(t)) {
+                        if let Ticket::Apply(..) = t {
+                            moved(t, p); // its caller asks the owner (the API relays)
+                            continue;
+                        }
                         forwarded(t, p, &work);
                     }
                     forward.push((p, work));
@@ -514,6 +522,11 @@ impl Core {
                         Err(AdminError::Internal("the cancel was not applied".into()))
                     }));
                 }
+                Ticket::Apply(reply, r) => {
+                    let _ = reply.send(r.unwrap_or_else(|| {
+                        Err(AdminError::Internal("the input was not applied".into()))
+                    }));
+                }
             }
         }
         if !forward.is_empty() {
@@ -653,6 +666,28 @@ impl Core {
                     tickets.push(Ticket::Cancel(reply, None));
                     let work = Work::Cancel {
                         id,
+                        source: Source::Http,
+                    };
+                    push(
+                        p,
+                        PartInput::Work {
+                            work,
+                            ticket: Some(ticket),
+                            offset: None,
+                        },
+                    );
+                }
+                Err(_) => {
+                    let _ = reply.send(Err(AdminError::NotFound(format!("no instance {id:?}"))));
+                }
+            },
+            Cmd::Apply { id, input, reply } => match parts.of_instance(&id) {
+                Ok(p) => {
+                    let ticket = tickets.len();
+                    tickets.push(Ticket::Apply(reply, None));
+                    let work = Work::Apply {
+                        id,
+                        input: Box::new(input),
                         source: Source::Http,
                     };
                     push(
@@ -907,6 +942,7 @@ fn settle(t: &mut Ticket, outcome: Outcome) {
         }
         (Ticket::Start(_, slot), Outcome::Started(r)) => *slot = Some(r),
         (Ticket::Cancel(_, slot), Outcome::Cancelled(r)) => *slot = Some(r),
+        (Ticket::Apply(_, slot), Outcome::Applied(r)) => *slot = Some(r),
         _ => {}
     }
 }
@@ -923,6 +959,7 @@ fn moved(t: &mut Ticket, p: PartitionId) {
         Ticket::Event { failed, .. } => *failed = Some(why()),
         Ticket::Start(_, slot) => *slot = Some(Err(why())),
         Ticket::Cancel(_, slot) => *slot = Some(Err(why())),
+        Ticket::Apply(_, slot) => *slot = Some(Err(why())),
     }
 }
 

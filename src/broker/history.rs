@@ -41,6 +41,7 @@ fn payloads<'a>(input: &'a mut Input, actions: &'a mut [Action]) -> Vec<(String,
         }
         Input::ActionResult { result, .. } => out.push(("/input/result".into(), result)),
         Input::ChildCompleted { output, .. } => out.push(("/input/output".into(), output)),
+        Input::Checkpoint { updates, .. } => out.push(("/input/updates".into(), updates)),
         Input::ActionFailed { .. }
         | Input::TimerFired { .. }
         | Input::ChildFailed { .. }
@@ -205,6 +206,7 @@ mod tests {
                 resource: "r".into(),
                 parameters: json!({"p": 1}),
                 attempt: 0,
+                timeout_secs: None,
             },
             Action::CancelTimer { id: "t".into() },
             Action::Complete { output: json!(3) },

@@ -92,6 +92,7 @@ mod tests {
             url: "http://x".into(),
             parameters: serde_json::json!({}),
             attempt: 1,
+            timeout_secs: None,
             traceparent: None,
             tracestate: None,
             parent_span: None,

@@ -184,6 +184,10 @@ pub enum AdminError {
 
 pub type Reply<T> = oneshot::Sender<Result<T, AdminError>>;
 
+/// What an applied input came to: the instance after it, or the engine's refusal (the
+/// instance unchanged).
+pub type Applied = Result<Box<records::InstanceRecord>, crate::engine::EngineError>;
+
 /// What the core does.
 pub enum Cmd {
     Records(Vec<Record>),
@@ -203,6 +207,13 @@ pub enum Cmd {
     Cancel {
         id: String,
         reply: Reply<()>,
+    },
+    /// Apply an input to instance `id` (owned here) and answer with the instance after it,
+    /// or the engine's refusal (durable functions' checkpoints and callbacks).
+    Apply {
+        id: String,
+        input: crate::engine::Input,
+        reply: Reply<Applied>,
     },
     CallDone {
         call: records::Call,

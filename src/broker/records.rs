@@ -133,6 +133,10 @@ pub struct Call {
     pub url: String,
     pub parameters: Value,
     pub attempt: u32,
+    /// This call's time limit in seconds, when its language sets one (durable functions'
+    /// `invocationTimeout`); else the invoker's `invoke.timeout_ms`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
     /// Sent as the `traceparent` header (the span derived from the idempotency key).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traceparent: Option<String>,

@@ -178,8 +178,8 @@ impl Registry {
             family.add(&d.def.workflow);
         }
         for (file, text) in files {
-            if crate::asl::is_asl(Path::new(file)) {
-                continue; // a machine defines nothing a sub-workflow inherits
+            if !crate::definition::is_workflow_file(Path::new(file)) {
+                continue; // machines and durable functions define nothing to inherit
             }
             if let Some(format) = Format::from_path(Path::new(file)) {
                 if let Some(wf) = crate::load::parse_workflow(file, text, format).workflow {
@@ -367,7 +367,10 @@ mod tests {
         let changes = reg.sync(&files, Utc::now());
         let deployed: Vec<&str> = changes.deployed.iter().map(|d| d.id.as_str()).collect();
         assert_eq!(deployed, vec!["ok"]);
-        assert!(reg.current("ok").unwrap().def.machine.is_some());
+        assert!(matches!(
+            reg.current("ok").unwrap().def.body,
+            crate::definition::Body::Machine(_)
+        ));
         let bad = &reg.invalid()["w/bad.asl.json"];
         assert_eq!(bad[0].path, "$.States.A.Next", "{bad:?}");
         assert!(!reg.invalid().contains_key("w/ok.asl.json"));

@@ -23,6 +23,7 @@ use super::registry::event_start;
 use super::Stat;
 use crate::cluster::partition::{InstanceId, PartitionId};
 use crate::cluster::work::Work;
+use crate::definition::Body;
 use crate::engine::{EngineError, Event, Input};
 use crate::store::{key, Table, SEP};
 use std::collections::BTreeSet;
@@ -234,7 +235,22 @@ impl Batch<'_, '_> {
                     })
                 });
                 match ed {
-                    _ if d.as_ref().is_some_and(|d| d.machine.is_some()) => {
+                    _ if d
+                        .as_ref()
+                        .is_some_and(|d| matches!(d.body, Body::Durable(_))) =>
+                    {
+                        r.rejected = Some(format!(
+                            "instance {target} runs a durable function, which takes only \
+                             callback answers ({}, {}, {} with a callbackid attribute)",
+                            crate::engine::durable::CALLBACK_SUCCESS,
+                            crate::engine::durable::CALLBACK_FAILURE,
+                            crate::engine::durable::CALLBACK_HEARTBEAT
+                        ))
+                    }
+                    _ if d
+                        .as_ref()
+                        .is_some_and(|d| matches!(d.body, Body::Machine(_))) =>
+                    {
                         r.rejected = Some(format!(
                             "instance {target} runs an ASL machine, which takes only task \
                              token answers ({}, {}, {} with a tasktoken attribute)",

@@ -29,7 +29,7 @@ pub fn run(paths: &[PathBuf], format: OutputFormat) -> ExitCode {
         .collect();
     let mut family = Family::default();
     for (f, text) in &texts {
-        if crate::asl::is_asl(f) {
+        if !crate::definition::is_workflow_file(f) {
             continue;
         }
         if let (Ok(text), Some(format)) = (text, Format::from_path(f)) {
@@ -46,6 +46,9 @@ pub fn run(paths: &[PathBuf], format: OutputFormat) -> ExitCode {
             // Amazon States Language machines (`*.asl.json`, `*.asl.yaml`)
             (Ok(text), Some(format)) if crate::asl::is_asl(f) => {
                 crate::asl::parse(&name, text, format).map(|m| m.warnings)
+            }
+            (Ok(text), Some(format)) if crate::durable::is_durable(f) => {
+                crate::durable::parse(&name, text, format).map(|m| m.warnings)
             }
             (Ok(text), Some(format)) => {
                 Definition::parse_in(&name, text, format, &family).map(|d| d.warnings)

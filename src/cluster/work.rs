@@ -116,6 +116,14 @@ pub enum Work {
     },
     /// Cancel an instance of this partition.
     Cancel { id: String, source: Source },
+    /// Apply an input to an instance of this partition and answer with the instance after
+    /// it (a durable function's checkpoint or callback answer over the AWS API). Applied
+    /// only by the owner that took the request: never forwarded through the work topic.
+    Apply {
+        id: String,
+        input: Box<crate::engine::Input>,
+        source: Source,
+    },
     /// From another partition: an event for `instance`, which lives here. `unpinned` when the
     /// instance matched as one with nothing pinned yet: if it no longer accepts the event, the
     /// event goes back to its key's partition (docs/scale.md "Routing").
@@ -148,6 +156,7 @@ impl Work {
             Work::Event { source, .. }
             | Work::Start { source, .. }
             | Work::Cancel { source, .. }
+            | Work::Apply { source, .. }
             | Work::Deliver { source, .. }
             | Work::Index { source, .. }
             | Work::DeadLetter { source, .. } => source,

@@ -118,6 +118,10 @@ pub enum Activity {
     Machine {
         machine: Box<super::asl::thread::MachineRun>,
     },
+    /// A Lambda durable function's execution (its operations and invocations).
+    Durable {
+        durable: Box<super::durable::Run>,
+    },
 }
 
 #[derive(Deserialize)]
@@ -209,6 +213,7 @@ enum ActivityTag {
     CallbackAction,
     CallbackWait,
     Machine,
+    Durable,
 }
 
 #[derive(Deserialize)]
@@ -222,6 +227,7 @@ struct ActivityRepr {
     child: Option<String>,
     items: Option<Vec<Value>>,
     machine: Option<Box<super::asl::thread::MachineRun>>,
+    durable: Option<Box<super::durable::Run>>,
 }
 
 impl TryFrom<ActivityRepr> for Activity {
@@ -259,6 +265,9 @@ impl TryFrom<ActivityRepr> for Activity {
             ActivityTag::CallbackWait => Activity::CallbackWait,
             ActivityTag::Machine => Activity::Machine {
                 machine: need(r.machine, "machine", "machine")?,
+            },
+            ActivityTag::Durable => Activity::Durable {
+                durable: need(r.durable, "durable", "durable")?,
             },
         })
     }

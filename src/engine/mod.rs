@@ -8,11 +8,13 @@
 //! and foreach iterations), `events` (what an instance waits for and consuming events),
 //! `errors` (onError and failing), `produce` (produced events with deterministic ids),
 //! `timers` (the instance's timer set and the actions, in step);
-//! [`asl`], the Amazon States Language interpreter a machine's inputs go to.
+//! [`asl`], the Amazon States Language interpreter a machine's inputs go to; [`durable`],
+//! the Lambda durable functions interpreter (the record of a function's operations).
 
 mod activity;
 pub mod asl;
 pub mod data;
+pub mod durable;
 mod errors;
 mod events;
 mod flow;
@@ -26,7 +28,7 @@ pub use events::{correlates, expected, waits_for};
 pub use instance::{Activity, ErrorInfo, Event, Instance, Lane, Run, Slot, Source, Status};
 pub use produce::event_id as produce_event_id;
 
-use crate::definition::Definition;
+use crate::definition::{Body, Definition};
 use crate::model::State;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -62,6 +64,16 @@ pub enum Input {
     ChildFailed { id: String, error: ErrorInfo },
     /// Stop the instance.
     Cancel,
+    /// A durable function's checkpoint (`CheckpointDurableExecution`): the token the
+    /// caller holds, botocore's idempotency token, the operation updates in order.
+    Checkpoint {
+        token: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client_token: Option<String>,
+        /// The `Updates` array as sent (read by the interpreter; kept as JSON so history
+        /// stores large payloads beside their entry).
+        updates: Value,
+    },
 }
 
 /// A side effect the caller carries out after committing the new instance.
@@ -80,6 +92,9 @@ pub enum Action {
         resource: String,
         parameters: Value,
         attempt: u32,
+        /// This call's time limit, when the language sets one (else `invoke.timeout_ms`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_secs: Option<u64>,
     },
     ArmTimer {
         id: String,
@@ -151,6 +166,14 @@ pub enum EngineError {
          retried (each attempt has its own token)"
     )]
     TokenNotAwaited(String),
+    #[error("Invalid checkpoint token for execution {0}: it was used already, belongs to an earlier invocation, or the execution has finished")]
+    InvalidCheckpointToken(String),
+    #[error("{0}")]
+    InvalidUpdate(String),
+    #[error("callback {0:?} is not active: it was answered, timed out, or is not this broker's")]
+    CallbackNotActive(String),
+    #[error("{0} is an input only a durable function takes")]
+    NotDurable(&'static str),
 }
 
 /// Applies one input to an instance, which it takes: the next instance is built in place
@@ -203,8 +226,10 @@ pub fn apply_with(
         (_, false) => return Err(EngineError::NotStarted(instance.id.clone())),
         _ => {}
     }
-    if let Some(m) = &def.machine {
-        return asl::apply(m, instance, input, now, limits);
+    match &def.body {
+        Body::Machine(m) => return asl::apply(m, instance, input, now, limits),
+        Body::Durable(f) => return durable::apply(f, instance, input, now, limits),
+        Body::Workflow => {}
     }
     if let Some(name) = &instance.state {
         if def.workflow.state(name).is_none() {
@@ -235,6 +260,7 @@ pub fn apply_with(
         } => lanes::on_child_done(&mut cx, &id, output, terminated),
         Input::ChildFailed { id, error } => lanes::on_child_failed(&mut cx, &id, error),
         Input::Cancel => flow::cancel(&mut cx),
+        Input::Checkpoint { .. } => return Err(EngineError::NotDurable("a checkpoint")),
     }
     flow::settle(&mut cx);
     if !cx.inst.status.is_final() {
@@ -267,7 +293,10 @@ fn status_of(inst: &Instance) -> Status {
         Activity::Parallel { lanes, .. } | Activity::ForEach { lanes, .. } => {
             lanes.iter().any(busy_lane)
         }
-        Activity::Subflow { .. } | Activity::Idle | Activity::Machine { .. } => true,
+        Activity::Subflow { .. }
+        | Activity::Idle
+        | Activity::Machine { .. }
+        | Activity::Durable { .. } => true,
         Activity::AwaitEvents { .. }
         | Activity::SwitchWait
         | Activity::Delay

@@ -151,6 +151,7 @@ pub fn start(cx: &mut Cx, lane: Option<usize>, idx: usize, attempt: u32) {
             resource,
             parameters,
             attempt,
+            timeout_secs: None,
         });
         Slot::Invoked { attempt }
     } else if let Some(e) = &action.event_ref {

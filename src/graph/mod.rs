@@ -4,11 +4,13 @@
 
 mod asl;
 mod dot;
+mod durable;
 mod mermaid;
 
 pub use dot::{dot, svg, SvgError};
 pub use mermaid::{mermaid, mermaid_of};
 
+use crate::definition::Body;
 use crate::model::{EndKind, State, Workflow};
 use std::collections::BTreeSet;
 
@@ -63,9 +65,10 @@ pub struct Marks {
 impl Graph {
     /// The graph of a deployable definition, in its language.
     pub fn of_definition(def: &crate::definition::Definition) -> Graph {
-        match &def.machine {
-            Some(m) => Graph::of_machine(m),
-            None => Graph::of(&def.workflow),
+        match &def.body {
+            Body::Machine(m) => Graph::of_machine(m),
+            Body::Durable(f) => Graph::of_durable(f),
+            Body::Workflow => Graph::of(&def.workflow),
         }
     }
 

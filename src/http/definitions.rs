@@ -4,6 +4,7 @@
 
 use super::{ApiError, AppState};
 use crate::broker::records::{HistoryEntry, InstanceRecord, StoredVersion};
+use crate::definition::Body;
 use crate::graph::{Graph, Marks};
 use crate::store::{key, Scope, Snapshot, Table, SEP};
 use axum::extract::{Path, Query, State};
@@ -100,14 +101,15 @@ pub fn instance_graph(
 
 /// The top-level states of a definition: name and type.
 fn states_of(def: &crate::definition::Definition) -> Vec<serde_json::Value> {
-    match &def.machine {
-        Some(m) => m
+    match &def.body {
+        Body::Machine(m) => m
             .body
             .states
             .iter()
             .map(|s| json!({"name": s.name, "type": s.kind.type_name()}))
             .collect(),
-        None => def
+        Body::Durable(_) => Vec::new(),
+        Body::Workflow => def
             .workflow
             .states
             .iter()

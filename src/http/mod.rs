@@ -8,6 +8,7 @@ pub mod auth;
 mod definitions;
 mod forward;
 mod ingress;
+pub(crate) mod lambda;
 mod query;
 mod ui;
 
@@ -56,7 +57,8 @@ pub fn router(state: AppState, gate: auth::Gate) -> Router {
         .route("/health", get(admin::health))
         .route("/ready", get(admin::ready))
         .route("/metrics", get(admin::metrics))
-        .with_state(state)
+        .with_state(state.clone())
+        .merge(lambda::routes(state))
         .merge(ui::routes(gate.clone()))
         .layer(axum::middleware::from_fn_with_state(gate, auth::check))
         .layer(limit)

@@ -108,6 +108,7 @@ pub fn input(cx: &mut Cx, root: Thread, input: Input) -> Result<Thread, EngineEr
         }
         // a machine starts no child instances
         Input::ChildCompleted { .. } | Input::ChildFailed { .. } => return Ok(root),
+        Input::Checkpoint { .. } => return Err(EngineError::NotDurable("a checkpoint")),
     };
     let m = cx.m;
     let mut root = root;

@@ -166,6 +166,7 @@ fn task(
             resource: t.resource.clone(),
             parameters: eff,
             attempt: th.attempt,
+            timeout_secs: None,
         });
         th.doing = Doing::Call;
     }
