@@ -44,7 +44,7 @@ def load(spec):
     path, _, attr = spec.partition(":")
     attr = attr or "handler"
     path = Path(path)
-    module_name = f"durable_{path.stem}_{uuid.uuid4().hex[:8]}"
+    module_name = path.stem
     loader = importlib.util.spec_from_file_location(module_name, path)
     if loader is None:
         sys.exit(f"error: {path}: not a Python file")

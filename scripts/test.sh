@@ -15,6 +15,8 @@ scripts/install-deps.sh
 export FLOWBROKER_TANSU="$(scripts/tansu.sh)"
 # tansu with sqlite storage, for the test that restarts Kafka (built once, about 10 min)
 export FLOWBROKER_TANSU_SQLITE="$(scripts/tansu-sqlite.sh)"
+# AWS's durable execution SDK for Python, in a virtualenv (the durable-function tests' host)
+export FLOWBROKER_DURABLE_PYTHON="$(scripts/durable-sdk.sh)"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -32,6 +32,11 @@ fn view(rec: &InstanceRecord, history: Option<Vec<Value>>) -> Value {
         "created": rec.created,
         "updated": rec.updated,
     });
+    if let crate::engine::Activity::Durable { durable } = &i.activity {
+        // a durable execution's record: its ARN and its operations, oldest first
+        v["durableExecutionArn"] = json!(durable.arn);
+        v["operations"] = json!(durable.ops.iter().map(|o| &o.op).collect::<Vec<_>>());
+    }
     if let Some(h) = history {
         v["history"] = Value::Array(h);
     }

@@ -29,6 +29,13 @@ impl Env {
         Env::with(def)
     }
 
+    /// A Lambda durable function named `fn.durable.yaml`.
+    pub fn durable(text: &str) -> Env {
+        let def = Definition::parse("fn.durable.yaml", text, Format::Yaml)
+            .unwrap_or_else(|e| panic!("{:#?}", e.diagnostics));
+        Env::with(def)
+    }
+
     pub fn json_file(path: &str) -> Env {
         let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
         Env::with(Definition::load(&full).unwrap_or_else(|e| panic!("{:#?}", e.diagnostics)))

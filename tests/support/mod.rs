@@ -4,6 +4,7 @@
 //! test that cannot get its broker panics with the reason.
 #![allow(dead_code)]
 
+pub mod durable;
 pub mod manual;
 
 use flowbroker::engine::Event;

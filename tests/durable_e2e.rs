@@ -1,0 +1,346 @@
+//! Lambda durable functions written with AWS's Python SDK (aws-durable-execution-sdk-python
+//! 3.0.0), served by scripts/durable-host.py, run on the real broker over tansu: the SDK
+//! checkpoints to flowbroker's durable execution API and is invoked again after every
+//! change. Each result is the one the SDK's reference backend gives for the same handler.
+
+mod support;
+
+use flowbroker::durable::arn;
+use serde_json::{json, Value};
+use support::durable::{aws, Host};
+use support::*;
+
+/// Kafka, the host serving `handlers`, and a broker with a deployment file for each.
+fn setup(handlers: &[&str]) -> (Kafka, Host, Broker, String) {
+    let kafka = Kafka::start();
+    let http = format!("127.0.0.1:{}", free_port());
+    let host = Host::start(&http, handlers);
+    let defs: Vec<(String, String)> = handlers.iter().map(|h| host.definition(h)).collect();
+    let files: Vec<(&str, &str)> = defs.iter().map(|(f, t)| (f.as_str(), t.as_str())).collect();
+    let broker = Broker::start(&kafka, &files, &[("FLOWBROKER_HTTP_LISTEN", &http)]);
+    for h in handlers {
+        wait_for(30, &format!("{h} to deploy"), || {
+            (broker.get(&format!("/v1/workflows/{h}")).0 == 200).then_some(())
+        });
+    }
+    (kafka, host, broker, http)
+}
+
+fn start(broker: &Broker, function: &str, input: Value) -> String {
+    let (code, v) = broker.post(&format!("/v1/workflows/{function}/instances"), input);
+    assert_eq!(code, 201, "{v}");
+    v["id"].as_str().unwrap().to_string()
+}
+
+/// The operations of an execution (GET /v1/instances/{id}), by name.
+fn op<'a>(inst: &'a Value, name: &str) -> &'a Value {
+    inst["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["Name"] == name)
+        .unwrap_or_else(|| panic!("no operation {name}: {inst:#}"))
+}
+
+/// The effects recorded by execution `id`'s handler of kind `what` (matched by `field`).
+fn effects_where(host: &Host, what: &str, field: &str, value: &Value) -> Vec<Value> {
+    host.effects()
+        .into_iter()
+        .filter(|e| e["what"] == what && &e[field] == value)
+        .collect()
+}
+
+#[test]
+fn the_sdk_s_steps_retries_waits_map_parallel_child_contexts_invokes_and_errors_run() {
+    let (kafka, host, broker, http) =
+        setup(&["steps", "retry", "batch", "chained", "boom", "poll"]);
+    let out = kafka.collect(&["flowbroker.lifecycle"]);
+    let steps = start(&broker, "steps", json!({"order": "o1"}));
+    let retry = start(&broker, "retry", json!({}));
+    let batch = start(&broker, "batch", json!({"items": [1, 2, 3]}));
+    let chained = start(&broker, "chained", json!({"order": "c1"}));
+    let boom = start(&broker, "boom", json!({}));
+    let poll = start(&broker, "poll", json!({}));
+
+    // three steps around a wait
+    let v = broker.wait_status(&steps, "COMPLETED", 60);
+    assert_eq!(
+        v["output"],
+        json!({"order": "o1", "charged": 30, "shipped": true})
+    );
+    let wait = op(&v, "cool-off");
+    assert_eq!(
+        (wait["Type"].as_str(), wait["Status"].as_str()),
+        (Some("WAIT"), Some("SUCCEEDED"))
+    );
+    let planned = wait["WaitDetails"]["ScheduledEndTimestamp"]
+        .as_f64()
+        .unwrap();
+    assert!(planned - wait["StartTimestamp"].as_f64().unwrap() >= 0.99);
+    let charged = &effects_where(&host, "charge", "charged", &json!(30));
+    assert!(
+        charged
+            .iter()
+            .all(|e| e["at"].as_f64().unwrap() >= planned - 0.01),
+        "charged before the wait ended"
+    );
+    for name in ["load", "charge", "ship"] {
+        assert_eq!(op(&v, name)["Status"], "SUCCEEDED");
+    }
+    assert!(
+        v["history"].as_array().unwrap().len() >= 4,
+        "start, checkpoints, the wait's timer, answers"
+    );
+    out.lifecycle(&steps, "completed", 30);
+
+    // a step failing twice, retried after 1 s and 2 s by the broker's timers
+    let v = broker.wait_status(&retry, "COMPLETED", 60);
+    assert_eq!(v["output"], json!({"attempts": 3}));
+    let flaky = op(&v, "flaky");
+    assert_eq!(flaky["StepDetails"]["Attempt"], 3);
+    let attempts: Vec<(u64, f64)> = host
+        .effects()
+        .iter()
+        .filter(|e| e["what"] == "attempt")
+        .map(|e| (e["attempt"].as_u64().unwrap(), e["at"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(
+        attempts.iter().map(|a| a.0).collect::<Vec<_>>(),
+        [1, 2, 3],
+        "once per attempt"
+    );
+    assert!(attempts[1].1 - attempts[0].1 >= 0.95, "{attempts:?}");
+    assert!(attempts[2].1 - attempts[1].1 >= 1.95, "{attempts:?}");
+
+    // map, parallel and a child context (CONTEXT operations nested by ParentId)
+    let v = broker.wait_status(&batch, "COMPLETED", 60);
+    assert_eq!(
+        v["output"],
+        json!({"map": [10, 20, 30], "parallel": ["a", "b"], "child": 7})
+    );
+    assert_eq!(op(&v, "map")["SubType"], "Map");
+    assert_eq!(op(&v, "parallel")["SubType"], "Parallel");
+    assert_eq!(op(&v, "child")["SubType"], "RunInChildContext");
+
+    // a chained invoke runs `steps` as a child execution
+    let v = broker.wait_status(&chained, "COMPLETED", 60);
+    assert_eq!(
+        v["output"],
+        json!({"child": {"order": "c1", "charged": 30, "shipped": true}})
+    );
+    let child = broker
+        .instances("steps")
+        .into_iter()
+        .find(|i| i["parentId"] == json!(chained))
+        .expect("a child execution of steps");
+    assert_eq!(child["status"], "COMPLETED");
+    assert_eq!(op(&v, "call-steps")["Type"], "CHAINED_INVOKE");
+
+    // a handler that raises: FAILED with the exception's type
+    let v = broker.wait_status(&boom, "FAILED", 60);
+    assert_eq!(v["error"]["name"], "boom.PaymentDeclined");
+    assert_eq!(v["error"]["message"], "card 4242 declined");
+    let failed = out.lifecycle(&boom, "failed", 30);
+    assert_eq!(
+        failed.data.as_ref().unwrap()["error"]["name"],
+        "boom.PaymentDeclined"
+    );
+
+    // wait_for_condition: a STEP retried with its state as the payload
+    let v = broker.wait_status(&poll, "COMPLETED", 60);
+    assert_eq!(v["output"], json!({"polled": 3}));
+    assert_eq!(op(&v, "poll")["SubType"], "WaitForCondition");
+
+    // started by a CloudEvent
+    kafka.producer().send(&event(
+        "go-1",
+        "/shop",
+        "flowbroker.workflow.start",
+        &[("workflowid", "steps")],
+        json!({"order": "e1"}),
+    ));
+    let by_event = wait_for(60, "the execution started by an event to complete", || {
+        broker
+            .instances("steps")
+            .into_iter()
+            .find(|i| i["data"] == json!({"order": "e1"}) && i["status"] == "COMPLETED")
+    });
+    assert_eq!(by_event["output"]["order"], "e1");
+
+    // started by Lambda's Invoke (boto3) with an execution name: the same name starts it once
+    let first = aws(&http, &["invoke", "steps", "order-7", r#"{"order": "i7"}"#]);
+    let again = aws(&http, &["invoke", "steps", "order-7", r#"{"order": "i7"}"#]);
+    assert_eq!(first["StatusCode"], 202, "{first}");
+    let exec_arn = first["DurableExecutionArn"]
+        .as_str()
+        .expect("the execution's ARN")
+        .to_string();
+    assert_eq!(
+        again["DurableExecutionArn"].as_str(),
+        Some(exec_arn.as_str())
+    );
+    let got = wait_for(60, "the invoked execution to succeed", || {
+        let g = aws(&http, &["get", &exec_arn]);
+        (g["Status"] == "SUCCEEDED").then_some(g)
+    });
+    let result: Value = serde_json::from_str(got["Result"].as_str().unwrap()).unwrap();
+    assert_eq!(result["order"], "i7");
+    assert_eq!(got["DurableExecutionArn"], json!(exec_arn));
+    let id = arn::instance_of_arn(&exec_arn).unwrap();
+    assert_eq!(broker.instance(&id)["durableExecutionArn"], json!(exec_arn));
+    assert_eq!(
+        broker
+            .instances("steps")
+            .iter()
+            .filter(|i| i["data"]["order"] == "i7")
+            .count(),
+        1
+    );
+    drop(host);
+}
+
+#[test]
+fn callbacks_are_answered_by_the_aws_api_and_by_events_time_out_and_stop() {
+    let (kafka, host, broker, http) = setup(&["callback"]);
+    let api = start(&broker, "callback", json!({}));
+    let by_event = start(&broker, "callback", json!({}));
+    let failed = start(&broker, "callback", json!({}));
+    let timeout = start(&broker, "callback", json!({"timeout": 1}));
+    let heartbeat = start(&broker, "callback", json!({"heartbeat": 2, "timeout": 120}));
+    let stopped = start(&broker, "callback", json!({}));
+    let ids = host.callback_ids(6, 60);
+    let id_of = |inst: &str| -> String {
+        ids.iter()
+            .find(|c| arn::read_callback(c).unwrap().0 == inst)
+            .unwrap_or_else(|| panic!("no callback id sent by {inst}"))
+            .clone()
+    };
+    for i in [&api, &by_event, &failed, &stopped] {
+        broker.wait_status(i, "WAITING", 30);
+    }
+
+    // the AWS API (boto3 percent-encodes the base64 id: `+`, `/`, `=`): a heartbeat, then a
+    // success whose body is kept verbatim, then a second answer refused
+    let cb = id_of(&api);
+    assert_eq!(aws(&http, &["heartbeat", &cb]), json!({}));
+    assert_eq!(aws(&http, &["succeed", &cb, r#"{"ok":  true}"#]), json!({}));
+    let v = broker.wait_status(&api, "COMPLETED", 30);
+    assert_eq!(v["output"], json!({"answer": r#"{"ok":  true}"#}));
+    let again = aws(&http, &["succeed", &cb, "late"]);
+    assert_eq!(again["error"], "CallbackTimeoutException", "{again}");
+
+    // CloudEvents on the input topic: success (JSON data) and failure (an error object)
+    let p = kafka.producer();
+    p.send(&event(
+        "cb-1",
+        "/desk",
+        "flowbroker.callback.success",
+        &[("callbackid", &id_of(&by_event))],
+        json!({"approved": true}),
+    ));
+    p.send(&event(
+        "cb-2",
+        "/desk",
+        "flowbroker.callback.failure",
+        &[("callbackid", &id_of(&failed))],
+        json!({"ErrorType": "Rejected", "ErrorMessage": "over budget"}),
+    ));
+    let v = broker.wait_status(&by_event, "COMPLETED", 30);
+    assert_eq!(v["output"], json!({"answer": r#"{"approved":true}"#}));
+    let v = broker.wait_status(&failed, "COMPLETED", 30);
+    assert_eq!(v["output"]["error"], "CallbackExternalError", "{v:#}");
+    assert!(
+        v["output"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("over budget"),
+        "{v:#}"
+    );
+    assert_eq!(
+        op(&v, "approval")["CallbackDetails"]["Error"]["ErrorType"],
+        "Rejected"
+    );
+
+    // a timeout and a heartbeat timeout, both from durable timers
+    let v = broker.wait_status(&timeout, "COMPLETED", 30);
+    assert_eq!(v["output"]["error"], "CallbackTimeoutError", "{v:#}");
+    assert_eq!(op(&v, "approval")["Status"], "TIMED_OUT");
+    let v = broker.wait_status(&heartbeat, "COMPLETED", 30);
+    assert_eq!(v["output"]["error"], "CallbackTimeoutError", "{v:#}");
+    assert_eq!(
+        op(&v, "approval")["CallbackDetails"]["Error"]["ErrorType"],
+        "Callback.Heartbeat"
+    );
+
+    // StopDurableExecution: STOPPED on AWS, CANCELLED here; stopping again is harmless
+    let exec_arn = broker.instance(&stopped)["durableExecutionArn"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let s = aws(&http, &["stop", &exec_arn]);
+    assert!(s["StopTimestamp"].is_string(), "{s}");
+    broker.wait_status(&stopped, "CANCELLED", 30);
+    assert_eq!(aws(&http, &["get", &exec_arn])["Status"], "STOPPED");
+    assert!(aws(&http, &["stop", &exec_arn])["StopTimestamp"].is_string());
+    let late = aws(&http, &["succeed", &id_of(&stopped), "x"]);
+    assert_eq!(late["error"], "CallbackTimeoutException", "{late}");
+    drop(host);
+}
+
+#[test]
+fn a_wait_and_a_pending_callback_survive_sigkill_and_complete_once() {
+    let (_kafka, host, mut broker, http) = setup(&["steps", "callback"]);
+    let steps = start(&broker, "steps", json!({"order": "k1", "wait": 8}));
+    let cb = start(&broker, "callback", json!({}));
+    let ids = host.callback_ids(1, 60);
+    let v = broker.wait_status(&steps, "WAITING", 30);
+    broker.wait_status(&cb, "WAITING", 30);
+    let due = op(&v, "cool-off")["WaitDetails"]["ScheduledEndTimestamp"]
+        .as_f64()
+        .unwrap();
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    };
+    assert!(now() < due, "the broker must die while the wait is pending");
+    broker.kill();
+    assert!(now() < due, "killed mid-wait");
+    broker.start_again();
+    assert_eq!(aws(&http, &["succeed", &ids[0], "yes"]), json!({}));
+    let v = broker.wait_status(&cb, "COMPLETED", 60);
+    assert_eq!(v["output"], json!({"answer": "yes"}));
+    let v = broker.wait_status(&steps, "COMPLETED", 60);
+    assert_eq!(v["output"]["order"], "k1");
+    // each step's side effect happened once: the checkpointed ones are replayed, not re-run
+    assert_eq!(effects_where(&host, "load", "id", &json!("k1")).len(), 1);
+    let charged: Vec<Value> = host
+        .effects()
+        .into_iter()
+        .filter(|e| e["what"] == "charge")
+        .collect();
+    assert_eq!(charged.len(), 1, "{charged:?}");
+    assert!(
+        charged[0]["at"].as_f64().unwrap() >= due - 0.01,
+        "charged before the wait ended"
+    );
+    assert_eq!(
+        host.effects()
+            .iter()
+            .filter(|e| e["what"] == "send")
+            .count(),
+        1
+    );
+    // the wait's timer fired once: one history entry of it
+    let fired = v["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| {
+            h["input"]["kind"] == "timerFired"
+                && h["input"]["id"].as_str().unwrap().ends_with("/wait")
+        })
+        .count();
+    assert_eq!(fired, 1);
+}

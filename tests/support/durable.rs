@@ -1,0 +1,131 @@
+//! Durable functions in tests: the Python host (`scripts/durable-host.py`, under the SDK's
+//! virtualenv from `scripts/durable-sdk.sh` or `FLOWBROKER_DURABLE_PYTHON`) serving the
+//! handlers in `tests/fixtures/durable`, the side effects they record, and boto3 as an AWS
+//! client (`tests/fixtures/durable/aws.py`). A test that cannot get the SDK panics.
+
+use super::{free_port, wait_for};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The Python that has the SDK.
+pub fn python() -> PathBuf {
+    if let Ok(p) = std::env::var("FLOWBROKER_DURABLE_PYTHON") {
+        return PathBuf::from(p);
+    }
+    let script = root().join("scripts/durable-sdk.sh");
+    let out = Command::new(&script)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "scripts/durable-sdk.sh could not install the durable execution SDK; these tests need it"
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+}
+
+/// The handlers of `tests/fixtures/durable`, served on a free port.
+pub struct Host {
+    child: Child,
+    pub url: String,
+    /// Where the handlers' side effects are recorded (one JSON line each).
+    pub effects: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Host {
+    /// Serves `handlers` (file stems in tests/fixtures/durable) for the broker whose HTTP
+    /// listener is `broker` (`127.0.0.1:port`).
+    pub fn start(broker: &str, handlers: &[&str]) -> Host {
+        let dir = tempfile::tempdir().unwrap();
+        let effects = dir.path().join("effects.jsonl");
+        let port = free_port();
+        let fixtures = root().join("tests/fixtures/durable");
+        let child = Command::new(python())
+            .arg(root().join("scripts/durable-host.py"))
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--broker", &format!("http://{broker}")])
+            .args(handlers.iter().map(|h| fixtures.join(format!("{h}.py"))))
+            .env("DURABLE_EFFECTS", &effects)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join("host.log")).unwrap())
+            .spawn()
+            .expect("start scripts/durable-host.py");
+        wait_for(30, "the durable host to listen", || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+        });
+        Host {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+            effects,
+            _dir: dir,
+        }
+    }
+
+    /// A deployment file for handler `name` served here.
+    pub fn definition(&self, name: &str) -> (String, String) {
+        (
+            format!("{name}.durable.yaml"),
+            format!("invoke: {}\n", self.url),
+        )
+    }
+
+    /// The side effects recorded so far.
+    pub fn effects(&self) -> Vec<Value> {
+        std::fs::read_to_string(&self.effects)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self._dir.path().join("host.log")).unwrap_or_default()
+    }
+
+    /// Waits for a `send` effect recorded for a callback and returns its callback id.
+    pub fn callback_ids(&self, n: usize, secs: u64) -> Vec<String> {
+        wait_for(secs, &format!("{n} callback ids to be sent"), || {
+            let ids: Vec<String> = self
+                .effects()
+                .iter()
+                .filter(|e| e["what"] == "send")
+                .map(|e| e["callback_id"].as_str().unwrap().to_string())
+                .collect();
+            (ids.len() >= n).then_some(ids)
+        })
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// boto3's `lambda` client against the broker: `tests/fixtures/durable/aws.py ARGS`.
+pub fn aws(broker: &str, args: &[&str]) -> Value {
+    let out = Command::new(python())
+        .arg(root().join("tests/fixtures/durable/aws.py"))
+        .arg(format!("http://{broker}"))
+        .args(args)
+        .output()
+        .expect("run aws.py");
+    assert!(
+        out.status.success(),
+        "aws.py {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "aws.py {args:?} printed {:?}: {e}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
