@@ -4,6 +4,7 @@
 #     `cmake-build` feature, which cloudevents-sdk's Kafka binding requires);
 #   - rustfmt and clippy;
 #   - Chromium, the headless browser the console test drives;
+#   - Node.js and npm, for the JavaScript durable-function SDK's test host;
 #   - tansu, a Kafka-protocol broker (Apache-2.0), for local runs and integration tests
 #     (see scripts/tansu.sh).
 # Idempotent: each step checks first. Needs root (or sudo) only when apt packages are missing.
@@ -19,6 +20,8 @@ command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v python3 >/dev/null 2>&1 || missing+=(python3 python3-pip)
 # virtualenvs for Python tools the checks use (scripts/check-deploy.sh)
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || missing+=(python3-venv)
+# Node.js and npm: the JavaScript durable-function SDK's test host (scripts/durable-host-node.js)
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 # a real browser for the web console's test (tests/console.rs drives headless Chromium)
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 if [ ${#missing[@]} -gt 0 ]; then

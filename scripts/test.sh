@@ -17,6 +17,8 @@ export FLOWBROKER_TANSU="$(scripts/tansu.sh)"
 export FLOWBROKER_TANSU_SQLITE="$(scripts/tansu-sqlite.sh)"
 # AWS's durable execution SDK for Python, in a virtualenv (the durable-function tests' host)
 export FLOWBROKER_DURABLE_PYTHON="$(scripts/durable-sdk.sh)"
+# and for JavaScript (a NODE_PATH), for the test that runs a handler written with it
+export FLOWBROKER_DURABLE_NODE_PATH="$(scripts/durable-sdk-node.sh)"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

@@ -344,3 +344,42 @@ fn a_wait_and_a_pending_callback_survive_sigkill_and_complete_once() {
         .count();
     assert_eq!(fired, 1);
 }
+
+#[test]
+fn a_handler_written_with_the_javascript_sdk_runs_too() {
+    let kafka = Kafka::start();
+    let http = format!("127.0.0.1:{}", free_port());
+    let host = Host::start_node(&http, &["steps"]);
+    let (file, text) = host.definition("steps");
+    let broker = Broker::start(
+        &kafka,
+        &[(&file, &text)],
+        &[("FLOWBROKER_HTTP_LISTEN", &http)],
+    );
+    wait_for(30, "steps to deploy", || {
+        (broker.get("/v1/workflows/steps").0 == 200).then_some(())
+    });
+    let id = start(&broker, "steps", json!({"order": "n1"}));
+    let v = broker.wait_status(&id, "COMPLETED", 60);
+    assert_eq!(
+        v["output"],
+        json!({"order": "n1", "charged": 30, "shipped": true})
+    );
+    let kinds: Vec<(&str, &str)> = v["operations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["Type"].as_str().unwrap(), o["Status"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("EXECUTION", "SUCCEEDED"),
+            ("STEP", "SUCCEEDED"),
+            ("WAIT", "SUCCEEDED"),
+            ("STEP", "SUCCEEDED"),
+            ("STEP", "SUCCEEDED")
+        ]
+    );
+    drop(host);
+}

@@ -29,6 +29,23 @@ pub fn python() -> PathBuf {
     PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
 }
 
+/// The `NODE_PATH` that has the JavaScript SDK.
+pub fn node_path() -> String {
+    if let Ok(p) = std::env::var("FLOWBROKER_DURABLE_NODE_PATH") {
+        return p;
+    }
+    let script = root().join("scripts/durable-sdk-node.sh");
+    let out = Command::new(&script)
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "scripts/durable-sdk-node.sh could not install the JavaScript SDK; this test needs it"
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
 /// The handlers of `tests/fixtures/durable`, served on a free port.
 pub struct Host {
     child: Child,
@@ -42,20 +59,36 @@ impl Host {
     /// Serves `handlers` (file stems in tests/fixtures/durable) for the broker whose HTTP
     /// listener is `broker` (`127.0.0.1:port`).
     pub fn start(broker: &str, handlers: &[&str]) -> Host {
+        let fixtures = root().join("tests/fixtures/durable");
+        let mut cmd = Command::new(python());
+        cmd.arg(root().join("scripts/durable-host.py"))
+            .args(handlers.iter().map(|h| fixtures.join(format!("{h}.py"))));
+        Host::spawn(cmd, broker)
+    }
+
+    /// Serves the JavaScript `handlers` (file stems in tests/fixtures/durable/node) with
+    /// scripts/durable-host-node.js.
+    pub fn start_node(broker: &str, handlers: &[&str]) -> Host {
+        let fixtures = root().join("tests/fixtures/durable/node");
+        let mut cmd = Command::new("node");
+        cmd.arg(root().join("scripts/durable-host-node.js"))
+            .args(handlers.iter().map(|h| fixtures.join(format!("{h}.js"))))
+            .env("NODE_PATH", node_path());
+        Host::spawn(cmd, broker)
+    }
+
+    fn spawn(mut cmd: Command, broker: &str) -> Host {
         let dir = tempfile::tempdir().unwrap();
         let effects = dir.path().join("effects.jsonl");
         let port = free_port();
-        let fixtures = root().join("tests/fixtures/durable");
-        let child = Command::new(python())
-            .arg(root().join("scripts/durable-host.py"))
+        let child = cmd
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--broker", &format!("http://{broker}")])
-            .args(handlers.iter().map(|h| fixtures.join(format!("{h}.py"))))
             .env("DURABLE_EFFECTS", &effects)
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(dir.path().join("host.log")).unwrap())
             .spawn()
-            .expect("start scripts/durable-host.py");
+            .expect("start the durable host");
         wait_for(30, "the durable host to listen", || {
             std::net::TcpStream::connect(("127.0.0.1", port)).ok()
         });
