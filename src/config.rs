@@ -128,6 +128,12 @@ pub struct HttpConfig {
     pub insecure: bool,
     /// The largest request body accepted, in bytes; a larger one is answered 413.
     pub max_body_bytes: usize,
+    /// With `auth_token` set: the AWS key pair that AWS SDKs and tools sign their requests
+    /// with (SigV4) on the AWS API's paths (durable functions). Requests signed with another
+    /// key, or unsigned and without the bearer token, are refused. Empty: those paths take
+    /// the bearer token only.
+    pub aws_access_key_id: String,
+    pub aws_secret_access_key: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -237,6 +243,8 @@ impl Default for HttpConfig {
             auth_token_file: String::new(),
             insecure: false,
             max_body_bytes: 1024 * 1024,
+            aws_access_key_id: String::new(),
+            aws_secret_access_key: String::new(),
         }
     }
 }
@@ -277,6 +285,14 @@ impl HttpConfig {
         host.eq_ignore_ascii_case("localhost")
     }
 
+    /// The AWS key pair signed requests must use, when one is configured.
+    pub fn aws_key(&self) -> Option<crate::http::sigv4::AwsKey> {
+        (!self.aws_access_key_id.is_empty()).then(|| crate::http::sigv4::AwsKey {
+            access_key_id: self.aws_access_key_id.clone(),
+            secret: self.aws_secret_access_key.clone(),
+        })
+    }
+
     /// Refuses an open API beyond loopback (see `insecure`) and unreadable token files.
     fn check(&self) -> Result<(), String> {
         let token = self.token()?;
@@ -290,6 +306,13 @@ impl HttpConfig {
                  or set http.insecure = true to serve the API without a token",
                 self.listen
             ));
+        }
+        if self.aws_access_key_id.is_empty() != self.aws_secret_access_key.is_empty() {
+            return Err(
+                "http.aws_access_key_id and http.aws_secret_access_key go together: set both \
+                 (the key pair AWS SDKs sign with) or neither"
+                    .into(),
+            );
         }
         if self.max_body_bytes == 0 {
             return Err("http.max_body_bytes = 0: give the largest request body in bytes".into());

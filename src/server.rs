@@ -222,7 +222,8 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
             })?;
         let token = cfg.http.token().map_err(ServeError::Token)?;
         tracing::info!(addr = %cfg.http.listen, token = token.is_some(), "http listening");
-        let gate = crate::http::auth::Gate::new(token, cfg.http.max_body_bytes);
+        let gate = crate::http::auth::Gate::new(token, cfg.http.max_body_bytes)
+            .with_aws(cfg.http.aws_key());
         let app = crate::http::router(
             crate::http::AppState {
                 core: cmd_tx.clone(),

@@ -383,3 +383,53 @@ fn a_handler_written_with_the_javascript_sdk_runs_too() {
     );
     drop(host);
 }
+
+#[test]
+fn with_a_token_set_the_aws_paths_take_requests_signed_with_the_configured_key_pair() {
+    let kafka = Kafka::start();
+    let http = format!("127.0.0.1:{}", free_port());
+    let keys = [
+        ("AWS_ACCESS_KEY_ID", "AKIDFLOWBROKER"),
+        ("AWS_SECRET_ACCESS_KEY", "s3cr3t/key+example"),
+    ];
+    let host = support::durable::Host::start_with(&http, &["steps"], &keys);
+    let (file, text) = host.definition("steps");
+    let broker = Broker::start(
+        &kafka,
+        &[(&file, &text)],
+        &[
+            ("FLOWBROKER_HTTP_LISTEN", &http),
+            ("FLOWBROKER_HTTP_AUTH_TOKEN", "bearer-token"),
+            ("FLOWBROKER_HTTP_AWS_ACCESS_KEY_ID", keys[0].1),
+            ("FLOWBROKER_HTTP_AWS_SECRET_ACCESS_KEY", keys[1].1),
+        ],
+    );
+    wait_for(30, "steps to deploy", || {
+        (broker.get("/v1/workflows/steps").0 == 200).then_some(())
+    });
+    // the SDK in the host signs every checkpoint with the key pair
+    let id = start(&broker, "steps", json!({"order": "s1"}));
+    let v = broker.wait_status(&id, "COMPLETED", 60);
+    assert_eq!(v["output"]["order"], "s1");
+    let arn = v["durableExecutionArn"].as_str().unwrap();
+    let got = support::durable::aws_with(&http, &["get", arn], &keys);
+    assert_eq!(got["Status"], "SUCCEEDED", "{got}");
+    // another secret, another key id: refused as AWS refuses them
+    let wrong = [keys[0], ("AWS_SECRET_ACCESS_KEY", "guess")];
+    let e = support::durable::aws_with(&http, &["get", arn], &wrong);
+    assert_eq!(e["error"], "InvalidSignatureException", "{e}");
+    let stranger = [("AWS_ACCESS_KEY_ID", "AKIDOTHER"), keys[1]];
+    let e = support::durable::aws_with(&http, &["get", arn], &stranger);
+    assert_eq!(e["error"], "UnrecognizedClientException", "{e}");
+    // neither signed nor with the bearer token
+    let path = format!(
+        "/2025-12-01/durable-executions/{}",
+        arn.replace('/', "%2F")
+            .replace(':', "%3A")
+            .replace('$', "%24")
+    );
+    let r = reqwest::blocking::get(format!("http://{http}{path}")).unwrap();
+    assert_eq!(r.status().as_u16(), 401);
+    assert_eq!(broker.get(&path).0, 200, "the bearer token opens them too");
+    drop(host);
+}

@@ -21,6 +21,8 @@ pub struct Gate {
     /// `None`: no token configured, every request passes.
     token: Option<Arc<[u8]>>,
     pub max_body_bytes: usize,
+    /// With a token: the key pair AWS-signed requests on the AWS API's paths must use.
+    aws: Option<Arc<super::sigv4::AwsKey>>,
 }
 
 impl std::fmt::Debug for Gate {
@@ -28,6 +30,7 @@ impl std::fmt::Debug for Gate {
         f.debug_struct("Gate")
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("max_body_bytes", &self.max_body_bytes)
+            .field("aws", &self.aws)
             .finish()
     }
 }
@@ -37,7 +40,14 @@ impl Gate {
         Gate {
             token: token.map(|t| Arc::from(t.into_bytes())),
             max_body_bytes,
+            aws: None,
         }
+    }
+
+    /// Admits requests on the AWS API's paths signed (SigV4) with this key pair.
+    pub fn with_aws(mut self, key: Option<super::sigv4::AwsKey>) -> Gate {
+        self.aws = key.map(Arc::new);
+        self
     }
 
     /// The `Authorization` value this broker sends when it forwards a request.
@@ -94,6 +104,14 @@ fn cookie(value: &[u8]) -> Option<&[u8]> {
 /// The middleware: the probes and the login page are open; everything else needs the token.
 pub async fn check(State(gate): State<Gate>, req: Request, next: Next) -> Response {
     let path = req.uri().path();
+    let signed = req
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(super::sigv4::is_signed);
+    if gate.required() && signed && super::lambda::is_aws_path(path) {
+        return check_signed(&gate, req, next).await;
+    }
     if !matches!(path, "/health" | "/ready" | "/ui/login") {
         let given = req
             .headers()
@@ -148,6 +166,50 @@ pub async fn check(State(gate): State<Gate>, req: Request, next: Next) -> Respon
         return (StatusCode::PAYLOAD_TOO_LARGE, Json(json!({ "error": why }))).into_response();
     }
     next.run(req).await
+}
+
+/// An AWS-signed request on the AWS API's paths: its signature checked against the
+/// configured key pair (the body is read to hash it), refused AWS-style otherwise.
+async fn check_signed(gate: &Gate, req: Request, next: Next) -> Response {
+    let refuse = |kind: &'static str, why: String| {
+        (
+            StatusCode::FORBIDDEN,
+            [("x-amzn-ErrorType", kind)],
+            Json(json!({"Type": "User", "message": why, "Message": why})),
+        )
+            .into_response()
+    };
+    let Some(key) = gate.aws.as_deref() else {
+        return refuse(
+            "UnrecognizedClientException",
+            "this broker takes AWS-signed requests only with a key pair configured: set \
+             http.aws_access_key_id and http.aws_secret_access_key (or send Authorization: \
+             Bearer <http.auth_token>)"
+                .into(),
+        );
+    };
+    let (parts, body) = req.into_parts();
+    let limit = gate.max_body_bytes.max(super::lambda::MAX_BODY);
+    let Ok(bytes) = axum::body::to_bytes(body, limit).await else {
+        return (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Json(json!({"error": format!("the request body is over the limit of {limit} bytes")})),
+        )
+            .into_response();
+    };
+    let checked = super::sigv4::verify(
+        key,
+        &parts.method,
+        parts.uri.path(),
+        parts.uri.query(),
+        &parts.headers,
+        &bytes,
+        chrono::Utc::now(),
+    );
+    match checked {
+        Ok(()) => next.run(Request::from_parts(parts, bytes.into())).await,
+        Err(e) => refuse(e.aws_type(), e.to_string()),
+    }
 }
 
 #[cfg(test)]

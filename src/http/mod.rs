@@ -10,6 +10,7 @@ mod forward;
 mod ingress;
 pub(crate) mod lambda;
 mod query;
+pub mod sigv4;
 mod ui;
 
 pub use forward::Peers;

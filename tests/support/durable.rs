@@ -59,10 +59,16 @@ impl Host {
     /// Serves `handlers` (file stems in tests/fixtures/durable) for the broker whose HTTP
     /// listener is `broker` (`127.0.0.1:port`).
     pub fn start(broker: &str, handlers: &[&str]) -> Host {
+        Host::start_with(broker, handlers, &[])
+    }
+
+    /// [`Host::start`] with environment variables (an AWS key pair, say).
+    pub fn start_with(broker: &str, handlers: &[&str], env: &[(&str, &str)]) -> Host {
         let fixtures = root().join("tests/fixtures/durable");
         let mut cmd = Command::new(python());
         cmd.arg(root().join("scripts/durable-host.py"))
-            .args(handlers.iter().map(|h| fixtures.join(format!("{h}.py"))));
+            .args(handlers.iter().map(|h| fixtures.join(format!("{h}.py"))))
+            .envs(env.iter().copied());
         Host::spawn(cmd, broker)
     }
 
@@ -144,10 +150,16 @@ impl Drop for Host {
 
 /// boto3's `lambda` client against the broker: `tests/fixtures/durable/aws.py ARGS`.
 pub fn aws(broker: &str, args: &[&str]) -> Value {
+    aws_with(broker, args, &[])
+}
+
+/// [`aws`] with environment variables (credentials).
+pub fn aws_with(broker: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
     let out = Command::new(python())
         .arg(root().join("tests/fixtures/durable/aws.py"))
         .arg(format!("http://{broker}"))
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .expect("run aws.py");
     assert!(
