@@ -196,6 +196,42 @@ fn the_sdk_s_steps_retries_waits_map_parallel_child_contexts_invokes_and_errors_
             .count(),
         1
     );
+    // its history (boto3 parses every event) and the function's executions
+    let h = aws(&http, &["history", &exec_arn]);
+    let kinds: Vec<&str> = h["Events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["EventType"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"ExecutionStarted"), "{h}");
+    assert_eq!(kinds.last(), Some(&"ExecutionSucceeded"), "{h}");
+    for k in [
+        "StepStarted",
+        "StepSucceeded",
+        "WaitStarted",
+        "WaitSucceeded",
+    ] {
+        assert!(kinds.contains(&k), "{k} in {kinds:?}");
+    }
+    let listed = aws(&http, &["list", "steps", "SUCCEEDED"]);
+    let arns: Vec<&str> = listed["DurableExecutions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["DurableExecutionArn"].as_str().unwrap())
+        .collect();
+    assert!(arns.contains(&exec_arn.as_str()), "{listed}");
+    assert!(
+        arns.len() >= 4,
+        "steps ran for o1, the chained invoke, e1 and i7: {listed}"
+    );
+    let failed = aws(&http, &["list", "boom", "FAILED"]);
+    assert_eq!(
+        failed["DurableExecutions"].as_array().unwrap().len(),
+        1,
+        "{failed}"
+    );
     drop(host);
 }
 

@@ -9,7 +9,7 @@ mod definitions;
 mod forward;
 mod ingress;
 pub(crate) mod lambda;
-mod query;
+pub(crate) mod query;
 pub mod sigv4;
 mod ui;
 

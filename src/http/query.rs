@@ -168,11 +168,11 @@ pub async fn instance(
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListQuery {
-    workflow_id: Option<String>,
-    status: Option<String>,
-    limit: Option<usize>,
+    pub workflow_id: Option<String>,
+    pub status: Option<String>,
+    pub limit: Option<usize>,
     /// The cursor: list the instances after this id (the `next` of the previous page).
-    after: Option<String>,
+    pub after: Option<String>,
 }
 
 /// The largest page `GET /v1/instances` answers (a larger `limit` is capped).
