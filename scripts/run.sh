@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs the broker on this machine: installs what it needs, starts a local Kafka-protocol broker
 # (tansu on 127.0.0.1:9092) unless Kafka is configured or already listening there, starts the
-# demo functions the sample workflows call (scripts/demo-functions.py on 127.0.0.1:9000) unless
-# functions are configured, builds flowbroker (release) and runs it with workflows/ deployed.
+# demo functions the sample workflows call (scripts/demo-functions.py on 127.0.0.1:9000) and the
+# host of the sample durable functions (scripts/durable-host.py serving workflows/durable/*.py on
+# 127.0.0.1:9100) unless functions are configured, builds flowbroker (release) and runs it with
+# workflows/ deployed.
 # Topics are created at start. Ctrl-C stops everything it started.
 #
 #   scripts/run.sh                      # defaults: local Kafka, demo functions
@@ -60,6 +62,17 @@ if [ -z "${FLOWBROKER_FUNCTIONS:-}" ] && [ -z "${FLOWBROKER_CONFIG:-}" ] \
     listening 9000 || { echo "error: the demo functions did not start; see .tansu/functions.log" >&2; exit 1; }
   fi
   export FLOWBROKER_FUNCTIONS="reserveStock=$demo/reserveStock,requestCreditCheck=$demo/requestCreditCheck,buildReport=$demo/buildReport"
+  # the sample durable functions (workflows/durable/*.py), written with AWS's Python SDK,
+  # which checkpoints to this broker's HTTP listener
+  if ! listening 9100; then
+    listen="${FLOWBROKER_HTTP_LISTEN:-127.0.0.1:8080}"
+    echo "starting the durable functions host on 127.0.0.1:9100; log in .tansu/durable.log" >&2
+    "$(scripts/durable-sdk.sh)" scripts/durable-host.py --listen 127.0.0.1:9100 \
+      --broker "http://${listen/0.0.0.0/127.0.0.1}" workflows/durable/*.py >.tansu/durable.log 2>&1 &
+    pids+=($!)
+    for _ in $(seq 1 100); do listening 9100 && break; sleep 0.1; done
+    listening 9100 || { echo "error: the durable functions host did not start; see .tansu/durable.log" >&2; exit 1; }
+  fi
 fi
 
 bin="${FLOWBROKER_BIN:-}"

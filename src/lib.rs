@@ -1,5 +1,5 @@
 //! flowbroker: a Kafka-native CloudEvents workflow broker for the Serverless Workflow language
-//! (August 2020 draft) and the Amazon States Language.
+//! (August 2020 draft), the Amazon States Language and Lambda durable functions.
 //!
 //! # Layout
 //!
@@ -12,8 +12,9 @@
 //!   start/end/transitions, actions, filters, onError, retry).
 //! - [`validate`]: semantic checks (references, durations, cron, expressions, exits), each a
 //!   [`diag::Diagnostic`] with file, JSON path and fix; compiles every expression once.
-//! - [`definition`]: a validated [`model::Workflow`] plus its compiled expressions, or an ASL
-//!   machine (`*.asl.json`), ready to run.
+//! - [`definition`]: a deployable definition; its [`definition::Body`] is the one boundary
+//!   between the core and the languages: a validated [`model::Workflow`] (expressions compiled
+//!   once), an ASL machine (`*.asl.json`) or a durable function (`*.durable.yaml`).
 //! - [`family`]: what sub-workflows inherit from the workflows that run them (function and
 //!   event definitions), at validation and at run time.
 //! - [`expr`]: `{{ JsonPath }}` expressions, interpolation, truthiness (glue over jsonpath-rust).
@@ -23,6 +24,10 @@
 //! - [`asl`]: Amazon States Language, the second language: machines read and validated with
 //!   located errors, paths, data processing and Choice Rules (docs/asl.md); run by
 //!   [`engine::asl`].
+//! - [`durable`]: Lambda durable functions, the third language: `*.durable.yaml` read with
+//!   located errors, the durable execution API's data as AWS spells it ([`durable::wire`]),
+//!   the ARNs, checkpoint tokens and callback ids the broker mints ([`durable::arn`]); run by
+//!   [`engine::durable`].
 //! - [`trace`]: W3C trace context carried from an instance's start to everything it does;
 //!   finished spans as plain data ([`trace::span`]).
 //!
@@ -30,7 +35,9 @@
 //! - [`engine`]: `engine::apply(definition, instance, input, now)` -> next instance +
 //!   [`engine::Action`]s (produce, invoke, arm/cancel timer, start/cancel child,
 //!   complete/terminate/fail). Inputs and instances are serde data, so runs can be stored and
-//!   replayed. [`engine::asl`] is the ASL interpreter behind the same types.
+//!   replayed. [`engine::asl`] is the ASL interpreter behind the same types, and
+//!   [`engine::durable`] keeps a durable function's operations (checkpoints, waits, retries,
+//!   callbacks, chained invokes, invocations) behind them too.
 //!
 //! Broker (the running service, `flowbroker run`):
 //! - [`server`]: builds everything from [`config::Config`] and wires the tasks.
@@ -51,8 +58,10 @@
 //! - [`http`]: CloudEvents HTTP ingress, admin API (requests about another broker's
 //!   partitions are forwarded to it), workflow definitions and graphs, the web console
 //!   (`/ui/`, assets built in), health, Prometheus [`metrics`]; bearer-token access (header or
-//!   the console's cookie) and body limits in front of all of it.
-//! - [`invoke`]: function calls over HTTP with idempotency keys (each attempt timed as a span).
+//!   the console's cookie) and body limits in front of all of it; the AWS durable execution
+//!   API at AWS's paths (`http::lambda`, SigV4 checked by [`http::sigv4`]).
+//! - [`invoke`]: function calls over HTTP with idempotency keys (each attempt timed as a span);
+//!   a durable function's invocations are calls too (Lambda's `X-Amz-Function-Error` read).
 //! - [`otel`]: OTLP span export (OpenTelemetry SDK), on only when `OTEL_EXPORTER_OTLP_*` asks.
 //! - [`watch`]: the workflow directory, polled.
 //! - [`cli`]: the `flowbroker` command (`run`, `validate`, `graph`, and the client commands

@@ -1,7 +1,7 @@
 //! The README's first run, as a new user does it: `scripts/run.sh` with no arguments starts a
 //! local Kafka-protocol broker, the demo functions and the broker; `scripts/demo.sh` then starts
 //! or triggers every sample that is not cron-scheduled and waits for each to complete. Uses the
-//! README's fixed ports (9092, 9000, 8080), which must be free.
+//! README's fixed ports (9092, 9000, 9100, 8080), which must be free.
 
 mod support;
 use std::net::TcpStream;
@@ -42,7 +42,7 @@ fn script(name: &str) -> Command {
 
 #[test]
 fn the_demo_completes_every_sample_against_run_sh() {
-    for port in [9092, 9000, 8080] {
+    for port in [9092, 9000, 9100, 8080] {
         assert!(
             !listening(port),
             "port {port} is in use: the first-run test needs the README's ports free"
@@ -81,7 +81,13 @@ fn the_demo_completes_every_sample_against_run_sh() {
         "demo.sh failed:\n{stdout}\n{stderr}\nrun.sh log:\n{}",
         std::fs::read_to_string(&log_path).unwrap_or_default()
     );
-    for sample in ["creditCheck", "orderFulfilment", "shipmentMatch"] {
+    assert!(listening(9100), "run.sh started the durable functions host");
+    for sample in [
+        "creditCheck",
+        "orderFulfilment",
+        "shipmentMatch",
+        "approval",
+    ] {
         assert!(
             stdout.contains(&format!("{sample}: COMPLETED")),
             "{sample}:\n{stdout}\n{stderr}"
@@ -103,6 +109,6 @@ fn the_demo_completes_every_sample_against_run_sh() {
 
     drop(running);
     wait_for(30, "run.sh to stop what it started", || {
-        (![9092, 9000, 8080].into_iter().any(listening)).then_some(())
+        (![9092, 9000, 9100, 8080].into_iter().any(listening)).then_some(())
     });
 }
