@@ -5,14 +5,12 @@
 //! the function saw in its `traceparent` header and the consumer in the event's.
 
 mod support;
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::any_value::Value as AnyValue;
-use opentelemetry_proto::tonic::trace::v1::{span::SpanKind, status::StatusCode, Span};
-use prost::Message as _;
+use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use support::otlp::{Got, Receiver};
 use support::*;
 
 const SHIP: &str = r#"
@@ -45,135 +43,6 @@ states:
 
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 const UPSTREAM_SPAN: &str = "00f067aa0ba902b7";
-
-/// A span as received, with hex ids and string attributes.
-#[derive(Debug, Clone)]
-struct Got {
-    name: String,
-    kind: i32,
-    trace: String,
-    span: String,
-    parent: String,
-    attrs: BTreeMap<String, String>,
-    error: bool,
-    start: u64,
-    end: u64,
-    service: String,
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn attr_value(v: &Option<opentelemetry_proto::tonic::common::v1::AnyValue>) -> String {
-    match v.as_ref().and_then(|v| v.value.as_ref()) {
-        Some(AnyValue::StringValue(s)) => s.clone(),
-        Some(AnyValue::IntValue(i)) => i.to_string(),
-        Some(other) => format!("{other:?}"),
-        None => String::new(),
-    }
-}
-
-fn flatten(req: ExportTraceServiceRequest) -> Vec<Got> {
-    let mut out = Vec::new();
-    for rs in req.resource_spans {
-        let service = rs
-            .resource
-            .iter()
-            .flat_map(|r| r.attributes.iter())
-            .find(|kv| kv.key == "service.name")
-            .map(|kv| attr_value(&kv.value))
-            .unwrap_or_default();
-        for ss in rs.scope_spans {
-            for s in ss.spans {
-                out.push(got(s, &service));
-            }
-        }
-    }
-    out
-}
-
-fn got(s: Span, service: &str) -> Got {
-    Got {
-        name: s.name,
-        kind: s.kind,
-        trace: hex(&s.trace_id),
-        span: hex(&s.span_id),
-        parent: hex(&s.parent_span_id),
-        attrs: s
-            .attributes
-            .iter()
-            .map(|kv| (kv.key.clone(), attr_value(&kv.value)))
-            .collect(),
-        error: s
-            .status
-            .as_ref()
-            .is_some_and(|st| st.code == StatusCode::Error as i32),
-        start: s.start_time_unix_nano,
-        end: s.end_time_unix_nano,
-        service: service.to_string(),
-    }
-}
-
-/// An OTLP/HTTP receiver: `POST /v1/traces` with protobuf bodies, as collectors take them.
-struct Receiver {
-    url: String,
-    spans: Arc<Mutex<Vec<Got>>>,
-    requests: Arc<AtomicUsize>,
-    _rt: tokio::runtime::Runtime,
-}
-
-impl Receiver {
-    fn start() -> Receiver {
-        let rt = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let listener = rt
-            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-            .unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let spans: Arc<Mutex<Vec<Got>>> = Arc::default();
-        let requests: Arc<AtomicUsize> = Arc::default();
-        let (s2, r2) = (spans.clone(), requests.clone());
-        let app = axum::Router::new().route(
-            "/v1/traces",
-            axum::routing::post(
-                move |headers: axum::http::HeaderMap, body: axum::body::Bytes| {
-                    let (spans, requests) = (s2.clone(), r2.clone());
-                    async move {
-                        let ct = headers
-                            .get("content-type")
-                            .and_then(|h| h.to_str().ok())
-                            .unwrap_or_default()
-                            .to_string();
-                        assert_eq!(ct, "application/x-protobuf", "OTLP/HTTP protobuf");
-                        let req = ExportTraceServiceRequest::decode(body.as_ref())
-                            .expect("an OTLP trace export request");
-                        spans.lock().unwrap().extend(flatten(req));
-                        requests.fetch_add(1, Ordering::SeqCst);
-                        (
-                            [("content-type", "application/x-protobuf")],
-                            Vec::<u8>::new(),
-                        )
-                    }
-                },
-            ),
-        );
-        rt.spawn(async move { axum::serve(listener, app).await.unwrap() });
-        Receiver {
-            url,
-            spans,
-            requests,
-            _rt: rt,
-        }
-    }
-
-    fn spans(&self) -> Vec<Got> {
-        self.spans.lock().unwrap().clone()
-    }
-}
 
 #[test]
 fn instance_state_call_and_event_spans_are_exported_and_nest() {
@@ -343,4 +212,66 @@ fn instance_state_call_and_event_spans_are_exported_and_nest() {
     assert_eq!(root[0].parent, "", "a root span");
     assert_ne!(root[0].trace, TRACE);
     assert!(otlp.requests.load(Ordering::SeqCst) >= 1);
+}
+
+#[test]
+fn a_durable_execution_exports_a_span_per_operation_under_its_instance() {
+    let kafka = Kafka::start();
+    let otlp = Receiver::start();
+    let http = format!("127.0.0.1:{}", free_port());
+    let host = support::durable::Host::start(&http, &["steps"]);
+    let (file, text) = host.definition("steps");
+    let broker = Broker::start(
+        &kafka,
+        &[(&file, &text)],
+        &[
+            ("FLOWBROKER_HTTP_LISTEN", &http),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", &otlp.url),
+            ("OTEL_BSP_SCHEDULE_DELAY", "200"),
+        ],
+    );
+    wait_for(30, "steps to deploy", || {
+        (broker.get("/v1/workflows/steps").0 == 200).then_some(())
+    });
+    let (code, v) = broker.post("/v1/workflows/steps/instances", json!({"order": "t1"}));
+    assert_eq!(code, 201, "{v}");
+    let id = v["id"].as_str().unwrap().to_string();
+    broker.wait_status(&id, "COMPLETED", 60);
+    let spans = wait_for(30, "the execution's spans", || {
+        let mine: Vec<Got> = otlp
+            .spans()
+            .into_iter()
+            .filter(|s| s.attrs.get("flowbroker.instance.id") == Some(&id))
+            .collect();
+        mine.iter().any(|s| s.name == "steps").then_some(mine)
+    });
+    let instance = spans.iter().find(|s| s.name == "steps").unwrap();
+    for (name, kind) in [
+        ("load", "STEP"),
+        ("cool-off", "WAIT"),
+        ("charge", "STEP"),
+        ("ship", "STEP"),
+    ] {
+        let op = spans
+            .iter()
+            .find(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no span for operation {name}: {spans:#?}"));
+        assert_eq!(op.parent, instance.span, "{name} is the instance's child");
+        assert_eq!(op.attrs["flowbroker.operation.type"], kind);
+        assert_eq!(op.attrs["flowbroker.operation.status"], "SUCCEEDED");
+        assert!(
+            op.start >= instance.start && op.end <= instance.end,
+            "{name} inside the instance"
+        );
+    }
+    let wait = spans.iter().find(|s| s.name == "cool-off").unwrap();
+    assert!(
+        wait.end - wait.start >= 990_000_000,
+        "the wait's span lasts its second"
+    );
+    // the two invocations (before and after the wait) are calls under the instance
+    let calls: Vec<&Got> = spans.iter().filter(|s| s.name == "call steps").collect();
+    assert_eq!(calls.len(), 2, "{spans:#?}");
+    assert!(calls.iter().all(|c| c.parent == instance.span));
+    drop(host);
 }

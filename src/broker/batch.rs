@@ -486,7 +486,11 @@ impl<'a, 's> Batch<'a, 's> {
                         timeout_secs,
                         traceparent: trace.map(|t| t.traceparent(t.call_span(&key, attempt))),
                         tracestate: trace.and_then(|t| t.state.clone()),
-                        parent_span: trace.map(|t| t.state_span(&rec.instance.visit_key())),
+                        parent_span: trace.map(|t| match &rec.instance.activity {
+                            // a durable function's invocations hang under its instance
+                            crate::engine::Activity::Durable { .. } => t.span_id,
+                            _ => t.state_span(&rec.instance.visit_key()),
+                        }),
                     };
                     self.tx.put(Table::Calls, &key, &call)?;
                     self.fx.calls.push(call);

@@ -7,11 +7,15 @@
 //! state (its start is kept in the instance record), the instance when it ends. Ids come from
 //! the instance's [`TraceContext`](crate::trace::TraceContext): a state visit's span is the
 //! parent of the calls it makes and the events it sends, and it is the instance span's child.
+//! A durable function has no states: each of its operations is a span when it ends (under its
+//! parent CONTEXT's), and its invocations are calls under the instance.
 
 use super::batch::{Batch, Before};
 use super::records::InstanceRecord;
 use crate::definition::Definition;
-use crate::engine::{Event, Instance, Status};
+use crate::durable::wire::{OpStatus, OpType};
+use crate::engine::durable::Run;
+use crate::engine::{Activity, Event, Instance, Status};
 use crate::trace::span::{key, SpanKind, SpanRecord};
 
 impl Batch<'_, '_> {
@@ -19,6 +23,40 @@ impl Batch<'_, '_> {
     /// entered, in order (visits `before.visit + 1 ..= after.visit`). `rec` is the record
     /// around the instance (its own instance already taken by the engine).
     pub(super) fn step_spans(
+        &mut self,
+        def: &Definition,
+        rec: &InstanceRecord,
+        before: &Before,
+        after: &Instance,
+        entered: &[String],
+    ) {
+        let Some(t) = &rec.trace else {
+            return;
+        };
+        let now = self.now;
+        let ended = after.status.is_final() && !before.status.is_final();
+        if let Activity::Durable { durable } = &after.activity {
+            self.operation_spans(rec, after, durable);
+        } else {
+            self.visit_spans(def, rec, before, after, entered);
+        }
+        if ended {
+            let mut s = t
+                .instance_record(&after.workflow_id, (rec.created, now))
+                .attr(key::STATUS, after.status.as_str());
+            s = with_ids(s, after, &rec.version);
+            if let Some(p) = &rec.parent {
+                s = s.attr(key::PARENT_INSTANCE, p.as_str());
+            }
+            if after.status == Status::Failed {
+                s = s.failed(failure(after));
+            }
+            self.fx.spans.push(s);
+        }
+    }
+
+    /// The spans of the state visits a step of a workflow or machine finished.
+    fn visit_spans(
         &mut self,
         def: &Definition,
         rec: &InstanceRecord,
@@ -68,17 +106,51 @@ impl Batch<'_, '_> {
             }
             self.fx.spans.push(s);
         }
-        if ended {
+    }
+
+    /// A durable execution's operations that ended in this step (their end is now), one
+    /// span each from its start to its end, under its parent CONTEXT's span or the
+    /// instance's. The EXECUTION operation is the instance span itself.
+    fn operation_spans(&mut self, rec: &InstanceRecord, after: &Instance, run: &Run) {
+        let Some(t) = &rec.trace else {
+            return;
+        };
+        for o in &run.ops {
+            let op = &o.op;
+            if op.op_type == OpType::Execution
+                || !op.status.is_final()
+                || op.end_timestamp != Some(self.now)
+            {
+                continue;
+            }
+            let parent = op
+                .parent_id
+                .as_deref()
+                .map_or(t.span_id, |p| t.operation_span(p));
+            let name = op.name.clone().unwrap_or_else(|| op.id.clone());
+            let status = serde_json::to_value(op.status).unwrap_or_default();
+            let kind = serde_json::to_value(op.op_type).unwrap_or_default();
             let mut s = t
-                .instance_record(&after.workflow_id, (rec.created, now))
-                .attr(key::STATUS, after.status.as_str());
+                .record(
+                    name,
+                    SpanKind::Internal,
+                    (t.operation_span(&op.id), Some(parent)),
+                    (op.start_timestamp, self.now),
+                )
+                .attr(key::OPERATION, op.id.as_str())
+                .attr(key::OPERATION_TYPE, kind.as_str().unwrap_or_default())
+                .attr(key::OPERATION_STATUS, status.as_str().unwrap_or_default());
+            if let Some(sub) = &op.sub_type {
+                s = s.attr(key::OPERATION_SUBTYPE, sub.as_str());
+            }
+            if !matches!(op.status, OpStatus::Succeeded) {
+                s = s.failed(format!(
+                    "{} {:?}",
+                    kind.as_str().unwrap_or_default(),
+                    op.status
+                ));
+            }
             s = with_ids(s, after, &rec.version);
-            if let Some(p) = &rec.parent {
-                s = s.attr(key::PARENT_INSTANCE, p.as_str());
-            }
-            if after.status == Status::Failed {
-                s = s.failed(failure(after));
-            }
             self.fx.spans.push(s);
         }
     }

@@ -81,6 +81,10 @@ pub mod key {
     pub const STATUS: &str = "flowbroker.instance.status";
     pub const PARENT_INSTANCE: &str = "flowbroker.instance.parent";
     pub const STATE: &str = "flowbroker.state.name";
+    pub const OPERATION: &str = "flowbroker.operation.id";
+    pub const OPERATION_TYPE: &str = "flowbroker.operation.type";
+    pub const OPERATION_SUBTYPE: &str = "flowbroker.operation.subtype";
+    pub const OPERATION_STATUS: &str = "flowbroker.operation.status";
     pub const STATE_TYPE: &str = "flowbroker.state.type";
     pub const VISIT: &str = "flowbroker.state.visit";
     pub const FUNCTION: &str = "flowbroker.function.name";
@@ -107,6 +111,12 @@ impl TraceContext {
     /// its own.
     pub fn call_span(&self, key: &str, attempt: u32) -> SpanId {
         self.span_of("call", &format!("{key}#{attempt}"))
+    }
+
+    /// The span of a durable function's operation `id`: the child of its parent CONTEXT's
+    /// span, or of the instance's.
+    pub fn operation_span(&self, id: &str) -> SpanId {
+        self.span_of("operation", id)
     }
 
     /// A span of this instance's trace, without attributes yet.

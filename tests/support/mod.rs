@@ -6,6 +6,7 @@
 
 pub mod durable;
 pub mod manual;
+pub mod otlp;
 
 use flowbroker::engine::Event;
 use rdkafka::consumer::{BaseConsumer, Consumer};
