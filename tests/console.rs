@@ -346,3 +346,47 @@ fn with_a_token_the_console_asks_for_it_once_and_keeps_it_in_a_cookie() {
         401
     );
 }
+
+#[test]
+fn the_console_shows_a_durable_execution_s_operations() {
+    let kafka = Kafka::start();
+    let http = format!("127.0.0.1:{}", free_port());
+    let host = support::durable::Host::start(&http, &["callback"]);
+    let (file, text) = host.definition("callback");
+    let broker = Broker::start(
+        &kafka,
+        &[(&file, &text)],
+        &[("FLOWBROKER_HTTP_LISTEN", &http)],
+    );
+    wait_for(30, "the function to deploy", || {
+        (broker.get("/v1/workflows/callback").0 == 200).then_some(())
+    });
+    let (code, started) = broker.post("/v1/workflows/callback/instances", json!({}));
+    assert_eq!(code, 201, "{started}");
+    let id = started["id"].as_str().unwrap().to_string();
+    let cb = host.callback_ids(1, 60).remove(0);
+    broker.wait_status(&id, "WAITING", 30);
+    let base = format!("http://{}", broker.http);
+    let home = rendered(&format!("{base}/ui/"));
+    assert!(
+        home.contains("data-language=\"durable-function\">Lambda durable function<"),
+        "{home}"
+    );
+    let page = rendered(&format!("{base}/ui/instances/{id}"));
+    assert!(page.contains("data-status=\"WAITING\""), "{page}");
+    assert!(page.contains("id=\"operations\""), "the operations: {page}");
+    assert!(
+        page.contains("data-op-status=\"STARTED\""),
+        "the callback waits: {page}"
+    );
+    assert!(
+        page.contains(&format!("callback id {cb}")),
+        "its callback id: {page}"
+    );
+    assert!(page.contains("CALLBACK (Callback)"), "{page}");
+    assert!(
+        page.contains("checkpoint (2 updates)") || page.contains("checkpoint (1 update)"),
+        "{page}"
+    );
+    drop(host);
+}

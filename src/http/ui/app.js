@@ -61,7 +61,9 @@ function failed(e) {
 // ---- /ui/ : workflows, invalid files, instances ----
 
 function languageName(l) {
-  return l === "asl" ? "Amazon States Language" : "Serverless Workflow";
+  if (l === "asl") return "Amazon States Language";
+  if (l === "durable-function") return "Lambda durable function";
+  return "Serverless Workflow";
 }
 
 async function home() {
@@ -173,6 +175,10 @@ function describeInput(input) {
     case "childCompleted": return `child completed ${input.id}`;
     case "childFailed": return `child failed ${input.id}`;
     case "cancel": return "cancel requested";
+    case "checkpoint": {
+      const n = Array.isArray(input.updates) ? input.updates.length : "?";
+      return `checkpoint (${n} update${n === 1 ? "" : "s"})`;
+    }
     default: return input.kind;
   }
 }
@@ -190,6 +196,35 @@ function describeAction(a) {
     case "fail": return `fail: ${a.error && a.error.name}`;
     default: return a.kind;
   }
+}
+
+// a durable execution's operations as a timeline: nested by ParentId, with what each holds
+function operations(ops) {
+  const depth = {};
+  for (const o of ops) depth[o.Id] = o.ParentId && depth[o.ParentId] !== undefined ? depth[o.ParentId] + 1 : 0;
+  const t0 = ops.length ? ops[0].StartTimestamp : 0;
+  const secs = (t) => (t === undefined || t === null ? "" : `+${(t - t0).toFixed(3)} s`);
+  const detail = (o) => {
+    const d = o.StepDetails || o.CallbackDetails || o.ContextDetails || o.ChainedInvokeDetails || {};
+    const bits = [];
+    if (o.StepDetails && o.StepDetails.Attempt) bits.push(`attempt ${o.StepDetails.Attempt}`);
+    if (o.WaitDetails && o.WaitDetails.ScheduledEndTimestamp) bits.push(`until ${secs(o.WaitDetails.ScheduledEndTimestamp)}`);
+    if (o.CallbackDetails && o.CallbackDetails.CallbackId) bits.push(`callback id ${o.CallbackDetails.CallbackId}`);
+    if (d.Result !== undefined && d.Result !== null) bits.push(`result ${String(d.Result).slice(0, 120)}`);
+    if (d.Error) bits.push(`error ${d.Error.ErrorType || ""}: ${d.Error.ErrorMessage || ""}`);
+    return bits.join(" · ");
+  };
+  return el("section", { id: "operations" },
+    el("h2", {}, `Operations (${ops.length})`),
+    el("table", {},
+      el("thead", {}, el("tr", {}, ["Operation", "Type", "Status", "Started", "Ended", "Details"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, ops.map((o) => el("tr", { "data-op": o.Id, "data-op-status": o.Status },
+        el("td", { style: `padding-left:${0.6 + 1.2 * depth[o.Id]}rem` }, o.Name || el("span", { class: "muted mono" }, o.Id)),
+        el("td", {}, o.SubType && o.SubType !== o.Type ? `${o.Type} (${o.SubType})` : o.Type),
+        el("td", {}, status(o.Status)),
+        el("td", { class: "mono" }, secs(o.StartTimestamp)),
+        el("td", { class: "mono" }, secs(o.EndTimestamp)),
+        el("td", { class: "mono" }, detail(o)))))));
 }
 
 async function instancePage(id) {
@@ -227,6 +262,7 @@ async function instancePage(id) {
         el("h2", {}, "Data"), pretty(i.data),
         i.output !== null && i.output !== undefined ? [el("h2", {}, "Output"), pretty(i.output)] : null,
         i.error ? [el("h2", { class: "error" }, "Error"), pretty(i.error)] : null)),
+    Array.isArray(i.operations) ? operations(i.operations) : null,
     el("section", { id: "history" },
       el("h2", {}, `History (${history.length} inputs)`),
       el("ol", { class: "timeline" }, history.map((h) => el("li", { "data-seq": h.seq },
