@@ -75,13 +75,7 @@ fn run(broker: &Broker, workflow: &str, n: usize) -> f64 {
     wait_for(
         900,
         &format!("{n} {workflow} instances to complete"),
-        || {
-            let done = ids
-                .iter()
-                .filter(|id| broker.get(&format!("/v1/instances/{id}")).1["status"] == "COMPLETED")
-                .count();
-            (done == n).then_some(())
-        },
+        || (completed(broker, workflow) == before + n).then_some(()),
     );
     let rate = n as f64 / t.elapsed().as_secs_f64();
     let sample = broker.instance(&ids[0]);
