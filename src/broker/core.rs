@@ -662,46 +662,26 @@ impl Core {
             }
             Cmd::Cancel { id, reply } => match parts.of_instance(&id) {
                 Ok(p) => {
-                    let ticket = tickets.len();
                     tickets.push(Ticket::Cancel(reply, None));
                     let work = Work::Cancel {
                         id,
                         source: Source::Http,
                     };
-                    push(
-                        p,
-                        PartInput::Work {
-                            work,
-                            ticket: Some(ticket),
-                            offset: None,
-                        },
-                    );
+                    push(p, ticketed(tickets.len() - 1, work));
                 }
-                Err(_) => {
-                    let _ = reply.send(Err(AdminError::NotFound(format!("no instance {id:?}"))));
-                }
+                Err(_) => drop(reply.send(Err(no_instance(&id)))),
             },
             Cmd::Apply { id, input, reply } => match parts.of_instance(&id) {
                 Ok(p) => {
-                    let ticket = tickets.len();
                     tickets.push(Ticket::Apply(reply, None));
                     let work = Work::Apply {
                         id,
                         input: Box::new(input),
                         source: Source::Http,
                     };
-                    push(
-                        p,
-                        PartInput::Work {
-                            work,
-                            ticket: Some(ticket),
-                            offset: None,
-                        },
-                    );
+                    push(p, ticketed(tickets.len() - 1, work));
                 }
-                Err(_) => {
-                    let _ = reply.send(Err(AdminError::NotFound(format!("no instance {id:?}"))));
-                }
+                Err(_) => drop(reply.send(Err(no_instance(&id)))),
             },
             Cmd::CallDone { call, outcome } => {
                 self.inflight.called(&call);
@@ -924,6 +904,19 @@ impl Core {
             }
         }
     }
+}
+
+/// Work a request waits on (its ticket), applied in its partition's next round.
+fn ticketed(ticket: usize, work: Work) -> PartInput {
+    PartInput::Work {
+        work,
+        ticket: Some(ticket),
+        offset: None,
+    }
+}
+
+fn no_instance(id: &str) -> AdminError {
+    AdminError::NotFound(format!("no instance {id:?}"))
 }
 
 /// Records what a partition answered for a request.

@@ -17,6 +17,7 @@ use crate::durable::wire::{OpStatus, OpType};
 use crate::engine::durable::Run;
 use crate::engine::{Activity, Event, Instance, Status};
 use crate::trace::span::{key, SpanKind, SpanRecord};
+use crate::trace::TraceContext;
 
 impl Batch<'_, '_> {
     /// The spans the step from `before` to `after` finished; `entered` are the states it
@@ -36,9 +37,9 @@ impl Batch<'_, '_> {
         let now = self.now;
         let ended = after.status.is_final() && !before.status.is_final();
         if let Activity::Durable { durable } = &after.activity {
-            self.operation_spans(rec, after, durable);
+            self.operation_spans(t, rec, after, durable);
         } else {
-            self.visit_spans(def, rec, before, after, entered);
+            self.visit_spans(t, def, (rec, before, after), entered, ended);
         }
         if ended {
             let mut s = t
@@ -58,17 +59,13 @@ impl Batch<'_, '_> {
     /// The spans of the state visits a step of a workflow or machine finished.
     fn visit_spans(
         &mut self,
+        t: &TraceContext,
         def: &Definition,
-        rec: &InstanceRecord,
-        before: &Before,
-        after: &Instance,
+        (rec, before, after): (&InstanceRecord, &Before, &Instance),
         entered: &[String],
+        ended: bool,
     ) {
-        let Some(t) = &rec.trace else {
-            return;
-        };
         let now = self.now;
-        let ended = after.status.is_final() && !before.status.is_final();
         let mut visits: Vec<(u64, &str, chrono::DateTime<chrono::Utc>)> = Vec::new();
         // the state it was in, left now (or ended with the instance)
         if let Some(state) = before.state.as_deref() {
@@ -111,10 +108,13 @@ impl Batch<'_, '_> {
     /// A durable execution's operations that ended in this step (their end is now), one
     /// span each from its start to its end, under its parent CONTEXT's span or the
     /// instance's. The EXECUTION operation is the instance span itself.
-    fn operation_spans(&mut self, rec: &InstanceRecord, after: &Instance, run: &Run) {
-        let Some(t) = &rec.trace else {
-            return;
-        };
+    fn operation_spans(
+        &mut self,
+        t: &TraceContext,
+        rec: &InstanceRecord,
+        after: &Instance,
+        run: &Run,
+    ) {
         for o in &run.ops {
             let op = &o.op;
             if op.op_type == OpType::Execution

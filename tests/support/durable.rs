@@ -3,7 +3,7 @@
 //! handlers in `tests/fixtures/durable`, the side effects they record, and boto3 as an AWS
 //! client (`tests/fixtures/durable/aws.py`). A test that cannot get the SDK panics.
 
-use super::{free_port, wait_for};
+use super::{free_port, installed, wait_for};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,36 +14,20 @@ fn root() -> &'static Path {
 
 /// The Python that has the SDK.
 pub fn python() -> PathBuf {
-    if let Ok(p) = std::env::var("FLOWBROKER_DURABLE_PYTHON") {
-        return PathBuf::from(p);
-    }
-    let script = root().join("scripts/durable-sdk.sh");
-    let out = Command::new(&script)
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "scripts/durable-sdk.sh could not install the durable execution SDK; these tests need it"
-    );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    PathBuf::from(installed(
+        "FLOWBROKER_DURABLE_PYTHON",
+        "durable-sdk.sh",
+        "the durable execution SDK for Python; these tests need it",
+    ))
 }
 
 /// The `NODE_PATH` that has the JavaScript SDK.
 pub fn node_path() -> String {
-    if let Ok(p) = std::env::var("FLOWBROKER_DURABLE_NODE_PATH") {
-        return p;
-    }
-    let script = root().join("scripts/durable-sdk-node.sh");
-    let out = Command::new(&script)
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "scripts/durable-sdk-node.sh could not install the JavaScript SDK; this test needs it"
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
+    installed(
+        "FLOWBROKER_DURABLE_NODE_PATH",
+        "durable-sdk-node.sh",
+        "the durable execution SDK for JavaScript; this test needs it",
+    )
 }
 
 /// The handlers of `tests/fixtures/durable`, served on a free port.

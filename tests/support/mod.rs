@@ -74,37 +74,41 @@ pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T
 }
 
 fn tansu_binary() -> PathBuf {
-    if let Ok(p) = std::env::var("FLOWBROKER_TANSU") {
-        return PathBuf::from(p);
+    PathBuf::from(installed(
+        "FLOWBROKER_TANSU",
+        "tansu.sh",
+        "a Kafka-protocol broker; integration tests need one",
+    ))
+}
+
+/// What `scripts/{script}` prints (the path of something it installs first if needed), or
+/// the environment variable `var` when set; panics with `what` when the script fails.
+pub fn installed(var: &str, script: &str, what: &str) -> String {
+    if let Ok(p) = std::env::var(var) {
+        return p;
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tansu.sh");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("scripts")
+        .join(script);
     let out = Command::new(&script)
         .stderr(Stdio::inherit())
         .output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
     assert!(
         out.status.success(),
-        "scripts/tansu.sh could not provide a Kafka-protocol broker; integration tests need one"
+        "{} could not provide {what}",
+        script.display()
     );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
 /// The tansu build with sqlite storage (`scripts/tansu-sqlite.sh`, or `FLOWBROKER_TANSU_SQLITE`).
 fn tansu_sqlite_binary() -> PathBuf {
-    if let Ok(p) = std::env::var("FLOWBROKER_TANSU_SQLITE") {
-        return PathBuf::from(p);
-    }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/tansu-sqlite.sh");
-    let out = Command::new(&script)
-        .stderr(Stdio::inherit())
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "scripts/tansu-sqlite.sh could not build tansu with sqlite storage; the Kafka restart \
-         test needs it"
-    );
-    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim())
+    PathBuf::from(installed(
+        "FLOWBROKER_TANSU_SQLITE",
+        "tansu-sqlite.sh",
+        "tansu with sqlite storage; the Kafka restart test needs it",
+    ))
 }
 
 /// What serves Kafka for a test.

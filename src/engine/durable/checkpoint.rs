@@ -4,7 +4,7 @@
 
 use super::cx::Cx;
 use super::keys::{self, Timer};
-use super::run::{new_op, Heartbeat, LastCheckpoint};
+use super::run::{new_op, Heartbeat, LastCheckpoint, Op};
 use crate::durable::arn;
 use crate::durable::wire::{
     CallbackDetails, OpAction, OpStatus, OpType, OperationUpdate, Outcome, StepDetails, WaitDetails,
@@ -263,7 +263,7 @@ fn create(cx: &mut Cx, u: &OperationUpdate, status: OpStatus) -> usize {
     }
     cx.path
         .push(op.name.clone().unwrap_or_else(|| op.id.clone()));
-    cx.run.ops.push(super::Op { op, touched: 0 });
+    cx.run.ops.push(Op { op, touched: 0 });
     let i = cx.run.ops.len() - 1;
     cx.run.touch(i);
     i

@@ -3,7 +3,7 @@
 //! timers, finishing the execution).
 
 use super::keys::{self, Timer};
-use super::run::{new_op, Run};
+use super::run::{new_op, Op, Run};
 use crate::durable::arn;
 use crate::durable::wire::{ErrorObject, ExecutionDetails, OpStatus, OpType};
 use crate::durable::Function;
@@ -43,7 +43,7 @@ impl<'a> Cx<'a> {
             name,
             arn,
             function: f.function.clone(),
-            ops: vec![super::Op {
+            ops: vec![Op {
                 op: exec,
                 touched: 1,
             }],

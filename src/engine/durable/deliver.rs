@@ -5,8 +5,10 @@
 use super::checkpoint;
 use super::cx::{info_of, object_of, Cx, EXECUTION_TIMEOUT, STOPPED};
 use super::invocation::{self, wake};
-use super::keys::{self, Timer};
-use super::{CALLBACK_ATTR, CALLBACK_FAILURE, CALLBACK_HEARTBEAT, CALLBACK_SUCCESS};
+use super::keys::{
+    self, Timer, CALLBACK_ATTR, CALLBACK_FAILURE, CALLBACK_HEARTBEAT, CALLBACK_SUCCESS,
+};
+use super::run::Heartbeat;
 use crate::durable::arn;
 use crate::durable::wire::{ErrorObject, OpStatus, OpType, Outcome};
 use crate::engine::instance::{Event, Status};
@@ -144,7 +146,7 @@ fn answer(cx: &mut Cx, event: &Event) -> Result<(), EngineError> {
                 let n = h.n + 1;
                 cx.run.heartbeats.insert(
                     op.clone(),
-                    super::run::Heartbeat {
+                    Heartbeat {
                         seconds: h.seconds,
                         n,
                     },

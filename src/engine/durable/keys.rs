@@ -2,7 +2,14 @@
 //! are unique in the partition and an input finds what it answers: invocation keys
 //! (`{instance}/inv{n}`), timer ids (`{instance}/op/{operation}/{what}{n}`,
 //! `{instance}/inv/retry{n}`, `{instance}/deadline`) and chained-invoke children
-//! (`{instance}/c{n}`).
+//! (`{instance}/c{n}`); the callback events' types and attribute.
+
+/// The CloudEvent types that answer a callback (with a `callbackid` attribute).
+pub const CALLBACK_SUCCESS: &str = "flowbroker.callback.success";
+pub const CALLBACK_FAILURE: &str = "flowbroker.callback.failure";
+pub const CALLBACK_HEARTBEAT: &str = "flowbroker.callback.heartbeat";
+/// The attribute naming the callback an event answers.
+pub const CALLBACK_ATTR: &str = "callbackid";
 
 /// What a timer of a durable execution is for.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,12 +27,7 @@ use crate::durable::Function;
 use chrono::{DateTime, Utc};
 use cx::Cx;
 
-/// The CloudEvent types that answer a callback (with a `callbackid` attribute).
-pub const CALLBACK_SUCCESS: &str = "flowbroker.callback.success";
-pub const CALLBACK_FAILURE: &str = "flowbroker.callback.failure";
-pub const CALLBACK_HEARTBEAT: &str = "flowbroker.callback.heartbeat";
-/// The attribute naming the callback an event answers.
-pub const CALLBACK_ATTR: &str = "callbackid";
+pub use keys::{CALLBACK_ATTR, CALLBACK_FAILURE, CALLBACK_HEARTBEAT, CALLBACK_SUCCESS};
 
 /// Applies one input to an execution of `f` (the checks common to every language are done
 /// by [`super::apply_with`]).

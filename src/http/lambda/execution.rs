@@ -15,7 +15,6 @@ pub async fn checkpoint(
     s: &AppState,
     headers: &HeaderMap,
     body: &Bytes,
-    _uri: &axum::http::Uri,
     id: String,
 ) -> Result<Response, AwsError> {
     let req: Value =
@@ -53,13 +52,7 @@ pub async fn checkpoint(
     ok(answer)
 }
 
-pub async fn state(
-    s: &AppState,
-    _headers: &HeaderMap,
-    _body: &Bytes,
-    uri: &axum::http::Uri,
-    id: String,
-) -> Result<Response, AwsError> {
+pub async fn state(s: &AppState, uri: &axum::http::Uri, id: String) -> Result<Response, AwsError> {
     let q = query(uri);
     let (_, run) = stored(s, &id)?;
     let token = q.get("CheckpointToken").map(String::as_str).unwrap_or("");
@@ -96,8 +89,6 @@ pub fn lambda_status(status: &str, error: Option<&str>) -> &'static str {
 
 pub async fn execution(
     s: &AppState,
-    _headers: &HeaderMap,
-    _body: &Bytes,
     uri: &axum::http::Uri,
     id: String,
 ) -> Result<Response, AwsError> {
@@ -131,13 +122,7 @@ pub async fn execution(
     ok(answer)
 }
 
-pub async fn stop(
-    s: &AppState,
-    _headers: &HeaderMap,
-    _body: &Bytes,
-    _uri: &axum::http::Uri,
-    id: String,
-) -> Result<Response, AwsError> {
+pub async fn stop(s: &AppState, id: String) -> Result<Response, AwsError> {
     match apply(s, &id, Input::Cancel).await? {
         Ok(_) | Err(EngineError::Finished { .. }) => {}
         Err(e) => return Err(invalid(e.to_string())),

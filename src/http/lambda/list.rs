@@ -15,6 +15,15 @@ use axum::response::Response;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Map, Value};
 
+/// `MaxItems` (0 or absent: `default`), at most 1000 as AWS caps it.
+fn max_items(q: &std::collections::HashMap<String, String>, default: usize) -> usize {
+    q.get("MaxItems")
+        .and_then(|m| m.parse().ok())
+        .filter(|m| *m > 0)
+        .unwrap_or(default)
+        .min(1000)
+}
+
 fn secs(t: DateTime<Utc>) -> Value {
     json!(t.timestamp_millis() as f64 / 1000.0)
 }
@@ -45,12 +54,7 @@ pub async fn history(s: &AppState, uri: &Uri, id: String) -> Result<Response, Aw
         Some(m) => m.parse().map_err(|_| invalid("Invalid marker"))?,
         None => 0,
     };
-    let max = q
-        .get("MaxItems")
-        .and_then(|m| m.parse().ok())
-        .filter(|m| *m > 0)
-        .unwrap_or(100usize)
-        .min(1000);
+    let max = max_items(&q, 100);
     let page: Vec<Value> = events
         .into_iter()
         .enumerate()
@@ -174,12 +178,7 @@ pub async fn by_function(
 ) -> Result<Response, AwsError> {
     let q = query(uri);
     let workflow = arn::function_of(function).to_string();
-    let max = q
-        .get("MaxItems")
-        .and_then(|m| m.parse().ok())
-        .filter(|m| *m > 0)
-        .unwrap_or(1000usize)
-        .min(1000);
+    let max = max_items(&q, 1000);
     let statuses: Vec<String> = uri
         .query()
         .unwrap_or_default()

@@ -190,16 +190,12 @@ async fn durable(
         }
         match (&method, seg.as_slice()) {
             (&Method::POST, [_, _, "checkpoint"]) => {
-                execution::checkpoint(&s, &headers, &body, &uri, id).await
+                execution::checkpoint(&s, &headers, &body, id).await
             }
-            (&Method::GET, [_, _, "state"]) => {
-                execution::state(&s, &headers, &body, &uri, id).await
-            }
+            (&Method::GET, [_, _, "state"]) => execution::state(&s, &uri, id).await,
             (&Method::GET, [_, _, "history"]) => list::history(&s, &uri, id).await,
-            (&Method::GET, ["durable-executions", _]) => {
-                execution::execution(&s, &headers, &body, &uri, id).await
-            }
-            (&Method::POST, [_, _, "stop"]) => execution::stop(&s, &headers, &body, &uri, id).await,
+            (&Method::GET, ["durable-executions", _]) => execution::execution(&s, &uri, id).await,
+            (&Method::POST, [_, _, "stop"]) => execution::stop(&s, id).await,
             (&Method::POST, ["durable-execution-callbacks", cb, what]) => {
                 let call = callback::Callback {
                     id: cb.to_string(),
