@@ -469,3 +469,63 @@ fn with_a_token_set_the_aws_paths_take_requests_signed_with_the_configured_key_p
     assert_eq!(broker.get(&path).0, 200, "the bearer token opens them too");
     drop(host);
 }
+
+#[test]
+fn payloads_up_to_aws_s_limits_pass_and_larger_ones_get_aws_s_errors() {
+    let (_kafka, host, broker, http) = setup(&["big", "callback"]);
+    // a step result just under the Python SDK's own 750 KB batch limit (one larger hangs in
+    // the SDK, whatever the backend): checkpointed, then in the next invocation's input
+    let big = start(&broker, "big", json!({"size": 740_000}));
+    let v = broker.wait_status(&big, "COMPLETED", 90);
+    assert_eq!(v["output"], json!({"size": 740_000}));
+    // a callback result of 1 MiB passes, one byte more is refused, and nothing is stuck
+    let at_limit = start(&broker, "callback", json!({}));
+    let over = start(&broker, "callback", json!({}));
+    let ids = host.callback_ids(2, 60);
+    let id_of = |inst: &str| {
+        ids.iter()
+            .find(|c| arn::read_callback(c).unwrap().0 == inst)
+            .unwrap()
+            .clone()
+    };
+    let e = aws(
+        &http,
+        &[
+            "succeed",
+            &id_of(&over),
+            &format!("repeat:y:{}", (1 << 20) + 1),
+        ],
+    );
+    assert_eq!(e["error"], "InvalidParameterValueException", "{e}");
+    assert_eq!(
+        aws(
+            &http,
+            &[
+                "succeed",
+                &id_of(&at_limit),
+                &format!("repeat:z:{}", 1 << 20)
+            ]
+        ),
+        json!({})
+    );
+    let v = broker.wait_status(&at_limit, "COMPLETED", 60);
+    assert_eq!(v["output"]["answer"].as_str().unwrap().len(), 1 << 20);
+    assert_eq!(aws(&http, &["succeed", &id_of(&over), "small"]), json!({}));
+    broker.wait_status(&over, "COMPLETED", 60);
+    // a body over the 7 MiB these paths take: 413 with AWS's error type
+    let arn = v["durableExecutionArn"]
+        .as_str()
+        .unwrap()
+        .replace('/', "%2F")
+        .replace(':', "%3A")
+        .replace('$', "%24");
+    let r = reqwest::blocking::Client::new()
+        .post(format!(
+            "http://{http}/2025-12-01/durable-executions/{arn}/checkpoint"
+        ))
+        .body(vec![b' '; 8 << 20])
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 413);
+    assert_eq!(r.headers()["x-amzn-errortype"], "RequestTooLargeException");
+}

@@ -271,6 +271,10 @@ fn invalid_updates_are_refused_whole() {
             "must be the last",
         ),
         (json!({"not": "a list"}), "not a list"),
+        (
+            json!([{"Id": "s", "Type": "STEP", "Action": "SUCCEED", "Payload": "x".repeat(6 * 1024 * 1024 + 1)}]),
+            "the limit is 6291456",
+        ),
     ] {
         let e = checkpoint(&mut env, &t, None, updates).unwrap_err();
         assert!(e.to_string().contains(says), "{e} should say {says}");

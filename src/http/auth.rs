@@ -163,6 +163,14 @@ pub async fn check(State(gate): State<Gate>, req: Request, next: Next) -> Respon
         let why = format!(
             "the request body of {n} bytes is over the limit of {max} bytes (http.max_body_bytes)"
         );
+        if super::lambda::is_aws_path(path) {
+            return (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                [("x-amzn-ErrorType", "RequestTooLargeException")],
+                Json(json!({"Type": "User", "message": why, "Message": why})),
+            )
+                .into_response();
+        }
         return (StatusCode::PAYLOAD_TOO_LARGE, Json(json!({ "error": why }))).into_response();
     }
     next.run(req).await

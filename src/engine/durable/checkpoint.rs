@@ -79,7 +79,17 @@ fn invalid(msg: &str) -> EngineError {
     EngineError::InvalidUpdate(msg.to_string())
 }
 
+/// The largest operation payload (`OperationPayload`'s limit in the Lambda model).
+pub const MAX_PAYLOAD: usize = 6 * 1024 * 1024;
+
 fn update(cx: &mut Cx, u: OperationUpdate) -> Result<(), EngineError> {
+    if let Some(p) = u.payload.as_ref().filter(|p| p.len() > MAX_PAYLOAD) {
+        return Err(invalid(&format!(
+            "The payload of operation {} is {} bytes; the limit is {MAX_PAYLOAD}.",
+            u.id,
+            p.len()
+        )));
+    }
     if u.op_type == OpType::Execution {
         match u.action {
             OpAction::Succeed => cx.complete(u.payload),

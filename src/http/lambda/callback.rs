@@ -29,14 +29,10 @@ pub async fn callback(
     let (event_type, data, content_type) = match call.what.as_str() {
         "succeed" => {
             if body.len() > MAX_CALLBACK_RESULT {
-                return Err(AwsError(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "RequestTooLargeException",
-                    format!(
-                        "the callback result is {} bytes; the limit is {MAX_CALLBACK_RESULT}",
-                        body.len()
-                    ),
-                ));
+                return Err(invalid(format!(
+                    "the callback result is {} bytes; the limit is {MAX_CALLBACK_RESULT} (1 MiB)",
+                    body.len()
+                )));
             }
             let text = String::from_utf8_lossy(body).into_owned();
             (
