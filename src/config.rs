@@ -90,6 +90,12 @@ pub struct KafkaConfig {
     /// `fetch.wait.max.ms`: the longest a fetch waits for records (latency vs. requests).
     pub fetch_wait_max_ms: u32,
     pub session_timeout_ms: u32,
+    /// Leave the consumer group when the broker stops (SIGTERM, Ctrl-C), so its partitions
+    /// move at once instead of after `session_timeout_ms`. Off by default: tansu wedges a
+    /// group for good when its leader leaves while the group is still forming (a broker
+    /// stopped mid-join, a rolling restart during a rebalance; docs/scale.md "Membership").
+    /// Turn it on with Apache Kafka for faster hand-offs on a graceful stop.
+    pub leave_group_on_stop: bool,
     /// Records handled in one store transaction at most.
     pub batch_size: usize,
     /// Create missing topics at start (when the Kafka broker allows it).
@@ -226,6 +232,7 @@ impl Default for KafkaConfig {
             auto_offset_reset: "earliest".into(),
             fetch_wait_max_ms: 100,
             session_timeout_ms: 10_000,
+            leave_group_on_stop: false,
             batch_size: 500,
             create_topics: true,
             topic_partitions: 3,

@@ -267,7 +267,12 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
             Err(_) => Err(ServeError::Core("the core thread panicked".into())),
         },
         _ = shutdown_signal() => {
-            tracing::info!("shutting down: leaving the group (partitions move at once), flushing the producer (anything unsent is re-sent by the next owner)");
+            let leave = cfg.kafka.leave_group_on_stop;
+            if leave {
+                tracing::info!("shutting down: leaving the group (partitions move at once), flushing the producer (anything unsent is re-sent by the next owner)");
+            } else {
+                tracing::info!(session_timeout_ms = cfg.kafka.session_timeout_ms, "shutting down: the group reassigns this broker's partitions after the session timeout (kafka.leave_group_on_stop = false), flushing the producer (anything unsent is re-sent by the next owner)");
+            }
             let all = cfg.cluster.parts().all().collect();
             let _ = tokio::task::spawn_blocking(move || {
                 use rdkafka::consumer::Consumer;
@@ -277,8 +282,22 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
                 if control_tx.send(Cmd::Revoked(all, Some(done))).is_ok() {
                     let _ = stopped.recv_timeout(Duration::from_secs(30));
                 }
-                consumer.unsubscribe();
-                drop(consumer);
+                if leave {
+                    // librdkafka revokes the assignment, then sends LeaveGroup from its own
+                    // thread: wait for the revocation so the leave is on its way before exit
+                    consumer.unsubscribe();
+                    let end = std::time::Instant::now() + Duration::from_secs(5);
+                    while consumer.assignment().is_ok_and(|a| a.count() > 0)
+                        && std::time::Instant::now() < end
+                    {
+                        std::thread::sleep(Duration::from_millis(20));
+                    }
+                    drop(consumer);
+                } else {
+                    // no LeaveGroup: the consumer is never closed (closing it leaves the
+                    // group); the process ends with it, as after a crash
+                    std::mem::forget(consumer);
+                }
                 producer.flush(Duration::from_secs(5))
             }).await;
             Ok(())

@@ -579,6 +579,38 @@ impl Broker {
         workflows: &[(&str, &str)],
         env: &[(&str, &str)],
     ) -> Broker {
+        let mut b = Broker::prepare(bin.into(), kafka, workflows, env);
+        b.spawn();
+        b
+    }
+
+    /// Starts the broker and returns as soon as its HTTP listener answers, while it is still
+    /// joining the consumer group (no partitions assigned yet).
+    pub fn start_joining(
+        kafka: &Kafka,
+        workflows: &[(&str, &str)],
+        env: &[(&str, &str)],
+    ) -> Broker {
+        let mut b = Broker::prepare(
+            env!("CARGO_BIN_EXE_flowbroker").into(),
+            kafka,
+            workflows,
+            env,
+        );
+        b.launch();
+        let url = format!("http://{}/health", b.http);
+        wait_for(40, "flowbroker's HTTP listener", || {
+            reqwest::blocking::get(&url).ok()?.json::<Value>().ok()
+        });
+        b
+    }
+
+    fn prepare(
+        bin: PathBuf,
+        kafka: &Kafka,
+        workflows: &[(&str, &str)],
+        env: &[(&str, &str)],
+    ) -> Broker {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().to_path_buf();
         std::fs::create_dir_all(dir.join("workflows")).unwrap();
@@ -617,20 +649,37 @@ impl Broker {
             .rev()
             .find(|(k, _)| k == "FLOWBROKER_HTTP_AUTH_TOKEN")
             .map(|(_, v)| v.clone());
-        let mut b = Broker {
+        Broker {
             child: None,
             http,
             dir,
             env: all,
-            bin: bin.into(),
+            bin,
             token,
             _tmp: Some(tmp),
-        };
-        b.spawn();
-        b
+        }
     }
 
     fn spawn(&mut self) {
+        self.launch();
+        let url = format!("http://{}/health", self.http);
+        let log = self.dir.join("broker.log");
+        wait_for(40, "flowbroker to be assigned its partitions", || {
+            if let Some(c) = self.child.as_mut() {
+                if let Ok(Some(status)) = c.try_wait() {
+                    panic!(
+                        "flowbroker exited with {status}:\n{}",
+                        std::fs::read_to_string(&log).unwrap_or_default()
+                    );
+                }
+            }
+            let v: Value = reqwest::blocking::get(&url).ok()?.json().ok()?;
+            (v["kafka"]["assignedPartitions"].as_u64()? > 0).then_some(())
+        });
+    }
+
+    /// Starts the process.
+    fn launch(&mut self) {
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -647,20 +696,6 @@ impl Broker {
             .spawn()
             .expect("start flowbroker");
         self.child = Some(child);
-        let url = format!("http://{}/health", self.http);
-        let log = self.dir.join("broker.log");
-        wait_for(40, "flowbroker to be assigned its partitions", || {
-            if let Some(c) = self.child.as_mut() {
-                if let Ok(Some(status)) = c.try_wait() {
-                    panic!(
-                        "flowbroker exited with {status}:\n{}",
-                        std::fs::read_to_string(&log).unwrap_or_default()
-                    );
-                }
-            }
-            let v: Value = reqwest::blocking::get(&url).ok()?.json().ok()?;
-            (v["kafka"]["assignedPartitions"].as_u64()? > 0).then_some(())
-        });
     }
 
     /// Sets an environment variable for the next start ([`Broker::restart`],
