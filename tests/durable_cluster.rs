@@ -75,6 +75,12 @@ fn executions_of_a_killed_broker_complete_once_on_the_other() {
             .filter(|e| e["what"] == "load" && e["id"] == order)
             .count();
         assert_eq!(loads, 1, "order {order} loaded {loads} times");
+        let charges = host
+            .effects()
+            .iter()
+            .filter(|e| e["what"] == "charge" && e["id"] == order)
+            .count();
+        assert_eq!(charges, 1, "order {order} charged {charges} times");
     }
     let charges = host
         .effects()

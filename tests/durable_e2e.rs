@@ -1,7 +1,8 @@
 //! Lambda durable functions written with AWS's Python SDK (aws-durable-execution-sdk-python
 //! 3.0.0), served by scripts/durable-host.py, run on the real broker over tansu: the SDK
 //! checkpoints to flowbroker's durable execution API and is invoked again after every
-//! change. Each result is the one the SDK's reference backend gives for the same handler.
+//! change. Each result is compared with the one the SDK's reference backend (its testing
+//! package's in-process runner) gives for the same handler and input.
 
 mod support;
 
@@ -77,7 +78,8 @@ fn the_sdk_s_steps_retries_waits_map_parallel_child_contexts_invokes_and_errors_
         .as_f64()
         .unwrap();
     assert!(planned - wait["StartTimestamp"].as_f64().unwrap() >= 0.99);
-    let charged = &effects_where(&host, "charge", "charged", &json!(30));
+    let charged = &effects_where(&host, "charge", "id", &json!("o1"));
+    assert_eq!(charged.len(), 1);
     assert!(
         charged
             .iter()
@@ -150,6 +152,38 @@ fn the_sdk_s_steps_retries_waits_map_parallel_child_contexts_invokes_and_errors_
     let v = broker.wait_status(&poll, "COMPLETED", 60);
     assert_eq!(v["output"], json!({"polled": 3}));
     assert_eq!(op(&v, "poll")["SubType"], "WaitForCondition");
+
+    // each result and error is the one the SDK's reference backend gives for the same handler
+    for (id, handler, input, children) in [
+        (&steps, "steps", json!({"order": "o1"}), vec![]),
+        (&retry, "retry", json!({}), vec![]),
+        (&batch, "batch", json!({"items": [1, 2, 3]}), vec![]),
+        (
+            &chained,
+            "chained",
+            json!({"order": "c1"}),
+            vec!["steps=steps"],
+        ),
+        (&boom, "boom", json!({}), vec![]),
+        (&poll, "poll", json!({}), vec![]),
+    ] {
+        let want = support::durable::reference(handler, &input, &children);
+        let got = broker.instance(id);
+        match want["status"].as_str() {
+            Some("SUCCEEDED") => {
+                assert_eq!(got["status"], "COMPLETED", "{handler}: {got}");
+                assert_eq!(got["output"], want["result"], "{handler}");
+            }
+            _ => {
+                assert_eq!(got["status"], "FAILED", "{handler}: {got}");
+                assert_eq!(got["error"]["name"], want["error"]["type"], "{handler}");
+                assert_eq!(
+                    got["error"]["message"], want["error"]["message"],
+                    "{handler}"
+                );
+            }
+        }
+    }
 
     // started by a CloudEvent
     kafka.producer().send(&event(

@@ -158,3 +158,24 @@ pub fn aws_with(broker: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
         )
     })
 }
+
+/// What the SDK's own reference backend (the testing package's in-process runner) gives for
+/// `handler` with `input`: `{"status", "result", "error": {"type", "message"}}`. `children`
+/// are `name=handler` pairs for chained invokes.
+pub fn reference(handler: &str, input: &Value, children: &[&str]) -> Value {
+    let out = Command::new(python())
+        .arg(root().join("tests/fixtures/durable/reference.py"))
+        .arg(handler)
+        .arg(input.to_string())
+        .args(children)
+        .output()
+        .expect("run reference.py");
+    assert!(
+        out.status.success(),
+        "reference.py {handler}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("reference.py {handler} printed {text:?}: {e}"))
+}
