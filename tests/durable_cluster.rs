@@ -80,7 +80,24 @@ fn executions_of_a_killed_broker_complete_once_on_the_other() {
             .iter()
             .filter(|e| e["what"] == "charge" && e["id"] == order)
             .count();
-        assert_eq!(charges, 1, "order {order} charged {charges} times");
+        if charges != 1 {
+            let id = waiting
+                .iter()
+                .find(|w| w["data"]["order"] == order)
+                .and_then(|w| w["id"].as_str())
+                .unwrap_or_default();
+            let v = b.instance(id);
+            let effects: Vec<_> = host
+                .effects()
+                .into_iter()
+                .filter(|e| e["id"] == order)
+                .collect();
+            panic!(
+                "order {order} charged {charges} times; effects {effects:?}; history {:#}; b's log: {}",
+                v["history"],
+                b.log().lines().filter(|l| l.contains(id) || l.contains("taken over")).collect::<Vec<_>>().join("\n")
+            );
+        }
     }
     let charges = host
         .effects()
@@ -94,7 +111,12 @@ fn executions_of_a_killed_broker_complete_once_on_the_other() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|h| h["input"]["kind"] == "timerFired")
+            .filter(|h| {
+                h["input"]["kind"] == "timerFired"
+                    && h["input"]["id"]
+                        .as_str()
+                        .is_some_and(|t| t.ends_with("/wait"))
+            })
             .count();
         assert_eq!(fired, 1, "{id}: the wait's timer fired once");
     }

@@ -9,6 +9,7 @@ use super::OutboxKey;
 use crate::cluster::changelog::{Checkpoint, Entry};
 use crate::cluster::partition::PartitionId;
 use crate::cluster::{Log, LogError};
+use crate::engine::ErrorInfo;
 use crate::store::{Scope, Table, SEP};
 use std::collections::BTreeMap;
 
@@ -91,7 +92,21 @@ impl Core {
             took_ms = t0.elapsed().as_millis() as u64, "state partition taken over");
         self.send_out(outbox);
         for c in calls {
-            self.invoke(c);
+            if c.stale_on_takeover {
+                // its payload is as old as the call: the engine invokes again with the state
+                // as it is now (a durable function's invocation)
+                let lost = ErrorInfo::new(
+                    "InvocationLost",
+                    "the state partition changed owner before this invocation's answer was \
+                     applied; invoked again with the current operations",
+                );
+                inputs.entry(p).or_default().push(PartInput::CallDone {
+                    call: c,
+                    outcome: Err(lost),
+                });
+            } else {
+                self.invoke(c);
+            }
         }
         for d in self.reg.all_current() {
             if self.parts.of_key(&d.id, "") == p {

@@ -93,6 +93,7 @@ mod tests {
             parameters: serde_json::json!({}),
             attempt: 1,
             timeout_secs: None,
+            stale_on_takeover: false,
             traceparent: None,
             tracestate: None,
             parent_span: None,
