@@ -98,6 +98,11 @@ pub struct KafkaConfig {
     pub leave_group_on_stop: bool,
     /// Records handled in one store transaction at most.
     pub batch_size: usize,
+    /// Backpressure: while more outbox records (with the producer) and function calls (with
+    /// the invoker) than this are out and not heard back about, the consumers pause their
+    /// partitions; they resume at half of it. Bounds memory whatever the offered rate
+    /// (about 3 KB per record out).
+    pub max_in_flight: usize,
     /// Create missing topics at start (when the Kafka broker allows it).
     pub create_topics: bool,
     /// Partitions of topics created at start.
@@ -234,6 +239,7 @@ impl Default for KafkaConfig {
             session_timeout_ms: 10_000,
             leave_group_on_stop: false,
             batch_size: 500,
+            max_in_flight: 10_000,
             create_topics: true,
             topic_partitions: 3,
             properties: BTreeMap::new(),

@@ -135,11 +135,15 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         data = %cfg.store_path().display(), workflows = %cfg.workflows_dir.display(), "starting flowbroker");
     let producer = crate::kafka::producer::create(k)?;
     let (control_tx, control_rx) = mpsc::unbounded_channel::<Cmd>();
+    // backpressure: the core says when intake must pause (too much handed to the producer and
+    // the invoker and not heard back about); both consumers follow it
+    let (intake_tx, intake_rx) = tokio::sync::watch::channel(false);
     let (consumer, assigned) = crate::kafka::consumer::create(
         k,
         &cfg.cluster.work_topic,
         control_tx.clone(),
         metrics.clone(),
+        intake_rx.clone(),
     )?;
     let log = crate::kafka::log::KafkaLog::new(&cfg, owner.clone())?;
     crate::kafka::owners::tail(k, &cfg.cluster.owners_topic, shared.clone())?;
@@ -159,6 +163,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
             invoke: inv_tx,
             commit_offsets: crate::kafka::consumer::committer(consumer.clone()),
             spans: spans.clone(),
+            intake: intake_tx,
         },
         shared.clone(),
     )?;
@@ -177,7 +182,8 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
             dead_letter: k.dlq_topic.clone(),
         },
         prod_rx,
-        cmd_tx.clone(),
+        // acknowledgements never queue behind intake batches (they are what lets intake resume)
+        control_tx.clone(),
     ));
     tokio::spawn(crate::kafka::owners::publish(
         producer.clone(),
@@ -192,6 +198,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         reader_rx,
         cmd_tx.clone(),
         k.batch_size,
+        intake_rx.clone(),
     ));
     tokio::spawn(crate::invoke::run(
         inv_rx,
@@ -206,6 +213,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         cmd_tx.clone(),
         k.batch_size,
         k.max_input_bytes,
+        intake_rx,
     ));
     tokio::spawn(crate::watch::run(
         cfg.workflows_dir.clone(),

@@ -45,6 +45,9 @@ pub struct Outlets {
     pub commit_offsets: CommitOffsets,
     /// Where finished spans go (`None`: no OTLP export configured, no spans built).
     pub spans: Option<crate::otel::Exporter>,
+    /// `true`: intake is paused (backpressure, see [`Core::backpressure`]); the consumers
+    /// pause their partitions while it is.
+    pub intake: tokio::sync::watch::Sender<bool>,
 }
 
 pub struct Core {
@@ -242,6 +245,7 @@ impl Core {
                 invoke,
                 commit_offsets: Box::new(|_| {}),
                 spans: None,
+                intake: tokio::sync::watch::channel(false).0,
             },
             Arc::new(Shared::default()),
         )?;
@@ -544,7 +548,27 @@ impl Core {
             (self.out.commit_offsets)(&list);
         }
         self.count(stats);
+        self.backpressure();
         Ok(())
+    }
+
+    /// Pauses intake once `kafka.max_in_flight` outbox records and function calls are out
+    /// and not heard back about (handed to the producer or the invoker: everything they hold
+    /// in memory), and resumes it at half of that. Acknowledgements and call results keep
+    /// coming while intake is paused, so it always resumes once Kafka takes the records.
+    pub(super) fn backpressure(&self) {
+        let (sending, calling) = self.inflight.len();
+        let out = sending + calling;
+        let high = self.cfg.kafka.max_in_flight.max(1);
+        self.out.intake.send_if_modified(|paused| {
+            let next = if *paused { out > high / 2 } else { out >= high };
+            if next == *paused {
+                return false;
+            }
+            tracing::debug!(in_flight = out, paused = next, "intake backpressure");
+            *paused = next;
+            true
+        });
     }
 
     /// Turns one command into partition inputs (or applies it, for node-level commands).

@@ -23,6 +23,8 @@ pub struct Ctx {
     pub work_topic: String,
     /// Tells the core which state partitions it gained or lost.
     pub control: mpsc::UnboundedSender<Cmd>,
+    /// `true` while intake is paused (backpressure from the core).
+    pub intake: watch::Receiver<bool>,
 }
 
 impl Ctx {
@@ -38,6 +40,17 @@ impl Ctx {
             }
         }
         (ps, list)
+    }
+
+    /// The input topic partitions of `tpl` (everything but the work topic).
+    fn input_partitions(&self, tpl: &TopicPartitionList) -> TopicPartitionList {
+        let mut list = TopicPartitionList::new();
+        for e in tpl.elements() {
+            if e.topic() != self.work_topic {
+                list.add_partition(e.topic(), e.partition());
+            }
+        }
+        list
     }
 }
 
@@ -88,6 +101,12 @@ impl ConsumerContext for Ctx {
                 if let Err(e) = c.pause(&list) {
                     tracing::warn!(error = %e, "could not pause work partitions in the group consumer");
                 }
+                // assigned while intake is paused: they stay paused until it resumes
+                if *self.intake.borrow() {
+                    if let Err(e) = c.pause(&self.input_partitions(tpl)) {
+                        tracing::warn!(error = %e, "could not pause input partitions");
+                    }
+                }
                 let _ = self.control.send(Cmd::Assigned(owned));
                 let _ = self.assigned.send(tpl.count());
                 self.metrics.kafka_up.set(1);
@@ -122,6 +141,7 @@ pub fn create(
     work_topic: &str,
     control: mpsc::UnboundedSender<Cmd>,
     metrics: Arc<crate::metrics::Metrics>,
+    intake: watch::Receiver<bool>,
 ) -> Result<(Arc<KafkaConsumer>, watch::Receiver<usize>), KafkaError> {
     let (tx, rx) = watch::channel(0);
     let c = client_config(
@@ -138,7 +158,10 @@ pub fn create(
                 (cfg.session_timeout_ms / 6).max(100).to_string(),
             ),
             ("statistics.interval.ms", "5000".into()),
-        ],
+        ]
+        .into_iter()
+        .chain(PREFETCH.iter().map(|(k, v)| (*k, v.to_string())))
+        .collect::<Vec<_>>(),
     );
     let consumer: KafkaConsumer = c
         .create_with_context(Ctx {
@@ -146,6 +169,7 @@ pub fn create(
             metrics,
             work_topic: work_topic.to_string(),
             control,
+            intake,
         })
         .map_err(|source| KafkaError::Client {
             what: "consumer",
@@ -162,6 +186,36 @@ pub fn create(
             source,
         })?;
     Ok((Arc::new(consumer), rx))
+}
+
+/// What librdkafka fetches ahead of the application, per consumer (the group consumer and
+/// the work reader): 16 MiB or 10,000 records (defaults: 64 MiB, 100,000), in fetches of at
+/// most 16 MiB (default 50 MiB). A paused partition's prefetched records are dropped and
+/// fetched again from the application's position on resume.
+pub const PREFETCH: [(&str, &str); 3] = [
+    ("queued.max.messages.kbytes", "16384"),
+    ("queued.min.messages", "10000"),
+    ("fetch.max.bytes", "16777216"),
+];
+
+/// Pauses or resumes the input topic partitions assigned now (never the work topic's, which
+/// stay paused here).
+fn pause_inputs(consumer: &KafkaConsumer, pause: bool) {
+    let Ok(assigned) = consumer.assignment() else {
+        return;
+    };
+    let inputs = consumer.context().input_partitions(&assigned);
+    let r = if pause {
+        consumer.pause(&inputs)
+    } else {
+        consumer.resume(&inputs)
+    };
+    match r {
+        Ok(()) => tracing::debug!(paused = pause, partitions = inputs.count(), "intake"),
+        Err(e) => {
+            tracing::warn!(error = %e, paused = pause, "could not pause or resume input partitions")
+        }
+    }
 }
 
 /// A function that commits offsets to the group (asynchronously, best effort).
@@ -184,10 +238,27 @@ pub async fn run(
     core: mpsc::Sender<Cmd>,
     batch_size: usize,
     max_input_bytes: usize,
+    mut intake: watch::Receiver<bool>,
 ) {
     let work_topic = consumer.context().work_topic.clone();
+    let mut paused = false;
     loop {
-        let first = match consumer.recv().await {
+        // backpressure: follow the core's signal. Paused partitions deliver nothing, but recv
+        // keeps being awaited, so rebalances are served and the group keeps this member.
+        let pause = *intake.borrow_and_update();
+        if pause != paused {
+            pause_inputs(&consumer, pause);
+            paused = pause;
+        }
+        let next = tokio::select! {
+            m = consumer.recv() => m,
+            // the core went away (its end of the signal dropped): stop, like a failed send
+            r = intake.changed() => match r {
+                Ok(()) => continue,
+                Err(_) => return,
+            },
+        };
+        let first = match next {
             // work topic partitions are paused here; a record fetched before the pause took
             // effect is the work reader's to read
             Ok(m) if m.topic() == work_topic => continue,

@@ -25,6 +25,13 @@ pub fn create(cfg: &KafkaConfig) -> Result<FutureProducer, KafkaError> {
             // that timed out and was sent again could be overtaken by a later record of its
             // key that was already queued (docs/broker.md "Topics and records")
             ("message.timeout.ms", "0".into()),
+            // kafka.max_in_flight bounds what the core hands over; librdkafka's queue must
+            // take all of it, or every record in FutureProducer::send retries `QueueFull`
+            // every 100 ms (out of order)
+            (
+                "queue.buffering.max.messages",
+                (cfg.max_in_flight + 1000).max(100_000).to_string(),
+            ),
         ],
     );
     c.create().map_err(|source| KafkaError::Client {
@@ -40,7 +47,7 @@ pub async fn run(
     mode: OutputMode,
     topics: Topics,
     mut rx: mpsc::UnboundedReceiver<Vec<(OutboxKey, OutRecord)>>,
-    core: mpsc::Sender<Cmd>,
+    core: mpsc::UnboundedSender<Cmd>,
 ) {
     let topics = std::sync::Arc::new(topics);
     let mut inflight = FuturesUnordered::new();
@@ -60,7 +67,7 @@ pub async fn run(
                 while let Some(Some(more)) = futures::FutureExt::now_or_never(inflight.next()) {
                     acks.push(more);
                 }
-                if core.send(Cmd::Acked(std::mem::take(&mut acks))).await.is_err() {
+                if core.send(Cmd::Acked(std::mem::take(&mut acks))).is_err() {
                     return;
                 }
             }

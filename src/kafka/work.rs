@@ -11,7 +11,7 @@ use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use std::collections::BTreeMap;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 pub fn create(cfg: &Config) -> Result<StreamConsumer, KafkaError> {
     let k = &cfg.kafka;
@@ -24,7 +24,14 @@ pub fn create(cfg: &Config) -> Result<StreamConsumer, KafkaError> {
             ("enable.auto.offset.store", "false".into()),
             ("auto.offset.reset", "earliest".into()),
             ("fetch.wait.max.ms", k.fetch_wait_max_ms.to_string()),
-        ],
+        ]
+        .into_iter()
+        .chain(
+            super::consumer::PREFETCH
+                .iter()
+                .map(|(k, v)| (*k, v.to_string())),
+        )
+        .collect::<Vec<_>>(),
     )
     .create()
     .map_err(|source| KafkaError::Client {
@@ -42,10 +49,23 @@ pub async fn run(
     mut ctl: mpsc::UnboundedReceiver<(PartitionId, Option<i64>)>,
     core: mpsc::Sender<Cmd>,
     batch_size: usize,
+    mut intake: watch::Receiver<bool>,
 ) {
     let mut reading = false;
+    let mut paused = false;
     loop {
+        // backpressure: pausing drops what librdkafka fetched ahead; resuming fetches again
+        // from the last record handed to the core
+        let pause = *intake.borrow_and_update();
+        if pause != paused {
+            pause_all(&consumer, pause);
+            paused = pause;
+        }
         let first = tokio::select! {
+            r = intake.changed() => match r {
+                Ok(()) => continue,
+                Err(_) => return,
+            },
             c = ctl.recv() => {
                 let Some((p, from)) = c else { return };
                 let mut tpl = TopicPartitionList::new();
@@ -61,10 +81,13 @@ pub async fn run(
                 if let Err(e) = r {
                     tracing::error!(partition = %p, error = %e, "work reader assignment failed");
                 }
+                if paused {
+                    pause_all(&consumer, true);
+                }
                 reading = consumer.assignment().map(|a| a.count() > 0).unwrap_or(false);
                 continue;
             }
-            m = consumer.recv(), if reading => match m {
+            m = consumer.recv(), if reading && !paused => match m {
                 Ok(m) => m.detach(),
                 Err(e) => {
                     tracing::warn!(error = %e, "work topic consume error");
@@ -97,5 +120,20 @@ pub async fn run(
                 return;
             }
         }
+    }
+}
+
+/// Pauses or resumes every partition the work reader is assigned now.
+fn pause_all(consumer: &StreamConsumer, pause: bool) {
+    let Ok(assigned) = consumer.assignment() else {
+        return;
+    };
+    let r = if pause {
+        consumer.pause(&assigned)
+    } else {
+        consumer.resume(&assigned)
+    };
+    if let Err(e) = r {
+        tracing::warn!(error = %e, paused = pause, "could not pause or resume the work reader");
     }
 }
