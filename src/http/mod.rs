@@ -1,7 +1,9 @@
 //! The HTTP side: CloudEvents ingress (`POST /v1/events`), the admin API ([`query`] reads,
 //! [`definitions`] and their drawings), the web console ([`ui`]), `/health` and `/metrics`. Writes go to the core as commands; reads use store snapshots directly. A
 //! request about a state partition another broker owns is forwarded to it ([`forward`]). With
-//! `http.auth_token` set, every route but `/health` needs the token ([`auth`]).
+//! `http.auth_token` set, every route but `/health` needs the token ([`auth`]). The AWS durable
+//! execution API lives at AWS's paths ([`lambda`]), where SigV4-signed requests are admitted
+//! too ([`sigv4`]).
 
 mod admin;
 pub mod auth;
