@@ -724,7 +724,8 @@ impl Broker {
         self.spawn();
     }
 
-    /// SIGTERM: a graceful stop (the broker leaves the group); waits for the exit.
+    /// SIGTERM: a graceful stop (the broker stops writing and flushes; it leaves the group
+    /// only with `kafka.leave_group_on_stop`); waits for the exit.
     pub fn terminate(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = Command::new("kill")
