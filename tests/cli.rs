@@ -28,7 +28,7 @@ fn shipped_workflows_are_valid() {
     let (code, _, err) = flowbroker(&["validate", "workflows"]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        err.contains("4 file(s) checked: 4 valid, 0 invalid"),
+        err.contains("5 file(s) checked: 5 valid, 0 invalid"),
         "{err}"
     );
 }
