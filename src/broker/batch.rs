@@ -472,6 +472,7 @@ impl<'a, 's> Batch<'a, 's> {
                 parameters,
                 attempt,
                 timeout_secs,
+                stale_on_takeover,
             } => match self.resolve(&function, &resource) {
                 Some(url) => {
                     let trace = rec.trace.as_ref();
@@ -484,10 +485,7 @@ impl<'a, 's> Batch<'a, 's> {
                         parameters,
                         attempt,
                         timeout_secs,
-                        stale_on_takeover: matches!(
-                            rec.instance.activity,
-                            crate::engine::Activity::Durable { .. }
-                        ),
+                        stale_on_takeover,
                         traceparent: trace.map(|t| t.traceparent(t.call_span(&key, attempt))),
                         tracestate: trace.and_then(|t| t.state.clone()),
                         parent_span: trace.map(|t| match &rec.instance.activity {

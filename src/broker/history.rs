@@ -207,6 +207,7 @@ mod tests {
                 parameters: json!({"p": 1}),
                 attempt: 0,
                 timeout_secs: None,
+                stale_on_takeover: false,
             },
             Action::CancelTimer { id: "t".into() },
             Action::Complete { output: json!(3) },

@@ -138,9 +138,8 @@ pub struct Call {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_secs: Option<u64>,
     /// A broker that takes the partition over sends the call again as it is (the default),
-    /// or, for a durable function's invocation (whose operations and checkpoint token go
-    /// stale as soon as it checkpoints), fails it back to the engine, which invokes again
-    /// with the current state.
+    /// or, when the engine said its request goes stale (`Action::Invoke`), fails it back to
+    /// the engine, which asks anew with the current state.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stale_on_takeover: bool,
     /// Sent as the `traceparent` header (the span derived from the idempotency key).

@@ -95,6 +95,11 @@ pub enum Action {
         /// This call's time limit, when the language sets one (else `invoke.timeout_ms`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_secs: Option<u64>,
+        /// The request carries state that goes stale (a durable function's operations and
+        /// checkpoint token): a broker taking the partition over does not send it again but
+        /// fails it back (`ActionFailed`), so the language asks anew.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        stale_on_takeover: bool,
     },
     ArmTimer {
         id: String,

@@ -152,6 +152,7 @@ pub fn start(cx: &mut Cx, lane: Option<usize>, idx: usize, attempt: u32) {
             parameters,
             attempt,
             timeout_secs: None,
+            stale_on_takeover: false,
         });
         Slot::Invoked { attempt }
     } else if let Some(e) = &action.event_ref {

@@ -167,6 +167,7 @@ fn task(
             parameters: eff,
             attempt: th.attempt,
             timeout_secs: None,
+            stale_on_takeover: false,
         });
         th.doing = Doing::Call;
     }

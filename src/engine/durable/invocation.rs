@@ -49,6 +49,7 @@ pub fn invoke(cx: &mut Cx) {
         parameters,
         attempt: run.invocations as u32,
         timeout_secs: Some(cx.f.invocation_timeout),
+        stale_on_takeover: true,
     });
 }
 

@@ -179,12 +179,12 @@ pub async fn by_function(
     let q = query(uri);
     let workflow = arn::function_of(function).to_string();
     let max = max_items(&q, 1000);
-    let statuses: Vec<String> = uri
-        .query()
+    let statuses: Vec<String> = Query::<Vec<(String, String)>>::try_from_uri(uri)
+        .map(|q| q.0)
         .unwrap_or_default()
-        .split('&')
-        .filter_map(|kv| kv.strip_prefix("Statuses="))
-        .map(str::to_string)
+        .into_iter()
+        .filter(|(k, _)| k == "Statuses")
+        .map(|(_, v)| v)
         .collect();
     let name = q.get("DurableExecutionName").cloned();
     let mut all = Vec::new();

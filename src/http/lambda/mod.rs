@@ -141,21 +141,10 @@ fn segments(path: &str, prefix: &str) -> Vec<String> {
         .collect()
 }
 
+/// The query's parameters (the last of a repeated name); axum's own query parsing.
 fn query(uri: &axum::http::Uri) -> std::collections::HashMap<String, String> {
-    uri.query()
-        .map(|q| {
-            q.split('&')
-                .map(|kv| {
-                    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                    let d = |s: &str| {
-                        percent_encoding::percent_decode_str(&s.replace('+', "%20"))
-                            .decode_utf8_lossy()
-                            .into_owned()
-                    };
-                    (d(k), d(v))
-                })
-                .collect()
-        })
+    axum::extract::Query::try_from_uri(uri)
+        .map(|q| q.0)
         .unwrap_or_default()
 }
 
