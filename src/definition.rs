@@ -36,6 +36,9 @@ pub enum Body {
     Machine(Arc<crate::asl::Machine>),
     /// A Lambda durable function: the user's code, invoked over HTTP.
     Durable(Arc<crate::durable::Function>),
+    /// Amazon SWF executions or domains (built in: the decider is the user's code, and the
+    /// registry and history live in the instances).
+    Swf,
 }
 
 /// The language a definition is written in.
@@ -46,6 +49,8 @@ pub enum Language {
     Asl,
     /// A Lambda durable function.
     Durable,
+    /// Amazon SWF's decider model.
+    Swf,
 }
 
 impl Language {
@@ -55,6 +60,7 @@ impl Language {
             Language::ServerlessWorkflow => "serverless-workflow",
             Language::Asl => "asl",
             Language::Durable => "durable-function",
+            Language::Swf => "swf",
         }
     }
 }
@@ -170,6 +176,16 @@ impl Definition {
         })
     }
 
+    /// A built-in SWF definition: [`crate::swf::EXECUTIONS`] or [`crate::swf::DOMAINS`].
+    pub fn swf(id: &str, description: &str) -> Definition {
+        Definition {
+            workflow: Definition::top_level(id.to_string(), Some(description.to_string())),
+            body: Body::Swf,
+            exprs: HashMap::new(),
+            warnings: Vec::new(),
+        }
+    }
+
     /// The top level of a definition in another language than Serverless Workflow: an id,
     /// a name, and nothing to route events or schedules to.
     fn top_level(id: String, description: Option<String>) -> Workflow {
@@ -263,6 +279,7 @@ impl Definition {
             Body::Workflow => Language::ServerlessWorkflow,
             Body::Machine(_) => Language::Asl,
             Body::Durable(_) => Language::Durable,
+            Body::Swf => Language::Swf,
         }
     }
 

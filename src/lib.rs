@@ -96,6 +96,7 @@ pub mod model;
 pub mod otel;
 pub mod server;
 pub mod store;
+pub mod swf;
 pub mod time;
 pub mod trace;
 pub mod validate;

@@ -83,6 +83,7 @@ fn start(n: &mut Node) -> Result<String, AdminError> {
             input: json!({}),
             key: None,
             trace: None,
+            at: None,
             reply: tx,
         }])
         .unwrap();

@@ -209,6 +209,9 @@ impl Batch<'_, '_> {
         self.drain()?;
         Ok(match r {
             Ok(_) => Ok(id.to_string()),
+            Err(e @ EngineError::Swf(crate::engine::swf::SwfError::AlreadyStarted(_))) => {
+                Err(AdminError::Refused(e.to_string()))
+            }
             Err(e) => Err(AdminError::Invalid(e.to_string())),
         })
     }

@@ -30,6 +30,8 @@ pub struct Effects {
     pub stats: Vec<Stat>,
     /// Finished spans to export (only built when [`Batch::spans`] is set).
     pub spans: Vec<crate::trace::span::SpanRecord>,
+    /// SWF tasks ready for pollers.
+    pub offers: Vec<(crate::swf::task::TaskQueue, super::board::Ready)>,
 }
 
 /// The instance a child is started by.
@@ -157,6 +159,17 @@ impl<'a, 's> Batch<'a, 's> {
         if self.load(id)?.is_some() {
             return Ok(Ok(false));
         }
+        if let Some(open) = self.open_swf_run(&wf.id, &input, parent.as_ref())? {
+            return Ok(Err(crate::engine::swf::SwfError::AlreadyStarted(format!(
+                "an execution of workflow id {:?} is open (runId {})",
+                input
+                    .get("workflowId")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default(),
+                crate::swf::run_id_of(&open)
+            ))
+            .into()));
+        }
         // the trace it continues: its parent's, the request's, or its first start event's
         let trace = match parent.as_ref().and_then(|p| p.trace.as_ref()) {
             Some(t) => t.for_child(id),
@@ -199,6 +212,32 @@ impl<'a, 's> Batch<'a, 's> {
                 Ok(Err(e))
             }
         }
+    }
+
+    /// The open run of the SWF workflow id an SWF start names, other than the run that
+    /// continues as this one.
+    fn open_swf_run(
+        &self,
+        workflow: &str,
+        input: &Value,
+        parent: Option<&Parent>,
+    ) -> Result<Option<String>> {
+        if workflow != crate::swf::EXECUTIONS {
+            return Ok(None);
+        }
+        let (Some(domain), Some(workflow_id)) = (
+            input.get("domain").and_then(Value::as_str),
+            input.get("workflowId").and_then(Value::as_str),
+        ) else {
+            return Ok(None);
+        };
+        let key = crate::swf::RunKey {
+            domain: domain.into(),
+            workflow_id: workflow_id.into(),
+        };
+        let k = index::swf_run_entry(&key, "").active_key();
+        let open: Option<String> = self.tx.get(Table::Active, &k)?;
+        Ok(open.filter(|o| parent.is_none_or(|p| p.id != *o)))
     }
 
     /// Queues an input for an instance (applied by [`Batch::drain`]).
@@ -593,6 +632,14 @@ impl<'a, 's> Batch<'a, 's> {
             }
             Action::Cancelled => {
                 self.lifecycle(rec, "cancelled", json!({}))?;
+            }
+            Action::Offer { queue, scheduled } => {
+                let ready = super::board::Ready {
+                    partition: self.p,
+                    instance: id.clone(),
+                    scheduled,
+                };
+                self.fx.offers.push((queue, ready));
             }
         }
         if rec.instance.status.is_final() {

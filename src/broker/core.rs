@@ -478,7 +478,10 @@ impl Core {
             }
             let lazy = acks_only
                 && effects.iter().all(|(_, fx)| {
-                    fx.outbox.is_empty() && fx.calls.is_empty() && fx.stats.is_empty()
+                    fx.outbox.is_empty()
+                        && fx.calls.is_empty()
+                        && fx.stats.is_empty()
+                        && fx.offers.is_empty()
                 });
             let t0 = std::time::Instant::now();
             // with a changelog, the local store is a cache of it: no need to wait for the disk
@@ -495,6 +498,9 @@ impl Core {
                 }
                 for c in fx.calls {
                     self.invoke(c);
+                }
+                for (queue, ready) in fx.offers {
+                    self.shared.board.offer(queue, ready);
                 }
                 let mut out = Vec::new();
                 for (key, rec) in fx.outbox {
@@ -651,6 +657,7 @@ impl Core {
                 input,
                 key,
                 trace,
+                at,
                 reply,
             } => {
                 // checked here too, so a start forwarded to another broker's partition is not
@@ -665,7 +672,7 @@ impl Core {
                     let _ = reply.send(Err(e));
                     return Ok(());
                 }
-                let id = direct_id(parts, &workflow, key.as_deref());
+                let id = at.unwrap_or_else(|| direct_id(parts, &workflow, key.as_deref()));
                 let ticket = tickets.len();
                 tickets.push(Ticket::Start(reply, None));
                 let work = Work::Start {

@@ -57,9 +57,11 @@ impl Core {
         self.owned.insert(p);
         self.publish_owned();
         let tx = self.store.scoped(Scope::Partition(p.0));
+        let mut swf = false;
         // the versions the partition's instances run on, even if this broker never deployed them
         for (k, v) in tx.prefix::<StoredVersion>(Table::Versions, "")? {
             if let Some((id, version)) = k.split_once(SEP) {
+                swf |= id == crate::swf::EXECUTIONS;
                 if self.reg.version(id, version).is_none() {
                     if let Some(d) = v.revive(id, version) {
                         tracing::info!(partition = %p, workflow = id, version,
@@ -72,7 +74,15 @@ impl Core {
         let work_offset = tx.get::<i64>(Table::Offsets, WORK_OFFSET)?.unwrap_or(0);
         let outbox: Vec<(String, OutRecord)> = tx.prefix(Table::Outbox, "")?;
         let calls: Vec<(String, Call)> = tx.prefix(Table::Calls, "")?;
+        let ready = if swf {
+            super::swf_tasks::ready(&tx, p)?
+        } else {
+            Vec::new()
+        };
         drop(tx);
+        for (queue, r) in ready {
+            self.shared.board.offer(queue, r);
+        }
         if let Some(r) = &self.reader {
             let _ = r.send((p, Some(work_offset)));
         }
@@ -142,6 +152,7 @@ impl Core {
             return;
         }
         tracing::info!(partition = %p, "state partition released");
+        self.shared.board.release(p);
         self.publish_owned();
         if let Some(r) = &self.reader {
             let _ = r.send((p, None));

@@ -43,6 +43,7 @@ fn payloads<'a>(input: &'a mut Input, actions: &'a mut [Action]) -> Vec<(String,
         Input::ChildCompleted { output, .. } => out.push(("/input/output".into(), output)),
         Input::Checkpoint { updates, .. } => out.push(("/input/updates".into(), updates)),
         Input::ActionFailed { .. }
+        | Input::Swf { .. }
         | Input::TimerFired { .. }
         | Input::ChildFailed { .. }
         | Input::Cancel => {}
@@ -60,7 +61,8 @@ fn payloads<'a>(input: &'a mut Input, actions: &'a mut [Action]) -> Vec<(String,
             | Action::CancelTimer { .. }
             | Action::CancelChild { .. }
             | Action::Fail { .. }
-            | Action::Cancelled => continue,
+            | Action::Cancelled
+            | Action::Offer { .. } => continue,
         };
         out.push((format!("/actions/{i}/{field}"), v));
     }

@@ -238,6 +238,10 @@ pub fn active(def: &Definition, inst: &Instance) -> BTreeSet<Entry> {
     if inst.status.is_final() {
         return BTreeSet::new();
     }
+    if let Some(x) = crate::engine::swf::execution_of(inst) {
+        // an SWF run is the open run of its workflow id (at most one)
+        return BTreeSet::from([swf_run_entry(&x.key(), &inst.id)]);
+    }
     def.workflow
         .events
         .iter()
@@ -253,6 +257,19 @@ pub fn active(def: &Definition, inst: &Instance) -> BTreeSet<Entry> {
         })
         .collect()
 }
+
+/// The `Active` entry naming `instance` as the open run of an SWF workflow id.
+pub fn swf_run_entry(key: &crate::swf::RunKey, instance: &str) -> Entry {
+    Entry {
+        workflow: crate::swf::EXECUTIONS.into(),
+        event: SWF_RUN.into(),
+        key: key.index_key(),
+        instance: instance.to_string(),
+    }
+}
+
+/// The event name of SWF runs' `Active` entries.
+pub const SWF_RUN: &str = "run";
 
 /// The Kafka key of events an instance produces: its correlation values, else its id.
 pub fn kafka_key(inst: &Instance) -> String {

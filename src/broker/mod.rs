@@ -31,6 +31,7 @@
 mod addressed;
 pub mod apply;
 pub mod batch;
+pub mod board;
 pub mod core;
 pub mod dedupe;
 mod deploy;
@@ -49,6 +50,7 @@ pub mod schedule;
 pub mod shared;
 mod spans;
 mod sweep;
+mod swf_tasks;
 pub mod window;
 
 use crate::engine::Event;
@@ -202,6 +204,9 @@ pub enum Cmd {
         key: Option<String>,
         /// The request's `traceparent`/`tracestate`, continued by the instance.
         trace: Option<crate::trace::Carrier>,
+        /// The instance id to start, when the caller chose it (an SWF run lives on its
+        /// workflow id's partition); else one is derived from `key` or made up.
+        at: Option<crate::cluster::partition::InstanceId>,
         reply: Reply<String>,
     },
     Cancel {

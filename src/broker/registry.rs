@@ -70,9 +70,49 @@ pub struct Changes {
     pub rejected: Vec<(String, Vec<Diagnostic>)>,
 }
 
+/// The built-in definitions: Amazon SWF's executions and domains (docs/swf.md). Every
+/// broker has them; no file deploys them, and a file cannot take their ids.
+fn builtins() -> &'static BTreeMap<String, Arc<Deployed>> {
+    static BUILTINS: std::sync::LazyLock<BTreeMap<String, Arc<Deployed>>> =
+        std::sync::LazyLock::new(|| {
+            [
+                (
+                    crate::swf::EXECUTIONS,
+                    "Amazon SWF workflow executions (the decider is yours)",
+                ),
+                (
+                    crate::swf::DOMAINS,
+                    "Amazon SWF domains and their registered types",
+                ),
+            ]
+            .into_iter()
+            .map(|(id, description)| {
+                let d = Deployed {
+                    id: id.to_string(),
+                    version: BUILTIN_VERSION.to_string(),
+                    file: "(built in)".into(),
+                    source: String::new(),
+                    def: Arc::new(Definition::swf(id, description)),
+                    deployed: DateTime::<Utc>::UNIX_EPOCH,
+                };
+                (id.to_string(), Arc::new(d))
+            })
+            .collect()
+        });
+    &BUILTINS
+}
+
+/// The version of a built-in definition.
+pub const BUILTIN_VERSION: &str = "builtin";
+
 impl Registry {
     pub fn current(&self, id: &str) -> Option<&Arc<Deployed>> {
-        self.current.get(id)
+        self.current.get(id).or_else(|| builtins().get(id))
+    }
+
+    /// Whether `id` is a built-in definition's (no file may deploy it).
+    pub fn is_builtin(id: &str) -> bool {
+        builtins().contains_key(id)
     }
 
     pub fn all_current(&self) -> impl Iterator<Item = &Arc<Deployed>> {
@@ -85,7 +125,9 @@ impl Registry {
 
     /// A version by id, current or not.
     pub fn version(&self, id: &str, version: &str) -> Option<&Arc<Deployed>> {
-        self.versions.get(&(id.to_string(), version.to_string()))
+        self.versions
+            .get(&(id.to_string(), version.to_string()))
+            .or_else(|| builtins().get(id).filter(|d| d.version == version))
     }
 
     /// What an instance of `id`/`version` runs on: the version's definition plus what it
@@ -208,6 +250,19 @@ impl Registry {
                 }
                 Ok(def) => {
                     let id = def.id().to_string();
+                    if Registry::is_builtin(&id) {
+                        let d = vec![Diagnostic::error(
+                            file,
+                            "$.id",
+                            format!(
+                                "workflow id {id:?} is built in (Amazon SWF's executions and \
+                                 domains); give this workflow another id"
+                            ),
+                        )];
+                        self.invalid.insert(file.clone(), d.clone());
+                        changes.rejected.push((file.clone(), d));
+                        continue;
+                    }
                     let owner = self.files.iter().find(|(f, i)| **i == id && *f != file);
                     if let Some((other, _)) = owner {
                         let d = vec![Diagnostic::error(

@@ -23,6 +23,9 @@ pub struct Shared {
     pub owned_changed: Notify,
     /// Who owns every partition, as the owners topic says (the API forwards to them).
     pub directory: RwLock<Directory>,
+    /// SWF tasks ready on the task lists of the partitions owned here, and the polls
+    /// waiting for them.
+    pub board: super::board::Board,
 }
 
 impl Shared {

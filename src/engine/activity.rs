@@ -122,6 +122,14 @@ pub enum Activity {
     Durable {
         durable: Box<super::durable::Run>,
     },
+    /// An Amazon SWF execution's run (its history and what is open in it).
+    Swf {
+        swf: Box<super::swf::Execution>,
+    },
+    /// An Amazon SWF domain's registry.
+    SwfDomain {
+        domain: Box<crate::swf::registry::Domain>,
+    },
 }
 
 #[derive(Deserialize)]
@@ -214,6 +222,8 @@ enum ActivityTag {
     CallbackWait,
     Machine,
     Durable,
+    Swf,
+    SwfDomain,
 }
 
 #[derive(Deserialize)]
@@ -228,6 +238,8 @@ struct ActivityRepr {
     items: Option<Vec<Value>>,
     machine: Option<Box<super::asl::thread::MachineRun>>,
     durable: Option<Box<super::durable::Run>>,
+    swf: Option<Box<super::swf::Execution>>,
+    domain: Option<Box<crate::swf::registry::Domain>>,
 }
 
 impl TryFrom<ActivityRepr> for Activity {
@@ -268,6 +280,12 @@ impl TryFrom<ActivityRepr> for Activity {
             },
             ActivityTag::Durable => Activity::Durable {
                 durable: need(r.durable, "durable", "durable")?,
+            },
+            ActivityTag::Swf => Activity::Swf {
+                swf: need(r.swf, "swf", "swf")?,
+            },
+            ActivityTag::SwfDomain => Activity::SwfDomain {
+                domain: need(r.domain, "swfDomain", "domain")?,
             },
         })
     }

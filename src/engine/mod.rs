@@ -22,6 +22,7 @@ pub mod instance;
 mod lanes;
 mod produce;
 mod run;
+pub mod swf;
 pub(crate) mod timers;
 
 pub use events::{correlates, expected, waits_for};
@@ -74,6 +75,8 @@ pub enum Input {
         /// stores large payloads beside their entry).
         updates: Value,
     },
+    /// An Amazon SWF API call on an execution or a domain.
+    Swf { call: swf::Call },
 }
 
 /// A side effect the caller carries out after committing the new instance.
@@ -129,6 +132,11 @@ pub enum Action {
         error: ErrorInfo,
     },
     Cancelled,
+    /// An SWF task is ready for a poller on `queue` (the event `scheduled` scheduled it).
+    Offer {
+        queue: crate::swf::task::TaskQueue,
+        scheduled: i64,
+    },
 }
 
 /// The outcome of one `apply`.
@@ -179,6 +187,8 @@ pub enum EngineError {
     CallbackNotActive(String),
     #[error("{0} is an input only a durable function takes")]
     NotDurable(&'static str),
+    #[error(transparent)]
+    Swf(#[from] swf::SwfError),
 }
 
 /// Applies one input to an instance, which it takes: the next instance is built in place
@@ -234,6 +244,7 @@ pub fn apply_with(
     match &def.body {
         Body::Machine(m) => return asl::apply(m, instance, input, now, limits),
         Body::Durable(f) => return durable::apply(f, instance, input, now, limits),
+        Body::Swf => return swf::apply(instance, input, now),
         Body::Workflow => {}
     }
     if let Some(name) = &instance.state {
@@ -266,6 +277,11 @@ pub fn apply_with(
         Input::ChildFailed { id, error } => lanes::on_child_failed(&mut cx, &id, error),
         Input::Cancel => flow::cancel(&mut cx),
         Input::Checkpoint { .. } => return Err(EngineError::NotDurable("a checkpoint")),
+        Input::Swf { .. } => {
+            return Err(
+                swf::SwfError::Validation("an SWF call goes to an SWF execution".into()).into(),
+            )
+        }
     }
     flow::settle(&mut cx);
     if !cx.inst.status.is_final() {
@@ -301,7 +317,9 @@ fn status_of(inst: &Instance) -> Status {
         Activity::Subflow { .. }
         | Activity::Idle
         | Activity::Machine { .. }
-        | Activity::Durable { .. } => true,
+        | Activity::Durable { .. }
+        | Activity::Swf { .. }
+        | Activity::SwfDomain { .. } => true,
         Activity::AwaitEvents { .. }
         | Activity::SwitchWait
         | Activity::Delay

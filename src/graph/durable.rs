@@ -6,13 +6,18 @@ use crate::durable::Function;
 
 impl Graph {
     pub fn of_durable(f: &Function) -> Graph {
+        Graph::of_user_code(&f.function, "durable function")
+    }
+
+    /// One node for logic that is the user's code (a durable function, an SWF decider).
+    pub fn of_user_code(name: &str, kind: &str) -> Graph {
         Graph {
             nodes: vec![
                 Node::Start,
                 Node::State {
                     index: 0,
-                    name: f.function.clone(),
-                    kind: "durable function".into(),
+                    name: name.to_string(),
+                    kind: kind.to_string(),
                 },
                 Node::End,
             ],

@@ -68,6 +68,7 @@ impl Graph {
         match &def.body {
             Body::Machine(m) => Graph::of_machine(m),
             Body::Durable(f) => Graph::of_durable(f),
+            Body::Swf => Graph::of_user_code(def.id(), "SWF decider"),
             Body::Workflow => Graph::of(&def.workflow),
         }
     }

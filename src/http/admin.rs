@@ -49,6 +49,7 @@ pub async fn start(
         input,
         key,
         trace,
+        at: None,
         reply,
     })
     .await?;

@@ -109,7 +109,9 @@ pub async fn check(State(gate): State<Gate>, req: Request, next: Next) -> Respon
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .is_some_and(super::sigv4::is_signed);
-    if gate.required() && signed && super::lambda::is_aws_path(path) {
+    let aws =
+        super::lambda::is_aws_path(path) || (path == "/" && super::swf::is_swf(req.headers()));
+    if gate.required() && signed && aws {
         return check_signed(&gate, req, next).await;
     }
     if !matches!(path, "/health" | "/ready" | "/ui/login") {

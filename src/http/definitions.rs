@@ -108,7 +108,7 @@ fn states_of(def: &crate::definition::Definition) -> Vec<serde_json::Value> {
             .iter()
             .map(|s| json!({"name": s.name, "type": s.kind.type_name()}))
             .collect(),
-        Body::Durable(_) => Vec::new(),
+        Body::Durable(_) | Body::Swf => Vec::new(),
         Body::Workflow => def
             .workflow
             .states

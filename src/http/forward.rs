@@ -113,10 +113,26 @@ impl Peers {
         path_and_query: &str,
         body: Option<Vec<u8>>,
     ) -> Response {
+        self.relay_with(method, url, path_and_query, body, &[])
+            .await
+    }
+
+    /// [`Peers::relay`] with more request headers (an AWS JSON API's `X-Amz-Target`).
+    pub async fn relay_with(
+        &self,
+        method: Method,
+        url: &str,
+        path_and_query: &str,
+        body: Option<Vec<u8>>,
+        headers: &[(&str, &str)],
+    ) -> Response {
         let mut req = self
             .client
             .request(method, format!("{url}{path_and_query}"))
             .header(FORWARDED, "1");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
         if let Some(b) = body {
             req = req.header(header::CONTENT_TYPE, "application/json").body(b);
         }

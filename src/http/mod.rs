@@ -13,6 +13,7 @@ mod ingress;
 pub(crate) mod lambda;
 pub(crate) mod query;
 pub mod sigv4;
+pub mod swf;
 mod ui;
 
 pub use forward::Peers;
@@ -60,6 +61,7 @@ pub fn router(state: AppState, gate: auth::Gate) -> Router {
         .route("/health", get(admin::health))
         .route("/ready", get(admin::ready))
         .route("/metrics", get(admin::metrics))
+        .route("/", post(swf::endpoint))
         .with_state(state.clone())
         .merge(lambda::routes(state))
         .merge(ui::routes(gate.clone()))

@@ -231,6 +231,7 @@ impl Harness {
                 input,
                 key: None,
                 trace: None,
+                at: None,
                 reply: tx,
             }])
             .unwrap();

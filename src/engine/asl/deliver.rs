@@ -109,6 +109,12 @@ pub fn input(cx: &mut Cx, root: Thread, input: Input) -> Result<Thread, EngineEr
         // a machine starts no child instances
         Input::ChildCompleted { .. } | Input::ChildFailed { .. } => return Ok(root),
         Input::Checkpoint { .. } => return Err(EngineError::NotDurable("a checkpoint")),
+        Input::Swf { .. } => {
+            return Err(crate::engine::swf::SwfError::Validation(
+                "an SWF call goes to an SWF execution".into(),
+            )
+            .into())
+        }
     };
     let m = cx.m;
     let mut root = root;

@@ -19,6 +19,12 @@ use serde_json::Value;
 pub fn input(cx: &mut Cx, input: Input) -> Result<(), EngineError> {
     match input {
         Input::Start { .. } => return Err(EngineError::AlreadyStarted(cx.inst.id.clone())),
+        Input::Swf { .. } => {
+            return Err(crate::engine::swf::SwfError::Validation(
+                "an SWF call goes to an SWF execution".into(),
+            )
+            .into())
+        }
         Input::Checkpoint {
             token,
             client_token,

@@ -58,6 +58,7 @@ pub async fn invoke(
             workflow: workflow.clone(),
             input,
             key: name.map(|n| format!("durable-execution-name\n{n}")),
+            at: None,
             trace: None,
             reply,
         })

@@ -1,0 +1,191 @@
+//! A run from its start attributes: `WorkflowExecutionStarted`, the first decision task,
+//! the execution's deadline. [`start_attributes`] resolves a request against its type's
+//! registered defaults (for `StartWorkflowExecution`, and for the runs a decision starts).
+
+use super::cx::Cx;
+use super::execution::{DecisionTask, Execution};
+use super::SwfError;
+use crate::engine::instance::Instance;
+use crate::engine::EngineError;
+use crate::swf::registry::{Registered, TypeId};
+use crate::swf::Timeout;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Map, Value};
+
+/// The start attributes of a run of type `t`: the request's members, each missing one
+/// taken from the type's `default*` registration (`DefaultUndefinedFault` when neither
+/// sets it). The result is what [`start`] reads.
+pub fn start_attributes(
+    req: &Map<String, Value>,
+    t: &Registered,
+    domain: &str,
+    workflow_id: &str,
+) -> Result<Value, SwfError> {
+    let pick = |name: &str, default: &str| -> Option<Value> {
+        req.get(name)
+            .filter(|v| !v.is_null())
+            .cloned()
+            .or_else(|| t.defaults.get(default).cloned())
+    };
+    let need = |name: &str, default: &str| {
+        pick(name, default).ok_or_else(|| {
+            SwfError::DefaultUndefined(format!(
+                "{name} is not set in the request and workflow type {}/{} registers no {default}",
+                t.id.name, t.id.version
+            ))
+        })
+    };
+    let task_list = need("taskList", "defaultTaskList")?;
+    let exec_timeout = need(
+        "executionStartToCloseTimeout",
+        "defaultExecutionStartToCloseTimeout",
+    )?;
+    let task_timeout = need("taskStartToCloseTimeout", "defaultTaskStartToCloseTimeout")?;
+    let child_policy = need("childPolicy", "defaultChildPolicy")?;
+    for (name, v) in [
+        ("executionStartToCloseTimeout", &exec_timeout),
+        ("taskStartToCloseTimeout", &task_timeout),
+    ] {
+        let text = v.as_str().unwrap_or_default();
+        Timeout::parse(text).map_err(|e| SwfError::Validation(format!("{name}: {e}")))?;
+    }
+    if exec_timeout.as_str() == Some("NONE") {
+        return Err(SwfError::Validation(
+            "executionStartToCloseTimeout cannot be NONE: an execution must have a deadline".into(),
+        ));
+    }
+    let mut out = json!({
+        "domain": domain,
+        "workflowId": workflow_id,
+        "workflowType": t.id.wire(),
+        "taskList": task_list,
+        "executionStartToCloseTimeout": exec_timeout,
+        "taskStartToCloseTimeout": task_timeout,
+        "childPolicy": child_policy,
+    });
+    for (name, default) in [
+        ("taskPriority", "defaultTaskPriority"),
+        ("lambdaRole", "defaultLambdaRole"),
+    ] {
+        if let Some(v) = pick(name, default) {
+            out[name] = v;
+        }
+    }
+    for name in [
+        "input",
+        "tagList",
+        "continuedExecutionRunId",
+        "parentWorkflowExecution",
+        "parentInitiatedEventId",
+    ] {
+        if let Some(v) = req.get(name).filter(|v| !v.is_null()) {
+            out[name] = v.clone();
+        }
+    }
+    Ok(out)
+}
+
+fn text(v: &Value, name: &str) -> Result<String, SwfError> {
+    v.get(name)
+        .and_then(Value::as_str)
+        .map(str::to_string)
+        .ok_or_else(|| SwfError::Validation(format!("{name} is required")))
+}
+
+fn timeout(v: &Value, name: &str) -> Result<Timeout, SwfError> {
+    Timeout::parse(&text(v, name)?).map_err(|e| SwfError::Validation(format!("{name}: {e}")))
+}
+
+/// Starts the run held by `inst` from its resolved start attributes.
+pub fn start(inst: Instance, a: Value, now: DateTime<Utc>) -> Result<Cx, EngineError> {
+    let workflow_type = a
+        .get("workflowType")
+        .and_then(TypeId::from_wire)
+        .ok_or_else(|| SwfError::Validation("workflowType is required".into()))?;
+    let task_list = a
+        .pointer("/taskList/name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| SwfError::Validation("taskList.name is required".into()))?
+        .to_string();
+    let exec = Execution {
+        domain: text(&a, "domain")?,
+        workflow_id: text(&a, "workflowId")?,
+        run_id: crate::swf::run_id_of(&inst.id).to_string(),
+        workflow_type,
+        task_list,
+        task_priority: a
+            .get("taskPriority")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        execution_timeout: timeout(&a, "executionStartToCloseTimeout")?,
+        task_timeout: timeout(&a, "taskStartToCloseTimeout")?,
+        child_policy: text(&a, "childPolicy")?,
+        tag_list: a
+            .get("tagList")
+            .and_then(|t| serde_json::from_value(t.clone()).ok())
+            .unwrap_or_default(),
+        lambda_role: a
+            .get("lambdaRole")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        started_at: now,
+        closed: None,
+        events: Vec::new(),
+        decision: DecisionTask::None,
+        decide_again: false,
+        previous_started: 0,
+        activities: Default::default(),
+        timers: Default::default(),
+        cancel_requested: false,
+        latest_context: None,
+        latest_activity_at: None,
+    };
+    let mut inst = inst;
+    inst.data = a.get("input").cloned().unwrap_or(Value::Null);
+    let mut cx = Cx::new(inst, exec, now);
+    let started: Vec<(&str, Value)> = vec![
+        ("input", a.get("input").cloned().unwrap_or(Value::Null)),
+        (
+            "executionStartToCloseTimeout",
+            json!(cx.exec.execution_timeout.wire()),
+        ),
+        (
+            "taskStartToCloseTimeout",
+            json!(cx.exec.task_timeout.wire()),
+        ),
+        ("childPolicy", json!(cx.exec.child_policy)),
+        ("taskList", json!({"name": cx.exec.task_list})),
+        ("taskPriority", json!(cx.exec.task_priority)),
+        ("workflowType", cx.exec.workflow_type.wire()),
+        (
+            "tagList",
+            if cx.exec.tag_list.is_empty() {
+                Value::Null
+            } else {
+                json!(cx.exec.tag_list)
+            },
+        ),
+        (
+            "continuedExecutionRunId",
+            a.get("continuedExecutionRunId")
+                .cloned()
+                .unwrap_or(Value::Null),
+        ),
+        (
+            "parentWorkflowExecution",
+            a.get("parentWorkflowExecution")
+                .cloned()
+                .unwrap_or(Value::Null),
+        ),
+        (
+            "parentInitiatedEventId",
+            a.get("parentInitiatedEventId").cloned().unwrap_or(json!(0)),
+        ),
+        ("lambdaRole", json!(cx.exec.lambda_role)),
+    ];
+    cx.record("WorkflowExecutionStarted", started);
+    if let Some(secs) = cx.exec.execution_timeout.0 {
+        cx.arm("wf", secs);
+    }
+    Ok(cx)
+}

@@ -1,0 +1,169 @@
+//! Amazon SWF's decider model on the real broker over tansu, driven by boto3's `swf`
+//! client (botocore 1.44.5) exactly as an application written for AWS drives it: the
+//! scripts in tests/fixtures/swf register their domain and types, start executions, and
+//! run deciders and activity workers that long-poll the broker.
+
+mod support;
+
+use serde_json::Value;
+use std::process::Command;
+use support::*;
+
+/// Runs `tests/fixtures/swf/<script>` against the broker at `http`; its JSON output.
+fn run(script: &str, http: &str) -> Value {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/swf");
+    let out = Command::new(support::durable::python())
+        .arg(dir.join(script))
+        .arg(format!("http://{http}"))
+        .current_dir(&dir)
+        .output()
+        .expect("run the script");
+    assert!(
+        out.status.success(),
+        "{script} failed: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{script} printed {:?}: {e}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn types(history: &Value) -> Vec<String> {
+    history
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["eventType"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// The attributes of event `id` (1-based) of a history.
+fn attrs(history: &Value, id: usize) -> &Value {
+    let e = &history[id - 1];
+    assert_eq!(
+        e["eventId"], id as u64,
+        "events are numbered from 1 in order"
+    );
+    let kind = e["eventType"].as_str().unwrap();
+    let field = format!("{}{}EventAttributes", kind[..1].to_lowercase(), &kind[1..]);
+    &e[field]
+}
+
+#[test]
+fn the_deciders_guide_e_commerce_order_runs_to_completion() {
+    let kafka = Kafka::start();
+    let broker = Broker::start(&kafka, &[], &[]);
+    let out = run("ecommerce.py", &broker.http);
+    let h = &out["history"];
+    let mut expected = vec!["WorkflowExecutionStarted".to_string()];
+    for _ in 0..4 {
+        for t in [
+            "DecisionTaskScheduled",
+            "DecisionTaskStarted",
+            "DecisionTaskCompleted",
+            "ActivityTaskScheduled",
+            "ActivityTaskStarted",
+            "ActivityTaskCompleted",
+        ] {
+            expected.push(t.into());
+        }
+    }
+    for t in [
+        "DecisionTaskScheduled",
+        "DecisionTaskStarted",
+        "DecisionTaskCompleted",
+        "WorkflowExecutionCompleted",
+    ] {
+        expected.push(t.into());
+    }
+    assert_eq!(types(h), expected);
+    // every activity ran once, in order
+    assert_eq!(
+        out["worked"],
+        serde_json::json!([
+            "VerifyOrder",
+            "ChargeCreditCard",
+            "ShipOrder",
+            "RecordOrderCompletion"
+        ])
+    );
+    // the links SWF records between events
+    let started = attrs(h, 1);
+    assert_eq!(started["input"], "4321-0001-0002-1234");
+    assert_eq!(started["taskList"]["name"], "decisions");
+    assert_eq!(started["executionStartToCloseTimeout"], "300");
+    assert_eq!(started["childPolicy"], "TERMINATE");
+    assert_eq!(attrs(h, 3)["scheduledEventId"], 2);
+    assert_eq!(attrs(h, 3)["identity"], "decider");
+    assert_eq!(attrs(h, 4)["startedEventId"], 3);
+    let scheduled = attrs(h, 5);
+    assert_eq!(scheduled["decisionTaskCompletedEventId"], 4);
+    assert_eq!(scheduled["activityType"]["name"], "VerifyOrder");
+    assert_eq!(
+        scheduled["taskList"]["name"], "activities",
+        "the registered default"
+    );
+    assert_eq!(scheduled["heartbeatTimeout"], "NONE");
+    assert_eq!(attrs(h, 7)["scheduledEventId"], 5);
+    assert_eq!(attrs(h, 7)["startedEventId"], 6);
+    assert_eq!(attrs(h, 7)["result"], "4321-0001-0002-1234|VerifyOrder");
+    let result = "4321-0001-0002-1234|VerifyOrder|ChargeCreditCard|ShipOrder|RecordOrderCompletion";
+    assert_eq!(attrs(h, 29)["result"], result);
+    assert_eq!(attrs(h, 29)["decisionTaskCompletedEventId"], 28);
+    // described and listed as closed
+    let info = &out["describe"]["executionInfo"];
+    assert_eq!(info["executionStatus"], "CLOSED");
+    assert_eq!(info["closeStatus"], "COMPLETED");
+    assert_eq!(out["describe"]["openCounts"]["openActivityTasks"], 0);
+    let closed = out["closed"].as_array().unwrap();
+    assert_eq!(closed.len(), 1);
+    assert_eq!(closed[0]["execution"]["runId"], out["runId"]);
+    // and seen like any instance
+    let (code, list) = broker.get("/v1/instances?workflow=swf");
+    assert_eq!(code, 200, "{list}");
+    assert!(list.to_string().contains("COMPLETED"), "{list}");
+}
+
+#[test]
+fn timeouts_redispatch_and_unhandled_decisions_are_recorded_as_swf_records_them() {
+    let kafka = Kafka::start();
+    let broker = Broker::start(&kafka, &[], &[]);
+    let out = run("faults.py", &broker.http);
+    let h = &out["history"];
+    let t = types(h);
+    let at = |kind: &str| t.iter().position(|x| x == kind).map(|i| i + 1);
+    // the unanswered task timed out and a new one was scheduled and handed out
+    let to = at("DecisionTaskTimedOut").expect("the decision task timed out");
+    assert_eq!(attrs(h, to)["timeoutType"], "START_TO_CLOSE");
+    assert_eq!(attrs(h, to)["scheduledEventId"], 2);
+    assert_eq!(attrs(h, to)["startedEventId"], 3);
+    assert_eq!(t[to], "DecisionTaskScheduled");
+    assert!(out["redispatchSeconds"].as_f64().unwrap() >= 1.0);
+    assert_eq!(out["staleToken"], "UnknownResourceFault");
+    // the activity that never heartbeated
+    let hb = at("ActivityTaskTimedOut").expect("the activity timed out");
+    assert_eq!(attrs(h, hb)["timeoutType"], "HEARTBEAT");
+    assert_eq!(out["lateActivity"], "UnknownResourceFault");
+    // the close that raced the signal failed, then the retry completed
+    let failed = at("CompleteWorkflowExecutionFailed").expect("the close failed");
+    assert_eq!(attrs(h, failed)["cause"], "UNHANDLED_DECISION");
+    let signaled = at("WorkflowExecutionSignaled").unwrap();
+    assert!(signaled < failed);
+    assert_eq!(attrs(h, signaled)["signalName"], "poke");
+    assert_eq!(t[failed], "DecisionTaskScheduled");
+    assert!(out["retrySees"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("CompleteWorkflowExecutionFailed")));
+    assert_eq!(t.last().unwrap(), "WorkflowExecutionCompleted");
+    assert_eq!(
+        t.iter()
+            .filter(|x| *x == "WorkflowExecutionCompleted")
+            .count(),
+        1
+    );
+}
