@@ -1,5 +1,6 @@
 //! flowbroker: a Kafka-native CloudEvents workflow broker for the Serverless Workflow language
-//! (August 2020 draft), the Amazon States Language and Lambda durable functions.
+//! (August 2020 draft), the Amazon States Language, Lambda durable functions and Amazon SWF
+//! deciders.
 //!
 //! # Layout
 //!
@@ -28,6 +29,9 @@
 //!   located errors, the durable execution API's data as AWS spells it ([`durable::wire`]),
 //!   the ARNs, checkpoint tokens and callback ids the broker mints ([`durable::arn`]); run by
 //!   [`engine::durable`].
+//! - [`swf`]: Amazon SWF's decider model, the fourth language: domains and registered types
+//!   ([`swf::registry`]), history events, decisions, task lists and task tokens as SWF spells
+//!   them; run by [`engine::swf`].
 //! - [`trace`]: W3C trace context carried from an instance's start to everything it does;
 //!   finished spans as plain data ([`trace::span`]).
 //!
@@ -37,7 +41,9 @@
 //!   complete/terminate/fail). Inputs and instances are serde data, so runs can be stored and
 //!   replayed. [`engine::asl`] is the ASL interpreter behind the same types, and
 //!   [`engine::durable`] keeps a durable function's operations (checkpoints, waits, retries,
-//!   callbacks, chained invokes, invocations) behind them too.
+//!   callbacks, chained invokes, invocations) behind them too, and [`engine::swf`] an SWF
+//!   execution's history, its one-at-a-time decision tasks, activity tasks, timers and
+//!   timeouts (a domain's registry is an instance as well).
 //!
 //! Broker (the running service, `flowbroker run`):
 //! - [`server`]: builds everything from [`config::Config`] and wires the tasks.
@@ -59,7 +65,8 @@
 //!   partitions are forwarded to it), workflow definitions and graphs, the web console
 //!   (`/ui/`, assets built in), health, Prometheus [`metrics`]; bearer-token access (header or
 //!   the console's cookie) and body limits in front of all of it; the AWS durable execution
-//!   API at AWS's paths (`http::lambda`, SigV4 checked by [`http::sigv4`]).
+//!   API at AWS's paths (`http::lambda`, SigV4 checked by [`http::sigv4`]); Amazon SWF's
+//!   JSON API on `POST /` ([`http::swf`], long polls on the task board `broker::board`).
 //! - [`invoke`]: function calls over HTTP with idempotency keys (each attempt timed as a span);
 //!   a durable function's invocations are calls too (Lambda's `X-Amz-Function-Error` read).
 //! - [`otel`]: OTLP span export (OpenTelemetry SDK), on only when `OTEL_EXPORTER_OTLP_*` asks.
