@@ -569,12 +569,14 @@ impl<'a, 's> Batch<'a, 's> {
                     let parent = Parent {
                         id: id.clone(),
                         wait,
-                        lineage: std::iter::once((
-                            rec.instance.workflow_id.clone(),
-                            rec.version.clone(),
-                        ))
-                        .chain(rec.lineage.iter().cloned())
-                        .collect(),
+                        // an SWF run inherits no definitions from the run it continues
+                        lineage: if wf.id == crate::swf::EXECUTIONS {
+                            Vec::new()
+                        } else {
+                            std::iter::once((rec.instance.workflow_id.clone(), rec.version.clone()))
+                                .chain(rec.lineage.iter().cloned())
+                                .collect()
+                        },
                         trace: rec.trace.clone(),
                     };
                     if let Err(e) = self.create(&child, &wf, input, vec![], Some(parent), None)? {

@@ -663,6 +663,12 @@ impl Core {
                 // checked here too, so a start forwarded to another broker's partition is not
                 // answered 201 for a workflow that owner will refuse
                 let refused = match self.reg.current(&workflow) {
+                    Some(_) if at.is_none() && super::registry::Registry::is_builtin(&workflow) => {
+                        Some(AdminError::Refused(format!(
+                            "{workflow:?} is built in: start Amazon SWF executions with \
+                             StartWorkflowExecution (docs/swf.md)"
+                        )))
+                    }
                     None => Some(AdminError::NotFound(format!(
                         "no workflow {workflow:?} is deployed (GET /v1/workflows lists them)"
                     ))),

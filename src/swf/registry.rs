@@ -116,6 +116,8 @@ pub enum RegistryError {
     TypeDeprecated(String),
     #[error("{0}")]
     DomainDeprecated(String),
+    #[error("{0}")]
+    DomainAlreadyExists(String),
 }
 
 impl RegistryError {
@@ -126,6 +128,7 @@ impl RegistryError {
             RegistryError::UnknownResource(_) => "UnknownResourceFault",
             RegistryError::TypeDeprecated(_) => "TypeDeprecatedFault",
             RegistryError::DomainDeprecated(_) => "DomainDeprecatedFault",
+            RegistryError::DomainAlreadyExists(_) => "DomainAlreadyExistsFault",
         }
     }
 }

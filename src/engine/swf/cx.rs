@@ -72,6 +72,8 @@ impl Cx {
     }
 
     fn schedule_decision(&mut self) {
+        // the new task shows the decider everything recorded so far
+        self.exec.decide_again = false;
         let scheduled = self.record(
             "DecisionTaskScheduled",
             vec![

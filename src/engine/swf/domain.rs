@@ -58,7 +58,7 @@ pub fn apply(mut inst: Instance, input: Input, now: DateTime<Utc>) -> Result<Ste
                                 d.name
                             ))
                         } else {
-                            RegistryError::TypeAlreadyExists(format!(
+                            RegistryError::DomainAlreadyExists(format!(
                                 "Domain is registered: {}",
                                 d.name
                             ))

@@ -42,6 +42,18 @@ pub fn start_attributes(
     )?;
     let task_timeout = need("taskStartToCloseTimeout", "defaultTaskStartToCloseTimeout")?;
     let child_policy = need("childPolicy", "defaultChildPolicy")?;
+    if task_list
+        .get("name")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(SwfError::Validation("taskList needs a name".into()));
+    }
+    if !child_policy.is_string() {
+        return Err(SwfError::Validation(
+            "childPolicy is one of TERMINATE, REQUEST_CANCEL, ABANDON".into(),
+        ));
+    }
     for (name, v) in [
         ("executionStartToCloseTimeout", &exec_timeout),
         ("taskStartToCloseTimeout", &task_timeout),

@@ -24,6 +24,15 @@ pub async fn start(s: &AppState, r: &Req) -> Answer {
         .get("workflowType")
         .and_then(TypeId::from_wire)
         .ok_or_else(|| invalid("workflowType with a name and a version is required"))?;
+    let key = RunKey {
+        domain: domain.clone(),
+        workflow_id: workflow_id.clone(),
+    };
+    // served by the owner, so the start is applied (or refused as a duplicate) before the
+    // answer
+    if let Some(answer) = relay(s, r, key.partition(s.peers.parts)).await? {
+        return Ok(answer);
+    }
     let d = super::registry::domain(s, &domain).await?;
     if d.status == RegistrationStatus::Deprecated {
         return Err(super::fault(
@@ -35,10 +44,6 @@ pub async fn start(s: &AppState, r: &Req) -> Answer {
         .usable(TypeKind::Workflow, &type_id)
         .map_err(crate::engine::swf::SwfError::from)?;
     let attrs = start_attributes(&r.body, t, &domain, &workflow_id)?;
-    let key = RunKey {
-        domain,
-        workflow_id,
-    };
     let at = key.instance(s.peers.parts, uuid::Uuid::new_v4());
     match start_instance(s, crate::swf::EXECUTIONS, attrs, at).await {
         Ok(id) => ok(json!({"runId": run_id_of(&id)})),

@@ -34,6 +34,13 @@ pub async fn domain(s: &AppState, name: &str) -> Result<Domain, Fault> {
                     &[("x-amz-target", &target)],
                 )
                 .await;
+            if r.status().is_server_error() {
+                return Err(Fault(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "ServiceUnavailableException",
+                    format!("the broker that owns domain {name:?} did not answer; retry"),
+                ));
+            }
             if r.status() != StatusCode::OK {
                 return Err(missing());
             }

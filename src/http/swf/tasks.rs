@@ -61,10 +61,15 @@ pub async fn poll(s: &AppState, r: &Req) -> Answer {
             scheduled: ready.scheduled,
             identity: identity.clone(),
         };
-        // refused when the task went stale (timed out, cancelled, the run closed) or its
-        // partition moved: the poll takes the next
-        let Ok(rec) = apply(s, &ready.instance, Input::Swf { call }).await else {
-            continue;
+        // refused when the task went stale (timed out, cancelled, the run closed): the poll
+        // takes the next; any other failure puts the task back for another poll
+        let rec = match apply(s, &ready.instance, Input::Swf { call }).await {
+            Ok(rec) => rec,
+            Err(f) if f.1 == "UnknownResourceFault" => continue,
+            Err(f) => {
+                s.shared.board.offer(q.clone(), ready);
+                return Err(f);
+            }
         };
         let Some(x) = execution_of(&rec.instance) else {
             continue;
