@@ -8,7 +8,7 @@
 use crate::cluster::partition::PartitionId;
 use crate::swf::task::TaskQueue;
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
@@ -20,65 +20,74 @@ pub struct Ready {
     pub scheduled: i64,
 }
 
+/// One task list: its ready tasks and the polls waiting on it.
+#[derive(Default)]
+struct List {
+    ready: VecDeque<Ready>,
+    /// Woken once per offered task (`notify_one`: a hundred polls on a list are not all
+    /// woken for one task; a woken poll that went away passes the wake-up on).
+    waiting: Arc<Notify>,
+}
+
 #[derive(Default)]
 pub struct Board {
-    queues: Mutex<HashMap<TaskQueue, VecDeque<Ready>>>,
-    changed: Notify,
+    /// Lists stay once seen (their `Notify` is shared with waiting polls); they are few.
+    lists: Mutex<HashMap<TaskQueue, List>>,
 }
 
 impl Board {
-    /// A task is ready on `queue`; every waiting poll looks.
+    /// A task is ready on `queue`; one waiting poll is woken.
     pub fn offer(&self, queue: TaskQueue, ready: Ready) {
-        if let Ok(mut q) = self.queues.lock() {
-            let list = q.entry(queue).or_default();
-            if !list.contains(&ready) {
-                list.push_back(ready);
-            }
+        let Ok(mut lists) = self.lists.lock() else {
+            return;
+        };
+        let list = lists.entry(queue).or_default();
+        if !list.ready.contains(&ready) {
+            list.ready.push_back(ready);
+            list.waiting.notify_one();
         }
-        self.changed.notify_waiters();
     }
 
     /// The oldest ready task of `queue`, taken off the board.
     pub fn take(&self, queue: &TaskQueue) -> Option<Ready> {
-        let mut q = self.queues.lock().ok()?;
-        let list = q.get_mut(queue)?;
-        let r = list.pop_front();
-        if list.is_empty() {
-            q.remove(queue);
-        }
-        r
+        self.lists.lock().ok()?.get_mut(queue)?.ready.pop_front()
     }
 
     /// How many tasks are ready on `queue` (`CountPending*Tasks`).
     pub fn count(&self, queue: &TaskQueue) -> usize {
-        self.queues
+        self.lists
             .lock()
-            .map(|q| q.get(queue).map_or(0, VecDeque::len))
+            .map(|l| l.get(queue).map_or(0, |l| l.ready.len()))
             .unwrap_or(0)
     }
 
     /// Forgets the tasks of partition `p` (it moved to another broker).
     pub fn release(&self, p: PartitionId) {
-        if let Ok(mut q) = self.queues.lock() {
-            q.retain(|_, list| {
-                list.retain(|r| r.partition != p);
-                !list.is_empty()
-            });
+        if let Ok(mut lists) = self.lists.lock() {
+            for list in lists.values_mut() {
+                list.ready.retain(|r| r.partition != p);
+            }
         }
     }
 
-    /// Waits until a task of `queue` is ready or `deadline` passes.
+    fn waiting(&self, queue: &TaskQueue) -> Option<Arc<Notify>> {
+        let mut lists = self.lists.lock().ok()?;
+        Some(lists.entry(queue.clone()).or_default().waiting.clone())
+    }
+
+    /// Waits until a task of `queue` is ready or `deadline` passes (nothing is taken at the
+    /// deadline, when the poller may be giving up).
     pub async fn wait(&self, queue: &TaskQueue, deadline: Instant) -> Option<Ready> {
+        let waiting = self.waiting(queue)?;
         loop {
-            let changed = self.changed.notified();
-            tokio::pin!(changed);
-            changed.as_mut().enable();
+            let woken = waiting.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
             if let Some(r) = self.take(queue) {
                 return Some(r);
             }
             tokio::select! {
-                _ = changed => {}
-                // nothing is taken at the deadline, when the poller may be giving up
+                _ = woken => {}
                 _ = tokio::time::sleep_until(deadline) => return None,
             }
         }
@@ -89,7 +98,6 @@ impl Board {
 mod tests {
     use super::*;
     use crate::swf::task::TaskKind;
-    use std::sync::Arc;
     use std::time::Duration;
 
     fn queue(list: &str) -> TaskQueue {
@@ -131,5 +139,36 @@ mod tests {
             .wait(&queue("a"), Instant::now() + Duration::from_millis(20))
             .await;
         assert_eq!(none, None);
+    }
+
+    #[tokio::test]
+    async fn each_offer_reaches_one_waiting_poll_and_a_poll_that_went_away_takes_none() {
+        let board = Arc::new(Board::default());
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let polls: Vec<_> = (0..5)
+            .map(|_| {
+                let b = board.clone();
+                tokio::spawn(async move { b.wait(&queue("a"), deadline).await })
+            })
+            .collect();
+        // every poll is registered once the list's notifier has six holders
+        let waiting = board.waiting(&queue("a")).unwrap();
+        while Arc::strong_count(&waiting) < 7 {
+            tokio::task::yield_now().await;
+        }
+        polls[0].abort();
+        for i in 0..4 {
+            board.offer(queue("a"), ready(i));
+        }
+        let mut got = Vec::new();
+        for p in polls.into_iter().skip(1) {
+            let r = tokio::time::timeout(Duration::from_secs(10), p)
+                .await
+                .expect("every remaining poll got a task")
+                .unwrap();
+            got.push(r.unwrap().scheduled);
+        }
+        got.sort();
+        assert_eq!(got, [0, 1, 2, 3]);
     }
 }

@@ -37,6 +37,29 @@ impl HistoryEvent {
     }
 }
 
+/// A page of `events` as the API answers it: `max` (at most 1000) from index `from`, oldest
+/// first or newest first; and the index the next page starts at.
+pub fn page(
+    events: &[HistoryEvent],
+    from: usize,
+    max: usize,
+    reverse: bool,
+) -> (Vec<Value>, Option<usize>) {
+    let n = events.len();
+    let end = (from + max.clamp(1, 1000)).min(n);
+    let page = (from.min(n)..end)
+        .map(|i| {
+            if reverse {
+                &events[n - 1 - i]
+            } else {
+                &events[i]
+            }
+            .wire()
+        })
+        .collect();
+    (page, (end < n).then_some(end))
+}
+
 /// `ActivityTaskScheduled` -> `activityTaskScheduledEventAttributes`.
 pub fn attributes_field(kind: &str) -> String {
     let mut s = String::with_capacity(kind.len() + 15);

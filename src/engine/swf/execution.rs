@@ -147,27 +147,4 @@ impl Execution {
     pub fn wire_id(&self) -> serde_json::Value {
         serde_json::json!({"workflowId": self.workflow_id, "runId": self.run_id})
     }
-
-    /// The history page from `from` (an index into the events), `max` long, oldest first or
-    /// newest first; and the index to go on from.
-    pub fn page(
-        &self,
-        from: usize,
-        max: usize,
-        reverse: bool,
-    ) -> (Vec<serde_json::Value>, Option<usize>) {
-        let n = self.events.len();
-        let max = max.clamp(1, 1000);
-        let take = |i: usize| {
-            let e = if reverse {
-                &self.events[n - 1 - i]
-            } else {
-                &self.events[i]
-            };
-            e.wire()
-        };
-        let end = (from + max).min(n);
-        let page = (from.min(n)..end).map(take).collect();
-        (page, (end < n).then_some(end))
-    }
 }

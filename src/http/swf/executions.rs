@@ -146,7 +146,7 @@ fn history(rec: &InstanceRecord, r: &Req) -> Answer {
         .filter(|m| *m > 0)
         .unwrap_or(1000) as usize;
     let reverse = r.get("reverseOrder").and_then(Value::as_bool) == Some(true);
-    let (events, next) = x.page(from, max, reverse);
+    let (events, next) = crate::swf::history::page(&x.events, from, max, reverse);
     let mut answer = json!({"events": events});
     if let Some(n) = next {
         answer["nextPageToken"] = json!(n.to_string());
@@ -155,7 +155,7 @@ fn history(rec: &InstanceRecord, r: &Req) -> Answer {
 }
 
 /// The `WorkflowExecutionInfo` shape.
-pub fn info(rec: &InstanceRecord, x: &Execution) -> Value {
+pub fn info(x: &Execution) -> Value {
     let mut v = json!({
         "execution": x.wire_id(),
         "workflowType": x.workflow_type.wire(),
@@ -177,7 +177,6 @@ pub fn info(rec: &InstanceRecord, x: &Execution) -> Value {
     {
         v["parent"] = p.clone();
     }
-    let _ = rec;
     v
 }
 
@@ -197,7 +196,7 @@ fn describe(rec: &InstanceRecord) -> Value {
     }
     let open = x.is_open();
     let mut v = json!({
-        "executionInfo": info(rec, x),
+        "executionInfo": info(x),
         "executionConfiguration": config,
         "openCounts": {
             "openActivityTasks": if open { x.activities.len() } else { 0 },
@@ -297,26 +296,12 @@ pub async fn list(s: &AppState, r: &Req) -> Answer {
     let in_range = |t: f64, (lo, hi): (Option<f64>, Option<f64>)| {
         lo.is_none_or(|lo| t >= lo) && hi.is_none_or(|hi| t <= hi)
     };
-    let wid = r
-        .get("executionFilter")
-        .and_then(|f| f.get("workflowId"))
-        .and_then(Value::as_str);
-    let type_name = r
-        .get("typeFilter")
-        .and_then(|f| f.get("name"))
-        .and_then(Value::as_str);
-    let type_version = r
-        .get("typeFilter")
-        .and_then(|f| f.get("version"))
-        .and_then(Value::as_str);
-    let tag = r
-        .get("tagFilter")
-        .and_then(|f| f.get("tag"))
-        .and_then(Value::as_str);
-    let close_status = r
-        .get("closeStatusFilter")
-        .and_then(|f| f.get("status"))
-        .and_then(Value::as_str);
+    let member = |filter: &str, name: &str| r.get(filter)?.get(name)?.as_str();
+    let wid = member("executionFilter", "workflowId");
+    let type_name = member("typeFilter", "name");
+    let type_version = member("typeFilter", "version");
+    let tag = member("tagFilter", "tag");
+    let close_status = member("closeStatusFilter", "status");
     let mut infos = Vec::new();
     for rec in local_instances(s, crate::swf::EXECUTIONS)? {
         let Some(x) = execution_of(&rec.instance) else {
@@ -333,7 +318,7 @@ pub async fn list(s: &AppState, r: &Req) -> Answer {
             && tag.is_none_or(|t| x.tag_list.iter().any(|g| g == t))
             && close_status.is_none_or(|c| x.closed.is_some_and(|(_, st)| st.as_str() == c));
         if keep {
-            infos.push(info(&rec, x));
+            infos.push(info(x));
         }
     }
     let mut count = infos.len() as u64;

@@ -108,11 +108,8 @@ fn decision_task(r: &Req, id: &str, x: &Execution, from: usize) -> Answer {
         .filter(|m| *m > 0)
         .unwrap_or(1000) as usize;
     // the task's history ends at its DecisionTaskStarted
-    let upto = Execution {
-        events: x.events[..(started as usize).min(x.events.len())].to_vec(),
-        ..x.clone()
-    };
-    let (events, next) = upto.page(from, max, reverse);
+    let upto = &x.events[..(started as usize).min(x.events.len())];
+    let (events, next) = crate::swf::history::page(upto, from, max, reverse);
     let token = TaskToken {
         instance: id.to_string(),
         kind: TaskKind::Decision,
