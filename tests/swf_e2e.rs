@@ -167,3 +167,103 @@ fn timeouts_redispatch_and_unhandled_decisions_are_recorded_as_swf_records_them(
         1
     );
 }
+
+/// One `step.py` call against the broker at `http`.
+fn step(http: &str, args: &[&str]) -> Value {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/swf");
+    let out = Command::new(support::durable::python())
+        .arg(dir.join("step.py"))
+        .arg(format!("http://{http}"))
+        .args(args)
+        .current_dir(&dir)
+        .output()
+        .expect("run step.py");
+    assert!(
+        out.status.success(),
+        "step.py {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn count(types: &Value, kind: &str) -> usize {
+    types
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| *t == kind)
+        .count()
+}
+
+#[test]
+fn a_kill_between_poll_and_response_loses_nothing_and_applies_nothing_twice() {
+    let kafka = Kafka::start();
+    let mut broker = Broker::start(&kafka, &[], &[]);
+    let http = broker.http.clone();
+    let runs = step(&http, &["setup", "k", "a", "b"]);
+    let (run_a, run_b) = (
+        runs["runs"]["a"].as_str().unwrap().to_string(),
+        runs["runs"]["b"].as_str().unwrap().to_string(),
+    );
+    // a decider takes one of the two decision tasks; the broker dies before it answers
+    let first = step(&http, &["poll-decision", "k"]);
+    let token = first["taskToken"].as_str().unwrap().to_string();
+    assert!(!token.is_empty(), "{first}");
+    let (taken, other) = if first["workflowExecution"]["workflowId"] == "a" {
+        (("a", run_a), ("b", run_b))
+    } else {
+        (("b", run_b), ("a", run_a))
+    };
+    let h = step(&http, &["history", "k", taken.0, &taken.1]);
+    assert_eq!(
+        h["types"].as_array().unwrap().last().unwrap(),
+        "DecisionTaskStarted"
+    );
+    broker.kill();
+    broker.start_again();
+    // the answer given after the restart is taken, once
+    assert_eq!(
+        step(&http, &["schedule", &token, "act-1"]),
+        serde_json::json!({})
+    );
+    let again = step(&http, &["schedule", &token, "act-1"]);
+    assert_eq!(again["error"], "UnknownResourceFault", "{again}");
+    // the other execution's task, scheduled before the kill and never handed out, is
+    // offered again by the restarted broker
+    let second = step(&http, &["poll-decision", "k"]);
+    assert_eq!(
+        second["workflowExecution"]["workflowId"], other.0,
+        "{second}"
+    );
+    // an activity taken, then a kill, then its result
+    let act = step(&http, &["poll-activity", "k"]);
+    let act_token = act["taskToken"].as_str().unwrap().to_string();
+    assert_eq!(act["activityId"], "act-1");
+    broker.kill();
+    broker.start_again();
+    assert_eq!(
+        step(&http, &["activity-done", &act_token, "ok"]),
+        serde_json::json!({})
+    );
+    let next = step(&http, &["poll-decision", "k"]);
+    assert_eq!(next["workflowExecution"]["workflowId"], taken.0, "{next}");
+    let done = next["taskToken"].as_str().unwrap().to_string();
+    assert_eq!(
+        step(&http, &["complete", &done, "r"]),
+        serde_json::json!({})
+    );
+    let h = step(&http, &["history", "k", taken.0, &taken.1]);
+    let types = &h["types"];
+    assert_eq!(count(types, "ActivityTaskScheduled"), 1, "{types}");
+    assert_eq!(count(types, "ActivityTaskStarted"), 1, "{types}");
+    assert_eq!(count(types, "ActivityTaskCompleted"), 1, "{types}");
+    assert_eq!(count(types, "DecisionTaskCompleted"), 2, "{types}");
+    assert_eq!(count(types, "WorkflowExecutionCompleted"), 1, "{types}");
+    // a new start of the finished workflow id runs; one of the open one is refused
+    assert!(step(&http, &["start", "k", taken.0])["runId"].is_string());
+    let dup = step(&http, &["start", "k", other.0]);
+    assert_eq!(
+        dup["error"], "WorkflowExecutionAlreadyStartedFault",
+        "{dup}"
+    );
+}
