@@ -267,3 +267,98 @@ fn a_kill_between_poll_and_response_loses_nothing_and_applies_nothing_twice() {
         "{dup}"
     );
 }
+
+#[test]
+fn cloudevents_on_kafka_start_and_signal_runs_and_bad_ones_are_dead_lettered() {
+    let kafka = Kafka::start();
+    // an SWF event that cannot be carried out is dead-lettered as unmatched events are
+    let broker = Broker::start(&kafka, &[], &[("FLOWBROKER_KAFKA_DLQ_UNMATCHED", "true")]);
+    let http = broker.http.clone();
+    step(&http, &["setup", "k"]);
+    let out = kafka.collect(&["flowbroker.dlq"]);
+    let publisher = kafka.producer();
+    fn at(wid: &str) -> [(&str, &str); 2] {
+        [("swfdomain", "k"), ("swfworkflowid", wid)]
+    }
+    let wf = serde_json::json!({"workflowType": {"name": "wf", "version": "1.0"}, "input": "from kafka"});
+    let start = event(
+        "s1",
+        "/orders",
+        "flowbroker.swf.start",
+        &at("ev-1"),
+        wf.clone(),
+    );
+    publisher.send(&start);
+    publisher.send(&start); // redelivered: the same run
+    let task = step(&http, &["poll-decision", "k"]);
+    assert_eq!(task["workflowExecution"]["workflowId"], "ev-1", "{task}");
+    let run = task["workflowExecution"]["runId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut signal = at("ev-1").to_vec();
+    signal.push(("swfsignal", "paid"));
+    publisher.send(&event(
+        "g1",
+        "/orders",
+        "flowbroker.swf.signal",
+        &signal,
+        serde_json::json!({"amount": 3}),
+    ));
+    let h = wait_for(30, "the signal", || {
+        let h = step(&http, &["history", "k", "ev-1", &run]);
+        (!h["signals"].as_array().unwrap().is_empty()).then_some(h)
+    });
+    assert_eq!(h["input"], "from kafka");
+    assert_eq!(h["signals"][0]["signalName"], "paid");
+    assert_eq!(h["signals"][0]["input"], r#"{"amount":3}"#);
+    assert_eq!(count(&h["types"], "WorkflowExecutionStarted"), 1);
+    // another start of the open workflow id, an unknown domain, a signal to nobody
+    publisher.send(&event(
+        "s2",
+        "/orders",
+        "flowbroker.swf.start",
+        &at("ev-1"),
+        wf.clone(),
+    ));
+    let nowhere = [("swfdomain", "nope"), ("swfworkflowid", "x")];
+    publisher.send(&event(
+        "s3",
+        "/orders",
+        "flowbroker.swf.start",
+        &nowhere,
+        wf,
+    ));
+    let mut lost = at("ev-2").to_vec();
+    lost.push(("swfsignal", "paid"));
+    publisher.send(&event(
+        "g2",
+        "/orders",
+        "flowbroker.swf.signal",
+        &lost,
+        Value::Null,
+    ));
+    let dead = wait_for(30, "three dead letters", || {
+        let d: Vec<Received> = out
+            .all()
+            .into_iter()
+            .filter(|r| r.topic == "flowbroker.dlq")
+            .collect();
+        (d.len() >= 3).then_some(d)
+    });
+    let reason = |id: &str| {
+        dead.iter()
+            .find(|r| {
+                // the copy is the event as structured JSON
+                let v: Value =
+                    serde_json::from_slice(r.payload.as_deref().unwrap_or(b"{}")).unwrap();
+                v["id"] == id
+            })
+            .unwrap_or_else(|| panic!("no dead letter for {id}: {dead:?}"))
+            .headers["flowbroker-dlq-reason"]
+            .clone()
+    };
+    assert!(reason("s2").contains("is open"), "{}", reason("s2"));
+    assert!(reason("s3").contains("Unknown domain"), "{}", reason("s3"));
+    assert!(reason("g2").contains("no open run"), "{}", reason("g2"));
+}

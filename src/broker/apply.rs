@@ -72,6 +72,14 @@ impl Batch<'_, '_> {
                 input,
                 trace.and_then(|t| t.upstream()),
             )?),
+            Work::SwfStart {
+                event,
+                attrs,
+                source,
+            } => {
+                self.swf_start_here(&event, attrs, &source)?;
+                Outcome::Done
+            }
             Work::Cancel { id, .. } => {
                 let result = match self.apply_now(&id, Input::Cancel)? {
                     Ok(()) => Ok(()),
@@ -257,7 +265,7 @@ impl Batch<'_, '_> {
     }
 
     /// Copies an input record to the dead-letter topic with the reason and its origin.
-    fn dead_letter(
+    pub(super) fn dead_letter(
         &mut self,
         key: Option<Vec<u8>>,
         payload: Option<Vec<u8>>,

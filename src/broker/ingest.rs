@@ -23,6 +23,9 @@ pub struct Ingested {
 /// token's instance's, else the partition of its key for every matching workflow definition
 /// and, for a start event, of its start key.
 pub fn targets(reg: &Registry, parts: Partitions, event: &Event) -> Vec<PartitionId> {
+    if let Some(p) = super::swf_events::target(parts, event) {
+        return vec![p];
+    }
     if let Some(id) = event.attribute("workflowinstanceid") {
         return parts.of_instance(&id).ok().into_iter().collect();
     }

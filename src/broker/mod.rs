@@ -50,6 +50,7 @@ pub mod schedule;
 pub mod shared;
 mod spans;
 mod sweep;
+mod swf_events;
 mod swf_tasks;
 pub mod window;
 

@@ -92,7 +92,9 @@ impl Batch<'_, '_> {
             rejected: None,
             forwarded: vec![],
         };
-        if let Some(target) = event.attribute("workflowinstanceid") {
+        if self.swf_event(&event, &mut r)? {
+            // an SWF start or signal (`swf_events`)
+        } else if let Some(target) = event.attribute("workflowinstanceid") {
             self.route_to_instance(&target, event.clone(), &mut r)?;
         } else if let Some(target) = token_target(&event) {
             match target {

@@ -114,6 +114,13 @@ pub enum Work {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         trace: Option<crate::trace::Carrier>,
     },
+    /// From a domain's partition: an SWF start event (`flowbroker.swf.start`) with its start
+    /// attributes resolved against the domain's registry, for the workflow id's partition.
+    SwfStart {
+        event: Event,
+        attrs: Value,
+        source: Source,
+    },
     /// Cancel an instance of this partition.
     Cancel { id: String, source: Source },
     /// Apply an input to an instance of this partition and answer with the instance after
@@ -155,6 +162,7 @@ impl Work {
         match self {
             Work::Event { source, .. }
             | Work::Start { source, .. }
+            | Work::SwfStart { source, .. }
             | Work::Cancel { source, .. }
             | Work::Apply { source, .. }
             | Work::Deliver { source, .. }
