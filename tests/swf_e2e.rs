@@ -362,3 +362,102 @@ fn cloudevents_on_kafka_start_and_signal_runs_and_bad_ones_are_dead_lettered() {
     assert!(reason("s3").contains("Unknown domain"), "{}", reason("s3"));
     assert!(reason("g2").contains("no open run"), "{}", reason("g2"));
 }
+
+/// The events of a history of type `kind` (with their 1-based ids).
+fn all_of<'a>(h: &'a Value, kind: &str) -> Vec<(usize, &'a Value)> {
+    let t = types(h);
+    (1..=t.len())
+        .filter(|i| t[i - 1] == kind)
+        .map(|i| (i, attrs(h, i)))
+        .collect()
+}
+
+fn one<'a>(h: &'a Value, kind: &str) -> (usize, &'a Value) {
+    let all = all_of(h, kind);
+    assert_eq!(all.len(), 1, "one {kind} in {:?}", types(h));
+    all[0]
+}
+
+#[test]
+fn every_decision_type_records_what_swf_records_across_parent_child_and_target_runs() {
+    let kafka = Kafka::start();
+    let broker = Broker::start(&kafka, &[], &[]);
+    let out = run("decisions.py", &broker.http);
+    let p = &out["p"]["history"];
+    // the first decision task's decisions, in order, linked to its DecisionTaskCompleted (4)
+    assert_eq!(
+        types(p)[4..17],
+        [
+            "MarkerRecorded",
+            "TimerStarted",
+            "TimerStarted",
+            "TimerCanceled",
+            "ActivityTaskScheduled",
+            "ActivityTaskScheduled",
+            "ActivityTaskCancelRequested",
+            "ActivityTaskCanceled",
+            "StartChildWorkflowExecutionInitiated",
+            "SignalExternalWorkflowExecutionInitiated",
+            "RequestCancelExternalWorkflowExecutionInitiated",
+            "SignalExternalWorkflowExecutionInitiated",
+            "DecisionTaskScheduled",
+        ]
+    );
+    for i in [5, 6, 7, 8, 9, 10, 11, 13, 14, 15, 16] {
+        assert_eq!(attrs(p, i)["decisionTaskCompletedEventId"], 4, "event {i}");
+    }
+    assert_eq!(attrs(p, 5)["markerName"], "begin");
+    assert_eq!(attrs(p, 8)["startedEventId"], 7);
+    assert_eq!(attrs(p, 12)["scheduledEventId"], 10);
+    assert_eq!(attrs(p, 12)["latestCancelRequestedEventId"], 11);
+    // what came back from timers, the worker, the child and the other runs
+    assert_eq!(one(p, "TimerFired").1["startedEventId"], 6);
+    let (_, done) = one(p, "ActivityTaskCompleted");
+    assert_eq!(done["scheduledEventId"], 9);
+    assert_eq!(done["result"], "one done");
+    let (started, s) = one(p, "ChildWorkflowExecutionStarted");
+    assert_eq!(s["initiatedEventId"], 13);
+    assert_eq!(s["workflowExecution"]["runId"], out["c"]["runId"]);
+    let (_, c) = one(p, "ChildWorkflowExecutionCompleted");
+    assert_eq!(c["initiatedEventId"], 13);
+    assert_eq!(c["startedEventId"], started as u64);
+    assert_eq!(c["result"], "child done");
+    let (_, sig) = one(p, "ExternalWorkflowExecutionSignaled");
+    assert_eq!(sig["initiatedEventId"], 14);
+    assert_eq!(sig["workflowExecution"]["runId"], out["t"]["runId"]);
+    assert_eq!(
+        one(p, "ExternalWorkflowExecutionCancelRequested").1["initiatedEventId"],
+        15
+    );
+    let (_, ghost) = one(p, "SignalExternalWorkflowExecutionFailed");
+    assert_eq!(ghost["initiatedEventId"], 16);
+    assert_eq!(ghost["cause"], "UNKNOWN_EXTERNAL_WORKFLOW_EXECUTION");
+    assert_eq!(ghost["decisionTaskCompletedEventId"], 4);
+    let (_, next) = one(p, "WorkflowExecutionContinuedAsNew");
+    assert_eq!(next["newExecutionRunId"], out["p2"]["runId"]);
+    assert_eq!(types(p).last().unwrap(), "WorkflowExecutionContinuedAsNew");
+    // the next run
+    let p2 = &out["p2"]["history"];
+    assert_eq!(attrs(p2, 1)["continuedExecutionRunId"], out["p"]["runId"]);
+    assert_eq!(attrs(p2, 1)["input"], "again");
+    let (_, failed) = one(p2, "WorkflowExecutionFailed");
+    assert_eq!(failed["reason"], "done");
+    // the child knows its parent
+    let c = &out["c"]["history"];
+    assert_eq!(attrs(c, 1)["parentInitiatedEventId"], 13);
+    assert_eq!(attrs(c, 1)["parentWorkflowExecution"]["workflowId"], "p");
+    assert_eq!(attrs(c, 1)["input"], "kid");
+    assert_eq!(types(c).last().unwrap(), "WorkflowExecutionCompleted");
+    // the target saw who signalled and who asked it to cancel
+    let t = &out["t"]["history"];
+    let (_, got) = one(t, "WorkflowExecutionSignaled");
+    assert_eq!(got["signalName"], "hello");
+    assert_eq!(got["input"], "hi");
+    assert_eq!(got["externalInitiatedEventId"], 14);
+    assert_eq!(got["externalWorkflowExecution"]["workflowId"], "p");
+    assert_eq!(
+        one(t, "WorkflowExecutionCancelRequested").1["externalInitiatedEventId"],
+        15
+    );
+    assert_eq!(types(t).last().unwrap(), "WorkflowExecutionCanceled");
+}

@@ -31,6 +31,7 @@ impl Run {
             "domain": "d", "workflowId": "w", "workflowType": {"name": "wf", "version": "1"},
             "taskList": {"name": "decisions"}, "executionStartToCloseTimeout": "600",
             "taskStartToCloseTimeout": "10", "childPolicy": "TERMINATE", "input": "in",
+            "partitions": 12,
         });
         let step = apply(
             &def,
@@ -361,4 +362,94 @@ fn terminate_and_cancel_requests_are_recorded() {
         },
     });
     assert!(matches!(after, Err(EngineError::Finished { .. })));
+}
+
+#[test]
+fn a_refused_child_fails_its_decision_and_a_closing_parent_terminates_its_children() {
+    let mut r = Run::start();
+    let wf = Registered {
+        id: TypeId {
+            name: "wf".into(),
+            version: "1".into(),
+        },
+        ..activity_type(
+            "wf",
+            json!({"defaultTaskList": {"name": "d"},
+            "defaultExecutionStartToCloseTimeout": "60", "defaultTaskStartToCloseTimeout": "5",
+            "defaultChildPolicy": "ABANDON"}),
+        )
+    };
+    let child = |wid: &str| {
+        json!({"decisionType": "StartChildWorkflowExecution",
+            "startChildWorkflowExecutionDecisionAttributes": {
+                "workflowType": {"name": "wf", "version": "1"}, "workflowId": wid}})
+    };
+    r.decide(json!([child("c1"), child("c2"), child("c1")]), vec![wf]);
+    assert_eq!(
+        r.kinds()[4..],
+        [
+            "StartChildWorkflowExecutionInitiated",
+            "StartChildWorkflowExecutionInitiated",
+            "StartChildWorkflowExecutionFailed",
+            "DecisionTaskScheduled"
+        ]
+    );
+    assert_eq!(r.attrs(7)["cause"], "WORKFLOW_ALREADY_RUNNING");
+    let starts: Vec<(String, Value)> = r
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::StartChild { id, input, .. } => Some((id.clone(), input.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts.len(), 2);
+    assert_eq!(starts[0].1["parentInstance"], ID);
+    assert_eq!(starts[0].1["parentInitiatedEventId"], 5);
+    assert_eq!(
+        starts[0].1["childPolicy"], "ABANDON",
+        "the child type's default"
+    );
+    // the broker refuses c2's start: the decision fails late, linked to its initiation
+    let error = flowbroker::engine::ErrorInfo::new(
+        "ChildStartRefused",
+        "an execution of workflow id \"c2\" is open (runId x)",
+    );
+    r.try_input(Input::ChildFailed {
+        id: starts[1].0.clone(),
+        error,
+    })
+    .unwrap();
+    assert_eq!(r.kinds().last(), Some(&"StartChildWorkflowExecutionFailed"));
+    assert_eq!(r.attrs(9)["initiatedEventId"], 6);
+    assert_eq!(r.attrs(9)["decisionTaskCompletedEventId"], 4);
+    // c1 started; the parent is terminated: c1 is terminated too (child policy TERMINATE)
+    r.call(Call::ChildStarted {
+        initiated: 5,
+        run_id: "r1".into(),
+    });
+    assert_eq!(r.kinds().last(), Some(&"ChildWorkflowExecutionStarted"));
+    r.call(Call::Terminate {
+        reason: None,
+        details: None,
+        child_policy: None,
+    });
+    let told: Vec<&Action> = r
+        .actions
+        .iter()
+        .filter(|a| matches!(a, Action::Send { .. }))
+        .collect();
+    assert_eq!(told.len(), 1);
+    match told[0] {
+        Action::Send { to, input } => {
+            assert_eq!(to, &starts[0].0);
+            assert!(matches!(
+                **input,
+                Input::Swf {
+                    call: Call::Terminate { .. }
+                }
+            ));
+        }
+        _ => unreachable!(),
+    }
 }

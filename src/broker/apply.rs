@@ -65,13 +65,35 @@ impl Batch<'_, '_> {
                 workflow,
                 input,
                 trace,
+                parent,
                 ..
-            } => Outcome::Started(self.start_direct(
-                &id,
-                &workflow,
-                input,
-                trace.and_then(|t| t.upstream()),
-            )?),
+            } => {
+                let started =
+                    self.start_direct(&id, &workflow, input, trace.and_then(|t| t.upstream()))?;
+                if let (Err(e), Some(parent)) = (&started, parent) {
+                    // a child of another partition's instance: its parent learns it
+                    let error = crate::engine::ErrorInfo::new("ChildStartRefused", e.to_string());
+                    self.send_input(
+                        &parent,
+                        Input::ChildFailed {
+                            id: id.clone(),
+                            error,
+                        },
+                    )?;
+                }
+                Outcome::Started(started)
+            }
+            Work::SwfToRun {
+                key,
+                run_id,
+                call,
+                from,
+                failed,
+                ..
+            } => {
+                self.call_run(&key, run_id.as_deref(), *call, &from, *failed)?;
+                Outcome::Done
+            }
             Work::SwfStart {
                 event,
                 attrs,

@@ -473,6 +473,25 @@ impl<'a, 's> Batch<'a, 's> {
         )
     }
 
+    /// Applies `input` to instance `to`: queued here, or sent to its partition.
+    pub(super) fn send_input(&mut self, to: &str, input: Input) -> Result<()> {
+        if self.is_here(to) {
+            self.queue(to, input);
+            return Ok(());
+        }
+        match self.parts.of_instance(to) {
+            Ok(p) => self.send(p, |source| Work::Apply {
+                id: to.to_string(),
+                input: Box::new(input),
+                source,
+            }),
+            Err(e) => {
+                tracing::warn!(to, error = %e, "input for an instance id no partition holds; dropped");
+                Ok(())
+            }
+        }
+    }
+
     /// Carries out one engine action inside the transaction.
     fn act(&mut self, rec: &mut InstanceRecord, action: Action) -> Result<()> {
         let id = rec.instance.id.clone();
@@ -563,6 +582,23 @@ impl<'a, 's> Batch<'a, 's> {
                 id: child,
                 workflow_id,
                 input,
+                ..
+            } if !self.is_here(&child) => {
+                // on another partition (an SWF child run): started there, refused back here
+                let p = self.parts.of_instance(&child).unwrap_or(self.p);
+                self.send(p, |source| Work::Start {
+                    id: child.clone(),
+                    workflow: workflow_id,
+                    input,
+                    source,
+                    trace: None,
+                    parent: Some(id.clone()),
+                })?;
+            }
+            Action::StartChild {
+                id: child,
+                workflow_id,
+                input,
                 wait,
             } => match self.reg.current(&workflow_id).cloned() {
                 Some(wf) => {
@@ -634,6 +670,27 @@ impl<'a, 's> Batch<'a, 's> {
             }
             Action::Cancelled => {
                 self.lifecycle(rec, "cancelled", json!({}))?;
+            }
+            Action::Send { to, input } => self.send_input(&to, *input)?,
+            Action::SendToRun {
+                key,
+                run_id,
+                call,
+                failed,
+            } => {
+                let p = key.partition(self.parts);
+                if p == self.p {
+                    self.call_run(&key, run_id.as_deref(), *call, &id, *failed)?;
+                } else {
+                    self.send(p, |source| Work::SwfToRun {
+                        key,
+                        run_id,
+                        call,
+                        from: id.clone(),
+                        failed,
+                        source,
+                    })?;
+                }
             }
             Action::Offer { queue, scheduled } => {
                 let ready = super::board::Ready {

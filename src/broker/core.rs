@@ -682,6 +682,7 @@ impl Core {
                 let ticket = tickets.len();
                 tickets.push(Ticket::Start(reply, None));
                 let work = Work::Start {
+                    parent: None,
                     id: id.to_string(),
                     workflow,
                     input,

@@ -62,7 +62,9 @@ fn payloads<'a>(input: &'a mut Input, actions: &'a mut [Action]) -> Vec<(String,
             | Action::CancelChild { .. }
             | Action::Fail { .. }
             | Action::Cancelled
-            | Action::Offer { .. } => continue,
+            | Action::Offer { .. }
+            | Action::Send { .. }
+            | Action::SendToRun { .. } => continue,
         };
         out.push((format!("/actions/{i}/{field}"), v));
     }

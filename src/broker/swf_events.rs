@@ -99,10 +99,11 @@ impl Batch<'_, '_> {
             .usable(TypeKind::Workflow, &type_id)
             .map_err(crate::engine::swf::SwfError::from)
             .and_then(|t| start_attributes(&req, t, &key.domain, &key.workflow_id));
-        let attrs = match attrs {
+        let mut attrs = match attrs {
             Ok(a) => a,
             Err(e) => return Ok(Err(e.to_string())),
         };
+        attrs["partitions"] = serde_json::json!(self.parts.count());
         let to = key.partition(self.parts);
         if to == self.p {
             return Ok(self
@@ -163,6 +164,34 @@ impl Batch<'_, '_> {
                 Err(e) => Err(e.to_string()),
             },
         )
+    }
+
+    /// An SWF call for run `run_id` of `key` (its open run when `None`) from instance `from`:
+    /// applied, or `failed` goes back to `from` when no such run takes it.
+    pub(super) fn call_run(
+        &mut self,
+        key: &RunKey,
+        run_id: Option<&str>,
+        call: Call,
+        from: &str,
+        failed: Input,
+    ) -> Result<()> {
+        let id = match run_id {
+            Some(run) => uuid::Uuid::parse_str(run)
+                .ok()
+                .map(|u| key.instance(self.parts, u).to_string()),
+            None => self
+                .tx
+                .get::<String>(Table::Active, &swf_run_entry(key, "").active_key())?,
+        };
+        let took = match id {
+            Some(id) => self.apply_now(&id, Input::Swf { call })?.is_ok(),
+            None => false,
+        };
+        if !took {
+            self.send_input(from, failed)?;
+        }
+        self.drain()
     }
 
     fn swf_signal(

@@ -113,6 +113,22 @@ pub enum Work {
         /// The request's trace context, continued by the instance.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         trace: Option<crate::trace::Carrier>,
+        /// The instance (on another partition) that started this one as its child: told with
+        /// `ChildFailed` when the start is refused.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<String>,
+    },
+    /// An SWF call for the run `run_id` of `key` (its open run when `None`), from the
+    /// instance `from` on another partition; `failed` goes back to it when no such run is
+    /// open (`Action::SendToRun`).
+    SwfToRun {
+        key: crate::swf::RunKey,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
+        call: Box<crate::engine::swf::Call>,
+        from: String,
+        failed: Box<crate::engine::Input>,
+        source: Source,
     },
     /// From a domain's partition: an SWF start event (`flowbroker.swf.start`) with its start
     /// attributes resolved against the domain's registry, for the workflow id's partition.
@@ -123,9 +139,9 @@ pub enum Work {
     },
     /// Cancel an instance of this partition.
     Cancel { id: String, source: Source },
-    /// Apply an input to an instance of this partition and answer with the instance after
-    /// it (a durable function's checkpoint or callback answer over the AWS API). Applied
-    /// only by the owner that took the request: never forwarded through the work topic.
+    /// Apply an input to an instance of this partition: from an API request (a durable
+    /// function's checkpoint, an SWF call), answered with the instance after it by the owner
+    /// that took the request; or from another partition's instance (`Action::Send`).
     Apply {
         id: String,
         input: Box<crate::engine::Input>,
@@ -163,6 +179,7 @@ impl Work {
             Work::Event { source, .. }
             | Work::Start { source, .. }
             | Work::SwfStart { source, .. }
+            | Work::SwfToRun { source, .. }
             | Work::Cancel { source, .. }
             | Work::Apply { source, .. }
             | Work::Deliver { source, .. }
@@ -211,6 +228,7 @@ mod tests {
             id: "p1-x".into(),
             workflow: "order".into(),
             input: json!({"a": 1}),
+            parent: None,
             trace: Some(crate::trace::Carrier {
                 traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into(),
                 tracestate: None,

@@ -132,6 +132,21 @@ pub enum Action {
         error: ErrorInfo,
     },
     Cancelled,
+    /// Apply `input` to instance `to` (on any partition): an SWF run telling its parent or
+    /// its children.
+    Send {
+        to: String,
+        input: Box<Input>,
+    },
+    /// An SWF call for run `run_id` of `key`, or its open run: `failed` comes back to this
+    /// instance when no such run is open (external signals and cancel requests).
+    SendToRun {
+        key: crate::swf::RunKey,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
+        call: Box<swf::Call>,
+        failed: Box<Input>,
+    },
     /// An SWF task is ready for a poller on `queue` (the event `scheduled` scheduled it).
     Offer {
         queue: crate::swf::task::TaskQueue,

@@ -22,7 +22,10 @@ pub const MAX_HISTORY_EVENTS: usize = 25_000;
 
 /// A domain and a workflow id: the key of an execution's runs. At most one run per key is
 /// open; every run of a key lives on the key's state partition.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "camelCase")]
 pub struct RunKey {
     pub domain: String,
     pub workflow_id: String,

@@ -21,12 +21,15 @@ pub struct Cx {
     pub deciding: bool,
     /// The events before this input (the ones after it are what it recorded).
     from: usize,
+    /// The run closed during this input (its parent and children are told).
+    pub closed_now: bool,
 }
 
 impl Cx {
     pub fn new(inst: Instance, exec: Execution, now: DateTime<Utc>) -> Cx {
         Cx {
             from: exec.events.len(),
+            closed_now: false,
             inst,
             exec,
             now,
@@ -125,6 +128,7 @@ impl Cx {
     /// Closes the run: everything armed is cancelled and the instance ends as `status` says.
     pub fn close(&mut self, status: CloseStatus, output: Option<&str>, error: Option<ErrorInfo>) {
         self.exec.closed = Some((self.now, status));
+        self.closed_now = true;
         self.exec.decision = DecisionTask::None;
         self.exec.decide_again = false;
         timers::disarm_all(&mut self.inst, &mut self.out);

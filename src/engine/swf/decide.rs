@@ -226,56 +226,29 @@ fn decide(cx: &mut Cx, d: Decision, done: i64, unhandled: bool, types: &[Registe
             cx.close(CloseStatus::Canceled, None, None);
         }
         DecisionType::ContinueAsNewWorkflowExecution => continue_as_new(cx, &d, done, types),
+        DecisionType::StartChildWorkflowExecution => {
+            super::relatives::start_child(cx, &d, done, types)
+        }
         DecisionType::SignalExternalWorkflowExecution
-        | DecisionType::RequestCancelExternalWorkflowExecution
-        | DecisionType::StartChildWorkflowExecution
-        | DecisionType::ScheduleLambdaFunction => not_yet(cx, &d, done),
+        | DecisionType::RequestCancelExternalWorkflowExecution => {
+            super::relatives::external(cx, &d, done)
+        }
+        DecisionType::ScheduleLambdaFunction => not_yet(cx, &d, done),
     }
 }
 
-/// The decision types this broker does not carry out yet: recorded as failed with
-/// `OPERATION_NOT_PERMITTED`, as SWF records a decision it may not carry out.
+/// `ScheduleLambdaFunction`, which this broker does not carry out yet: recorded as failed
+/// with `OPERATION_NOT_PERMITTED`, as SWF records a decision it may not carry out.
 fn not_yet(cx: &mut Cx, d: &Decision, done: i64) {
-    let link = ("decisionTaskCompletedEventId", json!(done));
-    let (kind, mut pairs): (&str, Vec<(&str, Value)>) = match d.kind {
-        DecisionType::SignalExternalWorkflowExecution => (
-            "SignalExternalWorkflowExecutionFailed",
-            vec![
-                ("workflowId", json!(d.str("workflowId"))),
-                ("runId", json!(d.str("runId"))),
-                ("control", json!(d.str("control"))),
-                ("initiatedEventId", json!(0)),
-            ],
-        ),
-        DecisionType::RequestCancelExternalWorkflowExecution => (
-            "RequestCancelExternalWorkflowExecutionFailed",
-            vec![
-                ("workflowId", json!(d.str("workflowId"))),
-                ("runId", json!(d.str("runId"))),
-                ("control", json!(d.str("control"))),
-                ("initiatedEventId", json!(0)),
-            ],
-        ),
-        DecisionType::StartChildWorkflowExecution => (
-            "StartChildWorkflowExecutionFailed",
-            vec![
-                (
-                    "workflowType",
-                    d.attrs.get("workflowType").cloned().unwrap_or(Value::Null),
-                ),
-                ("workflowId", json!(d.str("workflowId"))),
-                ("control", json!(d.str("control"))),
-                ("initiatedEventId", json!(0)),
-            ],
-        ),
-        _ => (
-            "ScheduleLambdaFunctionFailed",
-            vec![("id", json!(d.str("id"))), ("name", json!(d.str("name")))],
-        ),
-    };
-    pairs.push(("cause", json!("OPERATION_NOT_PERMITTED")));
-    pairs.push(link);
-    cx.record(kind, pairs);
+    cx.record(
+        "ScheduleLambdaFunctionFailed",
+        vec![
+            ("id", json!(d.str("id"))),
+            ("name", json!(d.str("name"))),
+            ("cause", json!("OPERATION_NOT_PERMITTED")),
+            ("decisionTaskCompletedEventId", json!(done)),
+        ],
+    );
 }
 
 fn schedule_activity(cx: &mut Cx, d: &Decision, done: i64, types: &[Registered]) {
@@ -452,22 +425,12 @@ fn continue_as_new(cx: &mut Cx, d: &Decision, done: i64, types: &[Registered]) {
     let attrs = match (cause, registered) {
         (None, Some(t)) => start_attributes(&req, t, &cx.exec.domain, &cx.exec.workflow_id)
             .map_err(|e| match e {
-                SwfError::DefaultUndefined(m) => {
-                    if m.starts_with("taskList") {
-                        "DEFAULT_TASK_LIST_UNDEFINED"
-                    } else if m.starts_with("executionStartToCloseTimeout") {
-                        "DEFAULT_EXECUTION_START_TO_CLOSE_TIMEOUT_UNDEFINED"
-                    } else if m.starts_with("taskStartToCloseTimeout") {
-                        "DEFAULT_TASK_START_TO_CLOSE_TIMEOUT_UNDEFINED"
-                    } else {
-                        "DEFAULT_CHILD_POLICY_UNDEFINED"
-                    }
-                }
+                SwfError::DefaultUndefined(m) => super::start::default_cause(&m),
                 _ => "OPERATION_NOT_PERMITTED",
             }),
         (c, _) => Err(c.unwrap_or("OPERATION_NOT_PERMITTED")),
     };
-    let attrs = match attrs {
+    let mut attrs = match attrs {
         Ok(a) => a,
         Err(cause) => {
             cx.record(
@@ -477,6 +440,7 @@ fn continue_as_new(cx: &mut Cx, d: &Decision, done: i64, types: &[Registered]) {
             return;
         }
     };
+    attrs["partitions"] = json!(cx.exec.partitions);
     let next = next_run(&cx.inst.id);
     let run_id = crate::swf::run_id_of(&next).to_string();
     cx.record(

@@ -76,6 +76,45 @@ pub struct OpenActivity {
     pub heartbeat_due: Option<DateTime<Utc>>,
 }
 
+/// The run that started this one as its child.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ParentLink {
+    pub instance: String,
+    pub initiated: i64,
+}
+
+/// A child run this one started that has not closed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenChild {
+    pub workflow_id: String,
+    pub workflow_type: TypeId,
+    pub instance: String,
+    pub initiated: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<String>,
+    /// The decision task that started it (reported with a refused start).
+    pub decided: i64,
+}
+
+/// An external signal or cancel request on its way.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenExternal {
+    pub signal: bool,
+    pub workflow_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub control: Option<String>,
+    pub decided: i64,
+}
+
 /// A timer the decider started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -124,6 +163,18 @@ pub struct Execution {
     pub latest_context: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latest_activity_at: Option<DateTime<Utc>>,
+    /// The cluster's state partition count: where a child's run lives (0: unknown, no
+    /// children).
+    #[serde(default)]
+    pub partitions: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentLink>,
+    /// Open children by workflow id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub children: BTreeMap<String, OpenChild>,
+    /// External signals and cancel requests on their way, by their initiated event.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub externals: BTreeMap<i64, OpenExternal>,
 }
 
 impl Execution {

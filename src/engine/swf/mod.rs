@@ -8,14 +8,16 @@
 //! Layout, each file using only those before it: `execution` (the stored run), `cx` (the
 //! working context: recording events, scheduling decision tasks, closing), `start` (a run
 //! from its start attributes), `tasks` (tasks handed to pollers, activity results,
-//! heartbeats, timeouts), `decide` (a decision task's decisions), `outside` (signals,
-//! cancel requests, termination), `domain` (the registry's inputs).
+//! heartbeats, timeouts), `outside` (signals, cancel requests, termination), `relatives`
+//! (child runs, external signals and cancel requests, telling a parent, child policies),
+//! `decide` (a decision task's decisions), `domain` (the registry's inputs).
 
 mod cx;
 mod decide;
 mod domain;
 pub mod execution;
 mod outside;
+mod relatives;
 mod start;
 mod tasks;
 
@@ -79,6 +81,32 @@ pub enum Call {
     },
     /// `RequestCancelWorkflowExecution`.
     RequestCancel,
+    /// Another run's `SignalExternalWorkflowExecution` decision.
+    ExternalSignal {
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        input: Option<String>,
+        from: ExternalRef,
+    },
+    /// Another run's `RequestCancelExternalWorkflowExecution` decision.
+    ExternalCancel { from: ExternalRef },
+    /// To a run that asked: its signal or cancel request `initiated` reached run `run_id`.
+    ExternalDone { initiated: i64, run_id: String },
+    /// To a run that asked: no open run took its signal or cancel request `initiated`.
+    ExternalFailed { initiated: i64 },
+    /// To a parent: its child `initiated` started as run `run_id`.
+    ChildStarted { initiated: i64, run_id: String },
+    /// To a parent: its child `initiated` closed.
+    ChildClosed {
+        initiated: i64,
+        status: CloseStatus,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        details: Option<String>,
+    },
     /// `TerminateWorkflowExecution`.
     Terminate {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,6 +116,17 @@ pub enum Call {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         child_policy: Option<String>,
     },
+}
+
+/// The run behind an external signal or cancel request: its instance, the event that
+/// initiated it there, and its ids as SWF names them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExternalRef {
+    pub instance: String,
+    pub initiated: i64,
+    pub workflow_id: String,
+    pub run_id: String,
 }
 
 /// What an activity worker reports.
@@ -179,8 +218,30 @@ pub fn apply(inst: Instance, input: Input, now: DateTime<Utc>) -> Result<Step, E
                         started,
                         outcome,
                     } => tasks::reported(&mut cx, scheduled, started, outcome)?,
-                    Call::Signal { name, input } => outside::signal(&mut cx, name, input),
-                    Call::RequestCancel => outside::request_cancel(&mut cx),
+                    Call::Signal { name, input } => outside::signal(&mut cx, name, input, None),
+                    Call::RequestCancel => outside::request_cancel(&mut cx, None),
+                    Call::ExternalSignal { name, input, from } => {
+                        outside::signal(&mut cx, name, input, Some(from))
+                    }
+                    Call::ExternalCancel { from } => outside::request_cancel(&mut cx, Some(from)),
+                    Call::ExternalDone { initiated, run_id } => {
+                        relatives::external_done(&mut cx, initiated, run_id)
+                    }
+                    Call::ExternalFailed { initiated } => {
+                        relatives::external_failed(&mut cx, initiated)
+                    }
+                    Call::ChildStarted { initiated, run_id } => {
+                        relatives::child_started(&mut cx, initiated, run_id)
+                    }
+                    Call::ChildClosed {
+                        initiated,
+                        status,
+                        result,
+                        reason,
+                        details,
+                    } => {
+                        relatives::child_closed(&mut cx, initiated, status, result, reason, details)
+                    }
                     Call::Terminate {
                         reason,
                         details,
@@ -196,6 +257,10 @@ pub fn apply(inst: Instance, input: Input, now: DateTime<Utc>) -> Result<Step, E
                     }
                 },
                 Input::TimerFired { id } => tasks::timer(&mut cx, &id),
+                // a child's start refused (the broker's word); its other outcomes come as
+                // `ChildClosed` from the child itself
+                Input::ChildFailed { id, error } => relatives::child_refused(&mut cx, &id, &error),
+                Input::ChildCompleted { .. } => {}
                 Input::Cancel => outside::terminate(
                     &mut cx,
                     Some("cancelled through flowbroker's API".into()),
@@ -212,6 +277,7 @@ pub fn apply(inst: Instance, input: Input, now: DateTime<Utc>) -> Result<Step, E
             cx
         }
     };
+    relatives::on_close(&mut cx);
     cx.settle();
     Ok(cx.finish())
 }

@@ -3,23 +3,70 @@
 
 use super::cx::Cx;
 use super::execution::CloseStatus;
-use serde_json::json;
+use super::{Call, ExternalRef};
+use crate::engine::{Action, Input};
+use serde_json::{json, Value};
 
-/// `SignalWorkflowExecution` (or a signal CloudEvent).
-pub fn signal(cx: &mut Cx, name: String, input: Option<String>) {
-    if cx.exec.is_open() {
+/// `SignalWorkflowExecution`, a signal CloudEvent, or another run's signal (`from`, told
+/// that it arrived).
+pub fn signal(cx: &mut Cx, name: String, input: Option<String>, from: Option<ExternalRef>) {
+    if !cx.exec.is_open() {
+        return;
+    }
+    let (external, initiated) = from_attrs(&from);
+    cx.record(
+        "WorkflowExecutionSignaled",
+        vec![
+            ("signalName", json!(name)),
+            ("input", json!(input)),
+            ("externalWorkflowExecution", external),
+            ("externalInitiatedEventId", initiated),
+        ],
+    );
+    confirm(cx, from);
+}
+
+/// `RequestCancelWorkflowExecution` (or another run's): recorded for the decider, which
+/// decides how to stop.
+pub fn request_cancel(cx: &mut Cx, from: Option<ExternalRef>) {
+    if !cx.exec.is_open() {
+        return;
+    }
+    if !cx.exec.cancel_requested {
+        cx.exec.cancel_requested = true;
+        let (external, initiated) = from_attrs(&from);
         cx.record(
-            "WorkflowExecutionSignaled",
-            vec![("signalName", json!(name)), ("input", json!(input))],
+            "WorkflowExecutionCancelRequested",
+            vec![
+                ("externalWorkflowExecution", external),
+                ("externalInitiatedEventId", initiated),
+            ],
         );
+    }
+    confirm(cx, from);
+}
+
+fn from_attrs(from: &Option<ExternalRef>) -> (Value, Value) {
+    match from {
+        Some(f) => (
+            json!({"workflowId": f.workflow_id, "runId": f.run_id}),
+            json!(f.initiated),
+        ),
+        None => (Value::Null, Value::Null),
     }
 }
 
-/// `RequestCancelWorkflowExecution`: recorded for the decider, which decides how to stop.
-pub fn request_cancel(cx: &mut Cx) {
-    if cx.exec.is_open() && !cx.exec.cancel_requested {
-        cx.exec.cancel_requested = true;
-        cx.record("WorkflowExecutionCancelRequested", vec![]);
+/// Tells the run behind an external signal or cancel request that it arrived.
+fn confirm(cx: &mut Cx, from: Option<ExternalRef>) {
+    if let Some(f) = from {
+        let call = Call::ExternalDone {
+            initiated: f.initiated,
+            run_id: cx.exec.run_id.clone(),
+        };
+        cx.out.push(Action::Send {
+            to: f.instance,
+            input: Box::new(Input::Swf { call }),
+        });
     }
 }
 

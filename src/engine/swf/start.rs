@@ -83,18 +83,26 @@ pub fn start_attributes(
             out[name] = v;
         }
     }
-    for name in [
-        "input",
-        "tagList",
-        "continuedExecutionRunId",
-        "parentWorkflowExecution",
-        "parentInitiatedEventId",
-    ] {
+    for name in ["input", "tagList", "continuedExecutionRunId"] {
         if let Some(v) = req.get(name).filter(|v| !v.is_null()) {
             out[name] = v.clone();
         }
     }
     Ok(out)
+}
+
+/// The `...Failed` cause for a start attribute neither the decision nor the registration
+/// sets (from [`SwfError::DefaultUndefined`]'s message).
+pub fn default_cause(message: &str) -> &'static str {
+    if message.starts_with("taskList") {
+        "DEFAULT_TASK_LIST_UNDEFINED"
+    } else if message.starts_with("executionStartToCloseTimeout") {
+        "DEFAULT_EXECUTION_START_TO_CLOSE_TIMEOUT_UNDEFINED"
+    } else if message.starts_with("taskStartToCloseTimeout") {
+        "DEFAULT_TASK_START_TO_CLOSE_TIMEOUT_UNDEFINED"
+    } else {
+        "DEFAULT_CHILD_POLICY_UNDEFINED"
+    }
 }
 
 fn text(v: &Value, name: &str) -> Result<String, SwfError> {
@@ -151,6 +159,23 @@ pub fn start(inst: Instance, a: Value, now: DateTime<Utc>) -> Result<Cx, EngineE
         cancel_requested: false,
         latest_context: None,
         latest_activity_at: None,
+        partitions: a
+            .get("partitions")
+            .and_then(Value::as_u64)
+            .and_then(|n| u16::try_from(n).ok())
+            .unwrap_or(0),
+        parent: match (
+            a.get("parentInstance").and_then(Value::as_str),
+            a.get("parentInitiatedEventId").and_then(Value::as_i64),
+        ) {
+            (Some(instance), Some(initiated)) => Some(super::execution::ParentLink {
+                instance: instance.to_string(),
+                initiated,
+            }),
+            _ => None,
+        },
+        children: Default::default(),
+        externals: Default::default(),
     };
     let mut inst = inst;
     inst.data = a.get("input").cloned().unwrap_or(Value::Null);
@@ -198,6 +223,16 @@ pub fn start(inst: Instance, a: Value, now: DateTime<Utc>) -> Result<Cx, EngineE
     cx.record("WorkflowExecutionStarted", started);
     if let Some(secs) = cx.exec.execution_timeout.0 {
         cx.arm("wf", secs);
+    }
+    if let Some(p) = cx.exec.parent.clone() {
+        let call = super::Call::ChildStarted {
+            initiated: p.initiated,
+            run_id: cx.exec.run_id.clone(),
+        };
+        cx.out.push(crate::engine::Action::Send {
+            to: p.instance,
+            input: Box::new(crate::engine::Input::Swf { call }),
+        });
     }
     Ok(cx)
 }

@@ -43,7 +43,8 @@ pub async fn start(s: &AppState, r: &Req) -> Answer {
     let t = d
         .usable(TypeKind::Workflow, &type_id)
         .map_err(crate::engine::swf::SwfError::from)?;
-    let attrs = start_attributes(&r.body, t, &domain, &workflow_id)?;
+    let mut attrs = start_attributes(&r.body, t, &domain, &workflow_id)?;
+    attrs["partitions"] = json!(s.peers.parts.count());
     let at = key.instance(s.peers.parts, uuid::Uuid::new_v4());
     match start_instance(s, crate::swf::EXECUTIONS, attrs, at).await {
         Ok(id) => ok(json!({"runId": run_id_of(&id)})),

@@ -260,6 +260,9 @@ async fn types_named(
             DecisionType::ContinueAsNewWorkflowExecution => d
                 .str("workflowTypeVersion")
                 .map(|v| (TypeKind::Workflow, json!({"version": v}))),
+            DecisionType::StartChildWorkflowExecution => {
+                Some((TypeKind::Workflow, d.attrs.get("workflowType")?.clone()))
+            }
             _ => None,
         })
         .collect();
@@ -273,9 +276,12 @@ async fn types_named(
     for (kind, v) in wanted {
         let id = match kind {
             TypeKind::Activity => TypeId::from_wire(&v),
-            TypeKind::Workflow => Some(TypeId {
-                name: x.workflow_type.name.clone(),
-                version: v["version"].as_str().unwrap_or_default().to_string(),
+            // a child's type, or the version this run continues as
+            TypeKind::Workflow => TypeId::from_wire(&v).or_else(|| {
+                Some(TypeId {
+                    name: x.workflow_type.name.clone(),
+                    version: v["version"].as_str()?.to_string(),
+                })
             }),
         };
         if let Some(t) = id.and_then(|id| domain.find(kind, &id)) {
