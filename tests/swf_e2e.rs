@@ -461,3 +461,67 @@ fn every_decision_type_records_what_swf_records_across_parent_child_and_target_r
     );
     assert_eq!(types(t).last().unwrap(), "WorkflowExecutionCanceled");
 }
+
+#[test]
+fn lambda_tasks_call_configured_functions_and_record_results_failures_and_timeouts() {
+    let kafka = Kafka::start();
+    let fns = Functions::start(|path, body| match path {
+        "/double" => (
+            200,
+            serde_json::json!({"n": body["n"].as_i64().unwrap_or(0) * 2}),
+        ),
+        "/slow" => {
+            std::thread::sleep(std::time::Duration::from_secs(3));
+            (200, serde_json::json!("late"))
+        }
+        _ => (
+            500,
+            serde_json::json!({"error": "Boom", "message": "it broke"}),
+        ),
+    });
+    let functions = format!("double={0}/double,boom={0}/boom,slow={0}/slow", fns.base);
+    let broker = Broker::start(&kafka, &[], &[("FLOWBROKER_FUNCTIONS", &functions)]);
+    let out = run("lambda.py", &broker.http);
+    let h = &out["history"];
+    let scheduled: Vec<(usize, &Value)> = all_of(h, "LambdaFunctionScheduled");
+    assert_eq!(scheduled.len(), 4, "{:?}", types(h));
+    let id_of = |i: u64| {
+        scheduled
+            .iter()
+            .find(|(n, _)| *n as u64 == i)
+            .map(|(_, a)| a["id"].as_str().unwrap().to_string())
+            .unwrap()
+    };
+    let (_, dup) = one(h, "ScheduleLambdaFunctionFailed");
+    assert_eq!(dup["cause"], "ID_ALREADY_IN_USE");
+    assert_eq!(dup["id"], "l1");
+    let (_, ok) = one(h, "LambdaFunctionCompleted");
+    assert_eq!(id_of(ok["scheduledEventId"].as_u64().unwrap()), "l1");
+    assert_eq!(ok["result"], r#"{"n":42}"#);
+    let failed = all_of(h, "LambdaFunctionFailed");
+    assert_eq!(failed.len(), 2, "{:?}", types(h));
+    let reasons: Vec<(String, String)> = failed
+        .iter()
+        .map(|(_, a)| {
+            (
+                id_of(a["scheduledEventId"].as_u64().unwrap()),
+                a["reason"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        reasons.contains(&("l2".into(), "Boom".into())),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons.contains(&("l3".into(), "FunctionNotConfigured".into())),
+        "{reasons:?}"
+    );
+    let (_, slow) = one(h, "LambdaFunctionTimedOut");
+    assert_eq!(id_of(slow["scheduledEventId"].as_u64().unwrap()), "l4");
+    assert_eq!(slow["timeoutType"], "START_TO_CLOSE");
+    // the input reached the function as JSON, once per task
+    let calls = fns.calls.lock().unwrap();
+    assert_eq!(calls.iter().filter(|c| c.0 == "/double").count(), 1);
+    assert_eq!(calls.iter().find(|c| c.0 == "/double").unwrap().2["n"], 21);
+}

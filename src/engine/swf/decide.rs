@@ -233,22 +233,8 @@ fn decide(cx: &mut Cx, d: Decision, done: i64, unhandled: bool, types: &[Registe
         | DecisionType::RequestCancelExternalWorkflowExecution => {
             super::relatives::external(cx, &d, done)
         }
-        DecisionType::ScheduleLambdaFunction => not_yet(cx, &d, done),
+        DecisionType::ScheduleLambdaFunction => super::lambda::schedule(cx, &d, done),
     }
-}
-
-/// `ScheduleLambdaFunction`, which this broker does not carry out yet: recorded as failed
-/// with `OPERATION_NOT_PERMITTED`, as SWF records a decision it may not carry out.
-fn not_yet(cx: &mut Cx, d: &Decision, done: i64) {
-    cx.record(
-        "ScheduleLambdaFunctionFailed",
-        vec![
-            ("id", json!(d.str("id"))),
-            ("name", json!(d.str("name"))),
-            ("cause", json!("OPERATION_NOT_PERMITTED")),
-            ("decisionTaskCompletedEventId", json!(done)),
-        ],
-    );
 }
 
 fn schedule_activity(cx: &mut Cx, d: &Decision, done: i64, types: &[Registered]) {

@@ -115,6 +115,14 @@ pub struct OpenExternal {
     pub decided: i64,
 }
 
+/// A Lambda task being called.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenLambda {
+    pub scheduled: i64,
+    pub started: i64,
+}
+
 /// A timer the decider started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -172,6 +180,9 @@ pub struct Execution {
     /// Open children by workflow id.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub children: BTreeMap<String, OpenChild>,
+    /// Lambda tasks being called, by their id.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub lambdas: BTreeMap<String, OpenLambda>,
     /// External signals and cancel requests on their way, by their initiated event.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub externals: BTreeMap<i64, OpenExternal>,

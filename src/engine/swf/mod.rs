@@ -7,15 +7,17 @@
 //!
 //! Layout, each file using only those before it: `execution` (the stored run), `cx` (the
 //! working context: recording events, scheduling decision tasks, closing), `start` (a run
-//! from its start attributes), `tasks` (tasks handed to pollers, activity results,
-//! heartbeats, timeouts), `outside` (signals, cancel requests, termination), `relatives`
-//! (child runs, external signals and cancel requests, telling a parent, child policies),
-//! `decide` (a decision task's decisions), `domain` (the registry's inputs).
+//! from its start attributes), `lambda` (Lambda tasks called as functions), `tasks` (tasks
+//! handed to pollers, activity results, heartbeats, timeouts), `outside` (signals, cancel
+//! requests, termination), `relatives` (child runs, external signals and cancel requests,
+//! telling a parent, child policies), `decide` (a decision task's decisions), `domain` (the
+//! registry's inputs).
 
 mod cx;
 mod decide;
 mod domain;
 pub mod execution;
+mod lambda;
 mod outside;
 mod relatives;
 mod start;
@@ -261,6 +263,8 @@ pub fn apply(inst: Instance, input: Input, now: DateTime<Utc>) -> Result<Step, E
                 // `ChildClosed` from the child itself
                 Input::ChildFailed { id, error } => relatives::child_refused(&mut cx, &id, &error),
                 Input::ChildCompleted { .. } => {}
+                Input::ActionResult { key, result } => lambda::result(&mut cx, &key, result),
+                Input::ActionFailed { key, error } => lambda::failed(&mut cx, &key, error),
                 Input::Cancel => outside::terminate(
                     &mut cx,
                     Some("cancelled through flowbroker's API".into()),

@@ -175,6 +175,7 @@ pub fn start(inst: Instance, a: Value, now: DateTime<Utc>) -> Result<Cx, EngineE
             _ => None,
         },
         children: Default::default(),
+        lambdas: Default::default(),
         externals: Default::default(),
     };
     let mut inst = inst;

@@ -174,6 +174,8 @@ pub fn timer(cx: &mut Cx, id: &str) {
                 );
             }
         }
+    } else if let Some(n) = what.strip_prefix('l').and_then(|n| n.parse::<i64>().ok()) {
+        super::lambda::timed_out(cx, n);
     } else if let Some(t) = what.strip_prefix("t/") {
         if let Some(open) = cx.exec.timers.remove(t) {
             cx.record(

@@ -204,7 +204,7 @@ fn describe(rec: &InstanceRecord) -> Value {
             "openDecisionTasks": usize::from(open && x.decision != DecisionTask::None),
             "openTimers": if open { x.timers.len() } else { 0 },
             "openChildWorkflowExecutions": 0,
-            "openLambdaFunctions": 0,
+            "openLambdaFunctions": if open { x.lambdas.len() } else { 0 },
         },
     });
     if let Some(t) = x.latest_activity_at {
