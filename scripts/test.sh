@@ -19,6 +19,8 @@ export FLOWBROKER_TANSU_SQLITE="$(scripts/tansu-sqlite.sh)"
 export FLOWBROKER_DURABLE_PYTHON="$(scripts/durable-sdk.sh)"
 # and for JavaScript (a NODE_PATH), for the test that runs a handler written with it
 export FLOWBROKER_DURABLE_NODE_PATH="$(scripts/durable-sdk-node.sh)"
+# simpleflow, in a virtualenv (the SWF tests run its decider and workers)
+export FLOWBROKER_SWF_PYTHON="$(scripts/swf-sdk.sh)"
 
 echo "== cargo fmt --check"
 cargo fmt --all -- --check

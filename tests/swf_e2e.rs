@@ -525,3 +525,46 @@ fn lambda_tasks_call_configured_functions_and_record_results_failures_and_timeou
     assert_eq!(calls.iter().filter(|c| c.0 == "/double").count(), 1);
     assert_eq!(calls.iter().find(|c| c.0 == "/double").unwrap().2["n"], 21);
 }
+
+#[test]
+fn simpleflow_runs_a_fan_out_chained_into_a_reduce() {
+    let kafka = Kafka::start();
+    let broker = Broker::start(&kafka, &[], &[]);
+    let python = installed(
+        "FLOWBROKER_SWF_PYTHON",
+        "swf-sdk.sh",
+        "simpleflow in a virtualenv; this test needs it",
+    );
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/swf");
+    let out = Command::new(python)
+        .arg(dir.join("sf_run.py"))
+        .arg(format!("http://{}", broker.http))
+        .arg("sf_canvas.FanOutThenChain")
+        .arg("[1, 2, 3]")
+        .current_dir(&dir)
+        .output()
+        .expect("run simpleflow");
+    assert!(
+        out.status.success(),
+        "simpleflow failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out["info"]["closeStatus"], "COMPLETED", "{}", out["info"]);
+    let h = &out["history"];
+    let (_, done) = one(h, "WorkflowExecutionCompleted");
+    // (1+1)*(2+1)*(3+1), as simpleflow serializes it
+    assert_eq!(done["result"], "24");
+    let scheduled = all_of(h, "ActivityTaskScheduled");
+    assert_eq!(scheduled.len(), 4, "{:?}", types(h));
+    // the three of the fan-out were scheduled by one decision, the reduce after them
+    let decided: Vec<&Value> = scheduled
+        .iter()
+        .map(|(_, a)| &a["decisionTaskCompletedEventId"])
+        .collect();
+    assert_eq!(decided[0], decided[1]);
+    assert_eq!(decided[1], decided[2]);
+    assert_ne!(decided[2], decided[3]);
+    assert_eq!(scheduled[3].1["activityType"]["name"], "sf_canvas.product");
+    assert_eq!(all_of(h, "ActivityTaskCompleted").len(), 4);
+}

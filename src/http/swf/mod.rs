@@ -166,9 +166,17 @@ pub async fn endpoint(State(s): State<AppState>, headers: HeaderMap, raw: Bytes)
         raw,
         forwarded: forwarded(&headers),
     };
-    dispatch(&s, &req)
-        .await
-        .unwrap_or_else(IntoResponse::into_response)
+    let t0 = std::time::Instant::now();
+    let answer = dispatch(&s, &req).await;
+    tracing::debug!(action = %req.action, ok = answer.is_ok(),
+        ms = t0.elapsed().as_millis() as u64, "SWF call");
+    let mut r = answer.unwrap_or_else(IntoResponse::into_response);
+    // each call on its own connection: a client that forks (simpleflow's deciders and
+    // workers) shares its pool's sockets between processes, and over plain HTTP one
+    // process's call would wait behind another's 60 s poll on the same connection
+    r.headers_mut()
+        .insert("connection", HeaderValue::from_static("close"));
+    r
 }
 
 async fn dispatch(s: &AppState, r: &Req) -> Answer {
