@@ -773,6 +773,11 @@ impl Broker {
         line.split_whitespace().nth(1)?.parse().ok()
     }
 
+    /// The process id, while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// A request to this broker's API, with its token if it has one.
     pub fn request(
         &self,
