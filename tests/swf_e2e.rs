@@ -57,6 +57,7 @@ fn attrs(history: &Value, id: usize) -> &Value {
 fn the_deciders_guide_e_commerce_order_runs_to_completion() {
     let kafka = Kafka::start();
     let broker = Broker::start(&kafka, &[], &[]);
+    let lifecycle = kafka.collect(&["flowbroker.lifecycle"]);
     let out = run("ecommerce.py", &broker.http);
     let h = &out["history"];
     let mut expected = vec!["WorkflowExecutionStarted".to_string()];
@@ -126,6 +127,53 @@ fn the_deciders_guide_e_commerce_order_runs_to_completion() {
     let (code, list) = broker.get("/v1/instances?workflow=swf");
     assert_eq!(code, 200, "{list}");
     assert!(list.to_string().contains("COMPLETED"), "{list}");
+    let run_id = out["runId"].as_str().unwrap();
+    let id = list["instances"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|i| i["id"].as_str())
+        .find(|i| i.ends_with(run_id))
+        .expect("the run is an instance")
+        .to_string();
+    lifecycle.lifecycle(&id, "started", 30);
+    let done = lifecycle.lifecycle(&id, "completed", 30);
+    assert_eq!(done.data.unwrap()["output"], result);
+}
+
+#[test]
+fn with_a_token_set_swf_takes_requests_signed_with_the_configured_key_pair() {
+    let kafka = Kafka::start();
+    let keys = [
+        ("AWS_ACCESS_KEY_ID", "AKIDFLOWBROKER"),
+        ("AWS_SECRET_ACCESS_KEY", "s3cr3t/key+example"),
+    ];
+    let broker = Broker::start(
+        &kafka,
+        &[],
+        &[
+            ("FLOWBROKER_HTTP_AUTH_TOKEN", "bearer-token"),
+            ("FLOWBROKER_HTTP_AWS_ACCESS_KEY_ID", keys[0].1),
+            ("FLOWBROKER_HTTP_AWS_SECRET_ACCESS_KEY", keys[1].1),
+        ],
+    );
+    let http = broker.http.clone();
+    let runs = step_with(&http, &["setup", "sig", "w"], &keys);
+    assert!(runs["runs"]["w"].is_string(), "{runs}");
+    let wrong = [keys[0], ("AWS_SECRET_ACCESS_KEY", "guess")];
+    let e = step_with(&http, &["start", "sig", "w2"], &wrong);
+    assert_eq!(e["error"], "InvalidSignatureException", "{e}");
+    let stranger = [("AWS_ACCESS_KEY_ID", "AKIDOTHER"), keys[1]];
+    let e = step_with(&http, &["start", "sig", "w2"], &stranger);
+    assert_eq!(e["error"], "UnrecognizedClientException", "{e}");
+    // neither signed nor with the bearer token
+    let r = reqwest::blocking::Client::new()
+        .post(format!("http://{http}/"))
+        .header("x-amz-target", "SimpleWorkflowService.ListDomains")
+        .body(r#"{"registrationStatus": "REGISTERED"}"#)
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 401);
 }
 
 #[test]
@@ -170,11 +218,17 @@ fn timeouts_redispatch_and_unhandled_decisions_are_recorded_as_swf_records_them(
 
 /// One `step.py` call against the broker at `http`.
 fn step(http: &str, args: &[&str]) -> Value {
+    step_with(http, args, &[])
+}
+
+/// [`step`] with environment variables (credentials).
+fn step_with(http: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/swf");
     let out = Command::new(support::durable::python())
         .arg(dir.join("step.py"))
         .arg(format!("http://{http}"))
         .args(args)
+        .envs(env.iter().copied())
         .current_dir(&dir)
         .output()
         .expect("run step.py");

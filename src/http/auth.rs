@@ -185,7 +185,8 @@ async fn check_signed(gate: &Gate, req: Request, next: Next) -> Response {
         (
             StatusCode::FORBIDDEN,
             [("x-amzn-ErrorType", kind)],
-            Json(json!({"Type": "User", "message": why, "Message": why})),
+            // `__type` for the JSON 1.0 APIs (SWF), the header for rest-json (Lambda)
+            Json(json!({"Type": "User", "__type": kind, "message": why, "Message": why})),
         )
             .into_response()
     };
