@@ -622,3 +622,50 @@ fn simpleflow_runs_a_fan_out_chained_into_a_reduce() {
     assert_eq!(scheduled[3].1["activityType"]["name"], "sf_canvas.product");
     assert_eq!(all_of(h, "ActivityTaskCompleted").len(), 4);
 }
+
+#[test]
+fn a_poll_on_one_broker_gets_the_tasks_of_runs_another_broker_owns() {
+    let kafka = Kafka::start();
+    let env = [("FLOWBROKER_CLUSTER_PARTITIONS", "12")];
+    let a = Broker::start(&kafka, &[], &env);
+    let b = Broker::start(&kafka, &[], &env);
+    wait_for(60, "both brokers to own partitions", || {
+        (!a.owned().is_empty() && !b.owned().is_empty()).then_some(())
+    });
+    let ids: Vec<String> = (0..8).map(|i| format!("x{i}")).collect();
+    let mut args = vec!["setup", "two"];
+    args.extend(ids.iter().map(String::as_str));
+    step(&a.http, &args);
+    // some of the runs live on b's partitions: their tasks are on b's board
+    let parts = flowbroker::cluster::partition::Partitions::new(12).unwrap();
+    let on_b = b.owned();
+    let remote = ids
+        .iter()
+        .filter(|w| {
+            let key = flowbroker::swf::RunKey {
+                domain: "two".into(),
+                workflow_id: w.to_string(),
+            };
+            on_b.contains(&key.partition(parts).0)
+        })
+        .count();
+    assert!(remote > 0, "no run on b's partitions");
+    // every decision task is handed out through a's polls, and answered through a
+    let mut got = std::collections::BTreeSet::new();
+    for _ in 0..ids.len() {
+        let t = step(&a.http, &["poll-decision", "two"]);
+        let token = t["taskToken"].as_str().unwrap_or_default().to_string();
+        assert!(!token.is_empty(), "{t}");
+        got.insert(
+            t["workflowExecution"]["workflowId"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+        assert_eq!(
+            step(&a.http, &["complete", &token, "ok"]),
+            serde_json::json!({})
+        );
+    }
+    assert_eq!(got.len(), ids.len(), "{got:?}");
+}

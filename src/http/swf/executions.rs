@@ -8,7 +8,6 @@ use crate::broker::index::swf_run_entry;
 use crate::broker::records::InstanceRecord;
 use crate::engine::swf::{execution_of, start_attributes, Call, DecisionTask, Execution};
 use crate::engine::Input;
-use crate::http::forward::Route;
 use crate::http::{ApiError, AppState};
 use crate::store::{Scope, Table};
 use crate::swf::registry::{RegistrationStatus, TypeId, TypeKind};
@@ -235,12 +234,7 @@ pub fn local_instances(s: &AppState, workflow: &str) -> Result<Vec<InstanceRecor
 
 /// The `field` items every other broker answers to this request (relayed to each once).
 pub async fn from_peers(s: &AppState, r: &Req, field: &str) -> Vec<Value> {
-    let mut owners = std::collections::BTreeSet::new();
-    for p in s.peers.parts.all() {
-        if let Route::Remote(url) = s.peers.route(&s.shared, p, false) {
-            owners.insert(url);
-        }
-    }
+    let owners = super::remote_owners(s);
     let target = format!("{}{}", super::TARGET, r.action);
     let mut out = Vec::new();
     for url in owners {

@@ -30,6 +30,10 @@ use serde_json::{json, Map, Value};
 pub const TARGET: &str = "SimpleWorkflowService.";
 /// Internal: a domain's registry as the broker stores it (asked of the domain's owner).
 const REGISTRY: &str = "FlowbrokerDomainRegistry";
+/// Internal: a decision or activity task ready on the asked broker's board now (asked by
+/// another broker's poll).
+const TAKE_DECISION: &str = "FlowbrokerTakeDecisionTask";
+const TAKE_ACTIVITY: &str = "FlowbrokerTakeActivityTask";
 
 /// Whether a request is an SWF API call (it may be SigV4-signed).
 pub fn is_swf(headers: &HeaderMap) -> bool {
@@ -208,6 +212,7 @@ async fn dispatch(s: &AppState, r: &Req) -> Answer {
         | "CountOpenWorkflowExecutions"
         | "CountClosedWorkflowExecutions" => executions::list(s, r).await,
         "PollForDecisionTask" | "PollForActivityTask" => tasks::poll(s, r).await,
+        TAKE_DECISION | TAKE_ACTIVITY if r.forwarded => tasks::take_now(s, r).await,
         "RespondDecisionTaskCompleted"
         | "RespondActivityTaskCompleted"
         | "RespondActivityTaskFailed"
@@ -219,6 +224,18 @@ async fn dispatch(s: &AppState, r: &Req) -> Answer {
             format!("{other} is not an Amazon SWF action flowbroker serves (docs/swf.md)"),
         )),
     }
+}
+
+/// The other brokers that own partitions now (their URLs).
+pub fn remote_owners(s: &AppState) -> std::collections::BTreeSet<String> {
+    s.peers
+        .parts
+        .all()
+        .filter_map(|p| match s.peers.route(&s.shared, p, false) {
+            Route::Remote(url) => Some(url),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Relays the request to the owner of partition `p` when another broker owns it (`Some`

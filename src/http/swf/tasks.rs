@@ -46,15 +46,59 @@ pub async fn poll(s: &AppState, r: &Req) -> Answer {
         return next_page(s, r, page).await;
     }
     let q = queue(r, kind)?;
-    let identity = r.str("identity").map(str::to_string);
     let deadline = tokio::time::Instant::now() + POLL;
+    let peers = !r.forwarded && !super::remote_owners(s).is_empty();
     loop {
-        let Some(ready) = s.shared.board.wait(&q, deadline).await else {
-            return ok(match kind {
-                TaskKind::Decision => json!({"taskToken": "", "startedEventId": 0,
-                    "previousStartedEventId": 0, "events": []}),
-                TaskKind::Activity => json!({"taskToken": "", "startedEventId": 0}),
-            });
+        // with other brokers, the local wait is cut in slices; between them the poll asks
+        // each of them for a task ready there
+        let until = match peers {
+            true => deadline.min(tokio::time::Instant::now() + PEER_SLICE),
+            false => deadline,
+        };
+        if let Some(answer) = take(s, r, kind, &q, Some(until)).await? {
+            return Ok(answer);
+        }
+        if peers {
+            if let Some(answer) = take_from_peers(s, r, kind).await {
+                return Ok(answer);
+            }
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return ok(empty(kind));
+        }
+    }
+}
+
+/// How long a poll waits on its own broker's board before it asks the other brokers.
+pub const PEER_SLICE: Duration = Duration::from_secs(1);
+
+/// The answer to a poll that found no task.
+fn empty(kind: TaskKind) -> Value {
+    match kind {
+        TaskKind::Decision => {
+            json!({"taskToken": "", "startedEventId": 0, "previousStartedEventId": 0, "events": []})
+        }
+        TaskKind::Activity => json!({"taskToken": "", "startedEventId": 0}),
+    }
+}
+
+/// A task of this broker's board, recorded started: waiting until `until` for one, or
+/// taking only one ready now (`None`).
+async fn take(
+    s: &AppState,
+    r: &Req,
+    kind: TaskKind,
+    q: &TaskQueue,
+    until: Option<tokio::time::Instant>,
+) -> Result<Option<axum::response::Response>, Fault> {
+    let identity = r.str("identity").map(str::to_string);
+    loop {
+        let ready = match until {
+            Some(until) => s.shared.board.wait(q, until).await,
+            None => s.shared.board.take(q),
+        };
+        let Some(ready) = ready else {
+            return Ok(None);
         };
         let call = Call::TaskStarted {
             kind,
@@ -77,8 +121,58 @@ pub async fn poll(s: &AppState, r: &Req) -> Answer {
         return match kind {
             TaskKind::Decision => decision_task(r, &rec.instance.id, x, 0),
             TaskKind::Activity => activity_task(&rec.instance.id, x, ready.scheduled),
-        };
+        }
+        .map(Some);
     }
+}
+
+/// Internal (`FlowbrokerTake{Decision,Activity}Task`, asked by another broker's poll): a
+/// task ready on this broker's board now, recorded started, or the empty answer.
+pub async fn take_now(s: &AppState, r: &Req) -> Answer {
+    let kind = kind_of(&r.action);
+    let q = queue(r, kind)?;
+    match take(s, r, kind, &q, None).await? {
+        Some(answer) => Ok(answer),
+        None => ok(empty(kind)),
+    }
+}
+
+/// Asks every other broker, one at a time, for a task ready there: the first one's answer.
+async fn take_from_peers(
+    s: &AppState,
+    r: &Req,
+    kind: TaskKind,
+) -> Option<axum::response::Response> {
+    let action = match kind {
+        TaskKind::Decision => super::TAKE_DECISION,
+        TaskKind::Activity => super::TAKE_ACTIVITY,
+    };
+    let target = format!("{}{action}", super::TARGET);
+    for url in super::remote_owners(s) {
+        let resp = s
+            .peers
+            .relay_with(
+                axum::http::Method::POST,
+                &url,
+                "/",
+                Some(r.raw.to_vec()),
+                &[("x-amz-target", &target)],
+            )
+            .await;
+        if !resp.status().is_success() {
+            continue;
+        }
+        let Ok(bytes) = axum::body::to_bytes(resp.into_body(), 64 << 20).await else {
+            continue;
+        };
+        let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+            continue;
+        };
+        if v["taskToken"].as_str().is_some_and(|t| !t.is_empty()) {
+            return ok(v).ok();
+        }
+    }
+    None
 }
 
 /// A page token: the instance, the task's started event, where the next page starts, and
