@@ -375,6 +375,10 @@ pub struct ClusterConfig {
     /// The internal topic where a broker announces the state partitions it took over (and
     /// its `http.advertised_url`), so that any broker's API can answer for any instance.
     pub owners_topic: String,
+    /// The internal topic (one partition, compacted) a broker publishes the workflow files it
+    /// deploys to, and deploys every other broker's from, so all brokers run the same
+    /// definitions. Empty: each broker deploys only its own `workflows_dir`.
+    pub definitions_topic: String,
 }
 
 impl Default for ClusterConfig {
@@ -384,6 +388,7 @@ impl Default for ClusterConfig {
             work_topic: "flowbroker.work".into(),
             changelog_topic: "flowbroker.changelog".into(),
             owners_topic: "flowbroker.owners".into(),
+            definitions_topic: "flowbroker.definitions".into(),
         }
     }
 }

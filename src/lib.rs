@@ -59,7 +59,8 @@
 //!   directory of which broker owns which partition.
 //! - [`kafka`]: the group consumer (input records in batches; which state partitions this
 //!   broker owns), the work reader, the producer (outbox -> Kafka, acks back to the core), the
-//!   changelog log ([`cluster::Log`]), the owners topic (claims published and read), topic
+//!   changelog log ([`cluster::Log`]), the owners topic (claims published and read), the
+//!   definitions topic, topic
 //!   creation; [`cloudevent`] converts SDK events.
 //! - [`http`]: CloudEvents HTTP ingress, admin API (requests about another broker's
 //!   partitions are forwarded to it), workflow definitions and graphs, the web console
@@ -70,7 +71,9 @@
 //! - [`invoke`]: function calls over HTTP with idempotency keys (each attempt timed as a span);
 //!   a durable function's invocations are calls too (Lambda's `X-Amz-Function-Error` read).
 //! - [`otel`]: OTLP span export (OpenTelemetry SDK), on only when `OTEL_EXPORTER_OTLP_*` asks.
-//! - [`watch`]: the workflow directory, polled.
+//! - [`watch`]: the workflow directory, polled; [`rollout`]: what this broker deploys from its
+//!   directory and the definitions topic, so every broker deploys the same files
+//!   ([`kafka::definitions`] reads and publishes the topic).
 //! - [`cli`]: the `flowbroker` command (`run`, `validate`, `graph`, and the client commands
 //!   `start`, `instances`, `show`, `cancel`, `send`); [`graph`]: a workflow as a graph, drawn
 //!   as Mermaid, DOT or SVG.
@@ -101,6 +104,7 @@ pub mod load;
 pub mod metrics;
 pub mod model;
 pub mod otel;
+pub mod rollout;
 pub mod server;
 pub mod store;
 pub mod swf;

@@ -4,7 +4,7 @@
 //! Kafka consumer ─┐                      ┌─> producer task ─> Kafka (events, lifecycle, DLQ)
 //! HTTP ingress ───┤                      │
 //! admin API ──────┼─> core (one writer) ─┼─> invoker tasks ─> HTTP functions ─┐
-//! dir watcher ────┤   batch -> 1 txn     │                                    │
+//! definitions ───┤   batch -> 1 txn     │                                    │
 //! fn results ─────┘   timers, schedules  └─> replies, offset commits          │
 //!        ^────────────────────────────────────────────────────────────────────┘
 //! ```
@@ -87,6 +87,13 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
             config: vec![("cleanup.policy", "compact".into())],
         },
     ];
+    if !c.definitions_topic.is_empty() {
+        topics.push(TopicSpec {
+            name: c.definitions_topic.clone(),
+            partitions: 1,
+            config: vec![("cleanup.policy", "compact".into())],
+        });
+    }
     if k.create_topics {
         let mut user = k.input_topics.clone();
         user.extend([
@@ -168,11 +175,34 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         shared.clone(),
     )?;
     core.attach(Box::new(log), reader_tx);
-    let files = crate::watch::scan(&cfg.workflows_dir);
+    // definitions: this broker's own files, and (with a definitions topic) every other
+    // broker's, read to the topic's end before anything is consumed
+    let mut definitions = None;
+    let files = if c.definitions_topic.is_empty() {
+        let files = crate::watch::scan(&cfg.workflows_dir);
+        core.process(vec![Cmd::Files(files.clone())])?;
+        files
+    } else {
+        let mut reader = crate::kafka::definitions::reader(k, &c.definitions_topic)?;
+        let mut rollout = crate::rollout::Rollout::new(cfg.workflows_dir.clone(), owner.clone());
+        reader
+            .read_to_end(&mut rollout, Duration::from_secs(15))
+            .await;
+        rollout.start(
+            crate::rollout::local_files(&cfg.workflows_dir),
+            chrono::Utc::now(),
+        );
+        crate::kafka::definitions::publish(&producer, &c.definitions_topic, &mut rollout).await;
+        // the cluster's files first: an invalid local edit then keeps their version deployed
+        let (cluster, files) = (rollout.cluster_files(), rollout.files());
+        core.process(vec![Cmd::Files(cluster), Cmd::Files(files.clone())])?;
+        definitions = Some((reader, rollout));
+        files
+    };
     if files.is_empty() {
         tracing::warn!(dir = %cfg.workflows_dir.display(), "no workflow files found; add *.yaml or *.json files there");
     }
-    core.process(vec![Cmd::Files(files.clone())])?;
+    let caught = definitions.as_ref().map(|(r, _)| r.caught.clone());
 
     tokio::spawn(crate::kafka::producer::run(
         producer.clone(),
@@ -199,6 +229,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         cmd_tx.clone(),
         k.batch_size,
         intake_rx.clone(),
+        caught.clone(),
     ));
     tokio::spawn(crate::invoke::run(
         inv_rx,
@@ -214,13 +245,26 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         k.batch_size,
         k.max_input_bytes,
         intake_rx,
+        caught,
     ));
-    tokio::spawn(crate::watch::run(
-        cfg.workflows_dir.clone(),
-        Duration::from_millis(cfg.watch_interval_ms),
-        files,
-        cmd_tx.clone(),
-    ));
+    let every = Duration::from_millis(cfg.watch_interval_ms);
+    match definitions {
+        Some((reader, rollout)) => tokio::spawn(crate::kafka::definitions::run(
+            reader,
+            rollout,
+            producer.clone(),
+            cfg.workflows_dir.clone(),
+            every,
+            files,
+            cmd_tx.clone(),
+        )),
+        None => tokio::spawn(crate::watch::run(
+            cfg.workflows_dir.clone(),
+            every,
+            files,
+            cmd_tx.clone(),
+        )),
+    };
     if !cfg.http.listen.is_empty() {
         let listener = tokio::net::TcpListener::bind(&cfg.http.listen)
             .await

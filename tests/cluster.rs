@@ -523,8 +523,8 @@ states:
 "#;
 
 /// A broker that takes over partitions runs their instances on the versions they started on,
-/// even with a `workflows_dir` that lacks the workflow (a rollout that has not reached it yet):
-/// the versions travel with the partition's state.
+/// even when the workflow was undeployed before it ever saw it: the versions travel with the
+/// partition's state.
 #[test]
 fn a_new_owner_runs_instances_of_a_workflow_it_never_deployed() {
     const N: usize = 24;
@@ -542,7 +542,13 @@ fn a_new_owner_runs_instances_of_a_workflow_it_never_deployed() {
             v["id"].as_str().unwrap().to_string()
         })
         .collect();
-    // b has no workflow files at all
+    // undeployed everywhere (through the definitions topic) before b starts: b never
+    // deploys nap, and has no workflow files at all
+    std::fs::remove_file(a.workflow_path("nap.yaml")).unwrap();
+    wait_for(10, "nap to be undeployed", || {
+        let (_, v) = a.get("/v1/workflows");
+        (v["workflows"].as_array()?.is_empty()).then_some(())
+    });
     let b = Broker::start(&kafka, &[], &env);
     let mine = wait_for(60, "b to take partitions over", || {
         let mine = b.owned();

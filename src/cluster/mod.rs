@@ -8,10 +8,14 @@
 //!   applying them exactly once.
 //! - [`changelog`]: one changelog record per committed batch, fence records, and the rule that
 //!   keeps a fenced-out owner's batches from being restored.
+//! - [`definitions`]: the definitions topic's records (a workflow file as one broker
+//!   deployed it), the catalog folded from them, and the rule at start between a broker's own
+//!   files and the cluster's.
 //! - [`directory`]: which broker owns which partition, from the claims brokers publish after
 //!   taking a partition over (the API forwards to the owner).
 
 pub mod changelog;
+pub mod definitions;
 pub mod directory;
 pub mod partition;
 pub mod work;

@@ -239,6 +239,7 @@ pub async fn run(
     batch_size: usize,
     max_input_bytes: usize,
     mut intake: watch::Receiver<bool>,
+    definitions: Option<Arc<super::definitions::Caught>>,
 ) {
     let work_topic = consumer.context().work_topic.clone();
     let mut paused = false;
@@ -277,6 +278,10 @@ pub async fn run(
                 Some(Ok(m)) => batch.push(record(m.detach(), max_input_bytes)),
                 _ => break,
             }
+        }
+        // an event is matched against every definition this broker knows is published
+        if let Some(d) = &definitions {
+            d.wait().await;
         }
         if core.send(Cmd::Records(batch)).await.is_err() {
             return;

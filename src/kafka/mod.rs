@@ -5,6 +5,7 @@
 
 pub mod consumer;
 pub mod decode;
+pub mod definitions;
 pub mod log;
 pub mod owners;
 pub mod producer;

@@ -11,6 +11,7 @@ use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
 pub fn create(cfg: &Config) -> Result<StreamConsumer, KafkaError> {
@@ -50,6 +51,7 @@ pub async fn run(
     core: mpsc::Sender<Cmd>,
     batch_size: usize,
     mut intake: watch::Receiver<bool>,
+    definitions: Option<Arc<super::definitions::Caught>>,
 ) {
     let mut reading = false;
     let mut paused = false;
@@ -116,6 +118,10 @@ pub async fn run(
             }
         }
         for (partition, records) in by {
+            // events are correlated here against every definition known to be published
+            if let Some(d) = &definitions {
+                d.wait().await;
+            }
             if core.send(Cmd::Work { partition, records }).await.is_err() {
                 return;
             }

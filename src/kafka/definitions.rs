@@ -1,0 +1,256 @@
+//! The definitions topic on Kafka (`cluster.definitions_topic`, one partition, compacted):
+//! a reader thread that tails it from the beginning, the start-up read to its end, and the
+//! task that scans `workflows_dir`, publishes this broker's changes and hands the core the
+//! files to deploy ([`crate::rollout`] decides what). [`Caught`] lets intake wait while this
+//! broker knows the topic holds records it has not deployed yet, so an event is not matched
+//! against definitions older than ones already published.
+
+use super::{client_config, KafkaError};
+use crate::broker::Cmd;
+use crate::cluster::definitions::Published;
+use crate::config::KafkaConfig;
+use crate::rollout::Rollout;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::{Offset, TopicPartitionList};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, Notify};
+
+/// How long intake waits for definitions it knows are published before it goes on.
+const WAIT_AT_MOST: Duration = Duration::from_secs(5);
+
+/// How far this broker has deployed the definitions topic, against what Kafka last said the
+/// topic holds.
+#[derive(Debug, Default)]
+pub struct Caught {
+    /// The next offset to deploy: every record before it is in the core's queue.
+    deployed: AtomicI64,
+    /// Past the last record the reader has received (intake waits from that moment until
+    /// the core has it queued).
+    end: AtomicI64,
+    changed: Notify,
+}
+
+impl Caught {
+    fn behind(&self) -> bool {
+        self.deployed.load(Ordering::Acquire) < self.end.load(Ordering::Acquire)
+    }
+
+    /// Returns once every record the reader knows of is deployed (or after a few seconds,
+    /// logged: a definition that cannot be deployed must not stop intake).
+    pub async fn wait(&self) {
+        if !self.behind() {
+            return;
+        }
+        let until = Instant::now() + WAIT_AT_MOST;
+        while self.behind() {
+            let notified = self.changed.notified();
+            if !self.behind() {
+                break;
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || tokio::time::timeout(left, notified).await.is_err() {
+                tracing::warn!("intake went on after waiting 5 s for definitions being deployed");
+                return;
+            }
+        }
+    }
+
+    fn deployed_to(&self, next: i64) {
+        self.deployed.fetch_max(next, Ordering::AcqRel);
+        self.changed.notify_waiters();
+    }
+}
+
+/// A record of the topic, as the reader hands it on.
+pub struct Incoming {
+    offset: i64,
+    key: Vec<u8>,
+    value: Vec<u8>,
+}
+
+/// The reader: a thread tailing the topic from the beginning.
+pub struct Reader {
+    records: mpsc::UnboundedReceiver<Incoming>,
+    pub caught: Arc<Caught>,
+    cfg: KafkaConfig,
+    topic: String,
+}
+
+/// Starts the reader thread.
+pub fn reader(cfg: &KafkaConfig, topic: &str) -> Result<Reader, KafkaError> {
+    let consumer: BaseConsumer = client_config(
+        cfg,
+        &[
+            ("group.id", format!("{}.definitions", cfg.group_id)),
+            ("enable.auto.commit", "false".into()),
+            ("enable.auto.offset.store", "false".into()),
+            ("fetch.wait.max.ms", "100".into()),
+        ],
+    )
+    .create()
+    .map_err(|source| KafkaError::Client {
+        what: "definitions reader",
+        brokers: cfg.brokers.clone(),
+        source,
+    })?;
+    let (tx, records) = mpsc::unbounded_channel();
+    let caught = Arc::new(Caught::default());
+    let (c, t, k) = (caught.clone(), topic.to_string(), cfg.clone());
+    std::thread::Builder::new()
+        .name("flowbroker-definitions".into())
+        .spawn(move || {
+            while super::partitions_of(&k, &t).is_none() {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            let mut tpl = TopicPartitionList::new();
+            let _ = tpl.add_partition_offset(&t, 0, Offset::Beginning);
+            if let Err(e) = consumer.assign(&tpl) {
+                tracing::error!(topic = %t, error = %e,
+                    "cannot read the definitions topic; this broker deploys only its own files");
+                return;
+            }
+            loop {
+                match consumer.poll(Duration::from_millis(500)) {
+                    Some(Ok(m)) => {
+                        let r = Incoming {
+                            offset: m.offset(),
+                            key: m.key().unwrap_or_default().to_vec(),
+                            value: m.payload().unwrap_or_default().to_vec(),
+                        };
+                        c.end.fetch_max(m.offset() + 1, Ordering::AcqRel);
+                        if tx.send(r).is_err() {
+                            return;
+                        }
+                    }
+                    Some(Err(e)) => tracing::debug!(error = %e, "definitions topic"),
+                    None => {}
+                }
+            }
+        })
+        .expect("definitions thread");
+    Ok(Reader {
+        records,
+        caught,
+        cfg: cfg.clone(),
+        topic: topic.to_string(),
+    })
+}
+
+impl Reader {
+    /// Folds every record up to the topic's end as Kafka reports it now (waiting at most
+    /// `limit`, then going on with what was read, logged).
+    pub async fn read_to_end(&mut self, rollout: &mut Rollout, limit: Duration) -> i64 {
+        let (cfg, topic) = (self.cfg.clone(), self.topic.clone());
+        let end = tokio::task::spawn_blocking(move || {
+            let c: BaseConsumer = client_config(&cfg, &[]).create().ok()?;
+            c.fetch_watermarks(&topic, 0, Duration::from_secs(5))
+                .ok()
+                .map(|(_, high)| high)
+        })
+        .await
+        .ok()
+        .flatten();
+        let Some(end) = end else {
+            tracing::warn!(topic = %self.topic,
+                "cannot read the definitions topic's end; deploying this broker's own files and \
+                 whatever the topic delivers later");
+            return 0;
+        };
+        self.caught.end.fetch_max(end, Ordering::AcqRel);
+        let mut next = 0;
+        let until = tokio::time::Instant::now() + limit;
+        while next < end {
+            match tokio::time::timeout_at(until, self.records.recv()).await {
+                Ok(Some(r)) => {
+                    next = r.offset + 1;
+                    fold(rollout, &self.topic, r);
+                }
+                _ => {
+                    tracing::warn!(topic = %self.topic, read = next, end,
+                        "the definitions topic was not read to its end in time; going on");
+                    break;
+                }
+            }
+        }
+        self.caught.deployed_to(next);
+        next
+    }
+}
+
+fn fold(rollout: &mut Rollout, topic: &str, r: Incoming) {
+    match Published::decode(&r.key, &r.value) {
+        Ok((name, p)) => rollout.fold(name, p),
+        Err(e) => tracing::error!(topic = %topic, offset = r.offset, error = %e,
+            "skipping a record of the definitions topic"),
+    }
+}
+
+/// Publishes this broker's unsent changes; those Kafka acknowledges are marked sent.
+pub async fn publish(producer: &FutureProducer, topic: &str, rollout: &mut Rollout) {
+    for (name, p) in rollout.unsent() {
+        let (key, payload) = (name.as_str().to_string(), p.encode());
+        let record = FutureRecord::to(topic).key(&key).payload(&payload);
+        match producer.send(record, Duration::from_secs(5)).await {
+            Ok(_) => {
+                tracing::info!(file = %name, topic = %topic,
+                    deleted = p.text.is_none(), "published to the other brokers");
+                rollout.sent(&name, &p.text);
+            }
+            Err((e, _)) => tracing::warn!(file = %name, topic = %topic, error = %e,
+                "could not publish a workflow file to the other brokers; retrying"),
+        }
+    }
+}
+
+/// Scans `dir` every `every`, publishes changes, folds what the topic delivers, and hands the
+/// core the files to deploy whenever they change. Ends when the core goes away.
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    mut reader: Reader,
+    mut rollout: Rollout,
+    producer: FutureProducer,
+    dir: PathBuf,
+    every: Duration,
+    mut deployed: std::collections::BTreeMap<String, String>,
+    core: mpsc::Sender<Cmd>,
+) {
+    let topic = reader.topic.clone();
+    let mut tick = tokio::time::interval(every);
+    loop {
+        let mut next = None;
+        tokio::select! {
+            _ = tick.tick() => {
+                let d = dir.clone();
+                if let Ok(files) = tokio::task::spawn_blocking(move || crate::rollout::scan(&d)).await {
+                    rollout.scanned(files, chrono::Utc::now());
+                }
+                publish(&producer, &topic, &mut rollout).await;
+            }
+            r = reader.records.recv() => {
+                let Some(r) = r else { return };
+                let mut last = r.offset;
+                fold(&mut rollout, &topic, r);
+                while let Ok(r) = reader.records.try_recv() {
+                    last = r.offset;
+                    fold(&mut rollout, &topic, r);
+                }
+                next = Some(last + 1);
+            }
+        }
+        let files = rollout.files();
+        if files != deployed {
+            deployed = files.clone();
+            if core.send(Cmd::Files(files)).await.is_err() {
+                return;
+            }
+        }
+        if let Some(n) = next {
+            reader.caught.deployed_to(n);
+        }
+    }
+}
