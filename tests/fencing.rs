@@ -8,11 +8,15 @@
 mod support;
 use flowbroker::broker::core::Core;
 use flowbroker::broker::{AdminError, Cmd, ManualClock};
+use flowbroker::cluster::changelog::Entry;
 use flowbroker::cluster::partition::PartitionId;
+use flowbroker::cluster::{Log, LogError};
 use flowbroker::config::Config;
+use flowbroker::kafka::log::KafkaLog;
 use flowbroker::store::{Scope, Store, Table};
 use serde_json::json;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use support::*;
 
@@ -52,6 +56,16 @@ impl Node {
 }
 
 fn node(kafka: &Kafka, name: &str, topics: (&str, &str)) -> Node {
+    node_with(kafka, name, topics, |log, _| Box::new(log))
+}
+
+/// A node whose changelog is `wrap`ped (given the node's clock).
+fn node_with(
+    kafka: &Kafka,
+    name: &str,
+    topics: (&str, &str),
+    wrap: impl FnOnce(KafkaLog, Arc<ManualClock>) -> Box<dyn Log>,
+) -> Node {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = Config::default();
     cfg.kafka.brokers = kafka.brokers();
@@ -61,10 +75,11 @@ fn node(kafka: &Kafka, name: &str, topics: (&str, &str)) -> Node {
     cfg.cluster.changelog_topic = topics.1.into();
     let store = Arc::new(Store::open(&dir.path().join("store")).unwrap());
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
-    let (mut core, out, _calls) = Core::detached(store.clone(), cfg.clone(), clock).unwrap();
-    let log = flowbroker::kafka::log::KafkaLog::new(&cfg, name.into()).unwrap();
+    let (mut core, out, _calls) =
+        Core::detached(store.clone(), cfg.clone(), clock.clone()).unwrap();
+    let log = KafkaLog::new(&cfg, name.into()).unwrap();
     let (reader, _) = tokio::sync::mpsc::unbounded_channel();
-    core.attach(Box::new(log), reader);
+    core.attach(wrap(log, clock), reader);
     let files = BTreeMap::from([("/wf/step.yaml".to_string(), ONE_STEP.to_string())]);
     core.process(vec![Cmd::Files(files)]).unwrap();
     Node {
@@ -138,4 +153,101 @@ fn a_fenced_out_owner_lets_nothing_out_and_its_batch_is_not_restored() {
     let ids = third.instance_ids();
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(ids.contains(&first) && ids.contains(&second), "{ids:?}");
+}
+
+/// A changelog that, once armed, has another broker fence the partition right after an append
+/// is acknowledged and moves the clock on 30 s: a process stopped (SIGSTOP, a long GC-like
+/// stall) between its batch's append and its effects, while the group moved the partition.
+struct PausedAfterAppend {
+    inner: KafkaLog,
+    other: KafkaLog,
+    clock: Arc<ManualClock>,
+    armed: Arc<AtomicBool>,
+}
+
+impl Log for PausedAfterAppend {
+    fn append(
+        &mut self,
+        entries: &[(PartitionId, Entry)],
+    ) -> Result<Vec<(PartitionId, i64)>, LogError> {
+        let r = self.inner.append(entries)?;
+        if self.armed.swap(false, Ordering::SeqCst) {
+            for (p, _) in &r {
+                let owner = self.other.owner();
+                self.other.append(&[(*p, Entry::Fence { owner })])?;
+            }
+            self.clock.advance(chrono::Duration::seconds(30));
+        }
+        Ok(r)
+    }
+
+    fn read(
+        &mut self,
+        p: PartitionId,
+        from: i64,
+        through: i64,
+    ) -> Result<Vec<(i64, Entry)>, LogError> {
+        self.inner.read(p, from, through)
+    }
+
+    fn end(&mut self, p: PartitionId) -> Result<i64, LogError> {
+        self.inner.end(p)
+    }
+
+    fn forward(
+        &mut self,
+        work: Vec<(PartitionId, flowbroker::cluster::work::Work)>,
+    ) -> Result<(), LogError> {
+        self.inner.forward(work)
+    }
+
+    fn owner(&self) -> String {
+        self.inner.owner()
+    }
+}
+
+#[test]
+fn an_owner_paused_between_its_append_and_its_effects_lets_nothing_out() {
+    let kafka = Kafka::start();
+    let topics = ("paused.work", "paused.changelog");
+    kafka.create_topic(topics.0, 1);
+    kafka.create_topic(topics.1, 1);
+    let p0 = PartitionId(0);
+    let armed = Arc::new(AtomicBool::new(false));
+    let mut cfg = Config::default();
+    cfg.kafka.brokers = kafka.brokers();
+    cfg.cluster.work_topic = topics.0.into();
+    cfg.cluster.changelog_topic = topics.1.into();
+    let other = KafkaLog::new(&cfg, "new".into()).unwrap();
+    let a = armed.clone();
+    let mut old = node_with(&kafka, "old", topics, move |inner, clock| {
+        Box::new(PausedAfterAppend {
+            inner,
+            other,
+            clock,
+            armed: a,
+        })
+    });
+    old.core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
+    let first = start(&mut old).expect("the owner starts an instance");
+    assert!(let_out(&mut old) > 0, "the owner lets its effects out");
+
+    armed.store(true, Ordering::SeqCst);
+    let second = start(&mut old).expect("the batch was appended before the fence: it stands");
+    assert!(
+        !armed.load(Ordering::SeqCst),
+        "the pause hit between the append and the effects"
+    );
+    assert_eq!(let_out(&mut old), 0, "nothing left the paused owner");
+    assert!(old.core.owned().is_empty(), "it released p0");
+
+    // the new owner restores both instances and sends what the paused one held back
+    let mut new = node(&kafka, "new", topics);
+    new.core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
+    let ids = new.instance_ids();
+    assert!(ids.contains(&first) && ids.contains(&second), "{ids:?}");
+    assert!(
+        let_out(&mut new) > 0,
+        "the new owner re-sends the held-back outbox"
+    );
 }

@@ -421,6 +421,7 @@ impl Core {
             // acknowledged is applied here and let out
             // (the batches move into the entries and back out: no copy of the writes)
             let mut lost: BTreeSet<PartitionId> = BTreeSet::new();
+            let appending = (std::time::Instant::now(), self.clock.now());
             let changed = match self.log.as_mut() {
                 None => changed,
                 Some(log) => {
@@ -491,6 +492,23 @@ impl Core {
                 .commit_seconds
                 .with_label_values(&[] as &[&str])
                 .observe(t0.elapsed().as_secs_f64());
+            // paused between the append and here (a stopped or starved process) long enough
+            // for the group to move a partition: its effects stay in (the new owner sends them)
+            if let Some(log) = self.log.as_mut() {
+                let held = super::handoff::fenced_since(
+                    log.as_mut(),
+                    appending,
+                    self.clock.now(),
+                    &self.tail,
+                    &effects,
+                )?;
+                if !held.is_empty() {
+                    effects.retain(|(p, _)| !held.contains(p));
+                    for p in held {
+                        self.release(p, &mut inputs);
+                    }
+                }
+            }
             for (p, mut fx) in effects {
                 stats.extend(fx.stats);
                 if let Some(x) = &self.out.spans {

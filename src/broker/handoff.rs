@@ -176,3 +176,44 @@ pub(super) fn fenced_by(
             Entry::Batch { .. } => None,
         }))
 }
+
+/// How long after its append a batch's effects may leave without looking at the changelog
+/// again. Far below any session timeout (Kafka's minimum is 6 s): the group cannot move a
+/// partition and its new owner fence it sooner than that after this broker stopped
+/// heartbeating.
+const RECHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The partitions among `effects` that another broker fenced after this broker appended
+/// their batch, when more than [`RECHECK_AFTER`] passed since the append (by the monotonic
+/// clock or the core's): this broker was stopped or starved in between, and must not let the
+/// batch's effects out. The batch itself stands (it precedes the fence); the new owner
+/// restores it and sends its outbox.
+pub(super) fn fenced_since<T>(
+    log: &mut dyn Log,
+    appending: (std::time::Instant, chrono::DateTime<chrono::Utc>),
+    now: chrono::DateTime<chrono::Utc>,
+    tail: &BTreeMap<PartitionId, i64>,
+    effects: &[(PartitionId, T)],
+) -> Result<Vec<PartitionId>, LogError> {
+    let by_clock = (now - appending.1).to_std().unwrap_or_default();
+    if appending.0.elapsed().max(by_clock) <= RECHECK_AFTER {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for (p, _) in effects {
+        let Some(last) = tail.get(p).copied() else {
+            continue;
+        };
+        let end = log.end(*p)?;
+        if end > last + 1 {
+            if let Some(by) = fenced_by(log, *p, last + 1, end - 1)? {
+                tracing::error!(partition = %p, by = %by, batch = last,
+                    "this broker was paused after its batch was appended and another broker \
+                     took the partition over meanwhile: the batch's effects stay in (the new \
+                     owner sends them) and the partition is released");
+                out.push(*p);
+            }
+        }
+    }
+    Ok(out)
+}

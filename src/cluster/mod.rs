@@ -52,6 +52,9 @@ pub trait Log: Send {
         through: i64,
     ) -> Result<Vec<(i64, Entry)>, LogError>;
 
+    /// The offset the next record appended to `partition` will get (its end).
+    fn end(&mut self, partition: PartitionId) -> Result<i64, LogError>;
+
     /// Sends work records to their partitions of the work topic, in order per partition.
     fn forward(&mut self, work: Vec<(PartitionId, Work)>) -> Result<(), LogError>;
 

@@ -185,6 +185,16 @@ impl Log for KafkaLog {
         Ok(out)
     }
 
+    fn end(&mut self, partition: PartitionId) -> Result<i64, LogError> {
+        self.reader
+            .fetch_watermarks(&self.changelog, partition.kafka(), Duration::from_secs(10))
+            .map(|(_, high)| high)
+            .map_err(|e| LogError::Changelog {
+                partition,
+                why: format!("cannot read the changelog's end: {e}"),
+            })
+    }
+
     fn forward(&mut self, work: Vec<(PartitionId, Work)>) -> Result<(), LogError> {
         let records = work.iter().map(|(p, w)| (*p, w.encode())).collect();
         let topic = self.work.clone();
