@@ -288,6 +288,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
                     cfg.cluster.parts(),
                     gate.authorization(),
                 ),
+                work_end: Some(crate::kafka::work::ends(k, &cfg.cluster.work_topic)?),
             },
             gate,
         );

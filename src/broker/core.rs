@@ -94,7 +94,7 @@ pub(super) fn checkpoint_key(p: PartitionId) -> String {
 }
 
 /// The partition-scope key of the next work topic offset to read.
-pub(super) const WORK_OFFSET: &str = "work";
+pub const WORK_OFFSET: &str = "work";
 
 /// A partition's batch stops taking inputs once its writes reach this size; the rest go in
 /// the next round. One changelog record per batch must stay under Kafka's message size limit
@@ -573,6 +573,8 @@ impl Core {
         }
         self.count(stats);
         self.backpressure();
+        // requests waiting to read what they wrote look again (`http::barrier`)
+        self.shared.applied.notify_waiters();
         Ok(())
     }
 

@@ -26,6 +26,9 @@ pub struct Shared {
     /// SWF tasks ready on the task lists of the partitions owned here, and the polls
     /// waiting for them.
     pub board: super::board::Board,
+    /// Signalled after every batch the core applied (requests that wait to read their
+    /// writes look again).
+    pub applied: Notify,
 }
 
 impl Shared {

@@ -61,3 +61,7 @@ pub trait Log: Send {
     /// This broker's name in fence records.
     fn owner(&self) -> String;
 }
+
+/// The end offset of a work topic partition, as Kafka reports it when called (`None`:
+/// unknown).
+pub type WorkEnd = std::sync::Arc<dyn Fn(PartitionId) -> Option<i64> + Send + Sync>;

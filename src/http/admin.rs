@@ -54,11 +54,39 @@ pub async fn start(
     })
     .await?;
     let location = format!("/v1/instances/{id}");
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, location)],
-        Json(json!({"id": id, "workflowId": workflow})),
-    ))
+    // another broker's partition: the start is in Kafka; answer once its owner shows it, so
+    // the client reads what it wrote (202 while it does not yet)
+    let shown = match s.peers.parts.of_instance(&id) {
+        Ok(p) if !s.shared.owns(p) => shown(&s, p, &location).await,
+        _ => true,
+    };
+    let (code, body) = match shown {
+        true => (
+            StatusCode::CREATED,
+            json!({"id": id, "workflowId": workflow}),
+        ),
+        false => (
+            StatusCode::ACCEPTED,
+            json!({"id": id, "workflowId": workflow, "status": "PENDING"}),
+        ),
+    };
+    Ok((code, [(header::LOCATION, location)], Json(body)))
+}
+
+/// Whether the instance at `location` (of partition `p`) can be read: its owner has it.
+async fn shown(s: &AppState, p: crate::cluster::partition::PartitionId, location: &str) -> bool {
+    match s.peers.route(&s.shared, p, false) {
+        Route::Remote(url) => {
+            let r = s.peers.relay(Method::GET, &url, location, None).await;
+            r.status() == StatusCode::OK
+        }
+        Route::Local => {
+            let id = location.trim_start_matches("/v1/instances/");
+            super::barrier::caught_up(s, p).await
+                && super::query::stored(s, p, id).ok().flatten().is_some()
+        }
+        Route::Unavailable(_) => false,
+    }
 }
 
 /// `POST /v1/instances/{id}/cancel` (the id may contain `/`).

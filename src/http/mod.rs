@@ -1,12 +1,14 @@
 //! The HTTP side: CloudEvents ingress (`POST /v1/events`), the admin API ([`query`] reads,
 //! [`definitions`] and their drawings), the web console ([`ui`]), `/health` and `/metrics`. Writes go to the core as commands; reads use store snapshots directly. A
-//! request about a state partition another broker owns is forwarded to it ([`forward`]). With
+//! request about a state partition another broker owns is forwarded to it ([`forward`]); an owner
+//! reads what was written to it before it says an instance does not exist ([`barrier`]). With
 //! `http.auth_token` set, every route but `/health` needs the token ([`auth`]). The AWS durable
 //! execution API lives at AWS's paths ([`lambda`]), where SigV4-signed requests are admitted
 //! too ([`sigv4`]).
 
 mod admin;
 pub mod auth;
+pub mod barrier;
 mod definitions;
 mod forward;
 mod ingress;
@@ -40,6 +42,8 @@ pub struct AppState {
     pub assigned: watch::Receiver<usize>,
     /// The other brokers: requests about their partitions are forwarded to them.
     pub peers: Peers,
+    /// The work topic's end per partition (reads wait for their writes: [`barrier`]).
+    pub work_end: Option<barrier::WorkEnd>,
 }
 
 /// The routes, behind the token check and the body limit of `gate`.

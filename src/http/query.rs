@@ -94,6 +94,17 @@ fn entry_view(
     Ok(v)
 }
 
+/// Instance `id` of partition `p` as stored here.
+pub(super) fn stored(
+    s: &AppState,
+    p: PartitionId,
+    id: &str,
+) -> Result<Option<InstanceRecord>, ApiError> {
+    Ok(s.store
+        .read()?
+        .get_in(Scope::Partition(p.0), Table::Instances, id)?)
+}
+
 /// `GET /v1/instances/{id}` (`?payloads=full` puts back the payloads kept beside history
 /// entries), `GET /v1/instances/{id}/history/{seq}` (one entry, payloads in full) and
 /// `GET /v1/instances/{id}/graph` (its workflow's graph, its path marked).
@@ -121,11 +132,18 @@ pub async fn instance(
         }
         Route::Unavailable(why) => return Ok(unavailable(why)),
     }
-    let tx = s.store.read()?;
     let scope = Scope::Partition(p.0);
-    let rec: InstanceRecord = tx
-        .get_in(scope, Table::Instances, id)?
-        .ok_or_else(missing)?;
+    let rec = match stored(&s, p, id)? {
+        Some(rec) => rec,
+        // a start may be on its way here through the work topic: apply it before saying no
+        None if !super::barrier::caught_up(&s, p).await => {
+            return Ok(unavailable(format!(
+                "state partition {p} has work not applied yet (or it moved); retry"
+            )))
+        }
+        None => stored(&s, p, id)?.ok_or_else(missing)?,
+    };
+    let tx = s.store.read()?;
     if let Asked::Graph(_) = asked {
         return super::definitions::instance_graph(&tx, scope, &rec, q.format.as_deref());
     }

@@ -143,3 +143,25 @@ fn pause_all(consumer: &StreamConsumer, pause: bool) {
         tracing::warn!(error = %e, paused = pause, "could not pause or resume the work reader");
     }
 }
+
+/// The end offset of each work topic partition, asked of Kafka on every call (a read that
+/// waits for its writes: `http::barrier`).
+pub fn ends(
+    cfg: &crate::config::KafkaConfig,
+    topic: &str,
+) -> Result<crate::cluster::WorkEnd, KafkaError> {
+    let c: rdkafka::consumer::BaseConsumer =
+        client_config(cfg, &[])
+            .create()
+            .map_err(|source| KafkaError::Client {
+                what: "work topic offsets",
+                brokers: cfg.brokers.clone(),
+                source,
+            })?;
+    let topic = topic.to_string();
+    Ok(Arc::new(move |p: PartitionId| {
+        c.fetch_watermarks(&topic, p.kafka(), std::time::Duration::from_secs(5))
+            .ok()
+            .map(|(_, high)| high)
+    }))
+}

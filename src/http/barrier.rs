@@ -1,0 +1,52 @@
+//! Read your writes (docs/scale.md "One cluster, one API"): a start whose partition another
+//! broker owns travels through the work topic and is applied by that owner a moment later.
+//! Before the owner says an instance does not exist, it applies its work partition up to the
+//! end Kafka reports at that moment, so an id a start returned is never answered 404 while it
+//! is in flight; a start answers once the owner shows the instance.
+
+use super::AppState;
+use crate::cluster::partition::PartitionId;
+use crate::store::{Scope, Table};
+use std::time::Duration;
+
+pub use crate::cluster::WorkEnd;
+
+/// How long a read waits for its partition's owner to apply what is ahead of it.
+pub const WAIT_AT_MOST: Duration = Duration::from_secs(5);
+
+/// Whether this broker, owning `p`, has applied every work record written to `p` before now
+/// (waiting at most [`WAIT_AT_MOST`] for it). `false` when it could not tell, or lost `p`.
+pub async fn caught_up(s: &AppState, p: PartitionId) -> bool {
+    let Some(end) = s.work_end.clone() else {
+        return true; // no work topic: every start was applied before it was answered
+    };
+    let Ok(Some(end)) = tokio::task::spawn_blocking(move || end(p)).await else {
+        return false;
+    };
+    let until = tokio::time::Instant::now() + WAIT_AT_MOST;
+    loop {
+        let notified = s.shared.applied.notified();
+        let applied = s
+            .store
+            .read()
+            .ok()
+            .and_then(|tx| {
+                tx.get_in::<i64>(
+                    Scope::Partition(p.0),
+                    Table::Offsets,
+                    crate::broker::core::WORK_OFFSET,
+                )
+                .ok()
+            })
+            .map(|o| o.unwrap_or(0));
+        match applied {
+            Some(a) if a >= end => return true,
+            None => return false,
+            Some(_) if !s.shared.owns(p) => return false,
+            Some(_) => {}
+        }
+        if tokio::time::timeout_at(until, notified).await.is_err() {
+            return false;
+        }
+    }
+}
