@@ -259,6 +259,7 @@ pub async fn run(
                 Err(_) => return,
             },
         };
+        let fetched = std::time::Instant::now();
         let first = match next {
             // work topic partitions are paused here; a record fetched before the pause took
             // effect is the work reader's to read
@@ -281,7 +282,7 @@ pub async fn run(
         }
         // an event is matched against every definition this broker knows is published
         if let Some(d) = &definitions {
-            d.wait().await;
+            d.wait_since(fetched).await;
         }
         if core.send(Cmd::Records(batch)).await.is_err() {
             return;

@@ -1,9 +1,9 @@
 //! The definitions topic on Kafka (`cluster.definitions_topic`, one partition, compacted):
 //! a reader thread that tails it from the beginning, the start-up read to its end, and the
 //! task that scans `workflows_dir`, publishes this broker's changes and hands the core the
-//! files to deploy ([`crate::rollout`] decides what). [`Caught`] lets intake wait while this
-//! broker knows the topic holds records it has not deployed yet, so an event is not matched
-//! against definitions older than ones already published.
+//! files to deploy ([`crate::rollout`] decides what). [`Caught`] holds each intake batch until
+//! every definition published before it arrived is deployed here, so an event is never
+//! matched against definitions older than ones already published.
 
 use super::{client_config, KafkaError};
 use crate::broker::Cmd;
@@ -20,41 +20,47 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, Notify};
 
-/// How long intake waits for definitions it knows are published before it goes on.
+/// How long intake waits for definitions before it goes on.
 const WAIT_AT_MOST: Duration = Duration::from_secs(5);
 
-/// How far this broker has deployed the definitions topic, against what Kafka last said the
-/// topic holds.
+/// How far this broker has deployed the definitions topic. Intake asks, for each batch, that
+/// everything published before the batch arrived be deployed first: a sync reads the topic's
+/// end from Kafka (one offsets request, shared by every batch waiting) and waits until the
+/// records up to it are with the core.
 #[derive(Debug, Default)]
 pub struct Caught {
     /// The next offset to deploy: every record before it is in the core's queue.
     deployed: AtomicI64,
-    /// Past the last record the reader has received (intake waits from that moment until
-    /// the core has it queued).
-    end: AtomicI64,
     changed: Notify,
+    /// When the latest sync started: everything published before it is deployed.
+    synced: std::sync::Mutex<Option<Instant>>,
+    /// Asks the sync task for a sync.
+    wanted: Notify,
 }
 
 impl Caught {
-    fn behind(&self) -> bool {
-        self.deployed.load(Ordering::Acquire) < self.end.load(Ordering::Acquire)
+    fn synced_since(&self, t: Instant) -> bool {
+        self.synced
+            .lock()
+            .ok()
+            .and_then(|s| *s)
+            .is_some_and(|s| s >= t)
     }
 
-    /// Returns once every record the reader knows of is deployed (or after a few seconds,
-    /// logged: a definition that cannot be deployed must not stop intake).
-    pub async fn wait(&self) {
-        if !self.behind() {
-            return;
-        }
-        let until = Instant::now() + WAIT_AT_MOST;
-        while self.behind() {
+    /// Returns once every definition published before `t` is deployed here (or after a few
+    /// seconds, logged: definitions that cannot be read must not stop intake).
+    pub async fn wait_since(&self, t: Instant) {
+        let until = tokio::time::Instant::now() + WAIT_AT_MOST;
+        loop {
             let notified = self.changed.notified();
-            if !self.behind() {
-                break;
+            if self.synced_since(t) {
+                return;
             }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() || tokio::time::timeout(left, notified).await.is_err() {
-                tracing::warn!("intake went on after waiting 5 s for definitions being deployed");
+            self.wanted.notify_one();
+            if tokio::time::timeout_at(until, notified).await.is_err() {
+                tracing::warn!(
+                    "intake went on after waiting 5 s for the definitions topic to be read"
+                );
                 return;
             }
         }
@@ -63,6 +69,39 @@ impl Caught {
     fn deployed_to(&self, next: i64) {
         self.deployed.fetch_max(next, Ordering::AcqRel);
         self.changed.notify_waiters();
+    }
+
+    fn synced_at(&self, t: Instant) {
+        if let Ok(mut s) = self.synced.lock() {
+            *s = Some(s.map_or(t, |old| old.max(t)));
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Serves syncs until the process ends: `end` asks Kafka where the topic ends.
+    async fn serve(self: Arc<Self>, end: Arc<dyn Fn() -> Option<i64> + Send + Sync>) {
+        loop {
+            self.wanted.notified().await;
+            let t = Instant::now();
+            let e = end.clone();
+            let Ok(Some(end)) = tokio::task::spawn_blocking(move || e()).await else {
+                // Kafka did not answer: intake goes on with what is deployed
+                tracing::debug!("could not read the definitions topic's end");
+                self.synced_at(t);
+                continue;
+            };
+            let until = tokio::time::Instant::now() + WAIT_AT_MOST;
+            loop {
+                let notified = self.changed.notified();
+                if self.deployed.load(Ordering::Acquire) >= end {
+                    break;
+                }
+                if tokio::time::timeout_at(until, notified).await.is_err() {
+                    break;
+                }
+            }
+            self.synced_at(t);
+        }
     }
 }
 
@@ -77,7 +116,8 @@ pub struct Incoming {
 pub struct Reader {
     records: mpsc::UnboundedReceiver<Incoming>,
     pub caught: Arc<Caught>,
-    cfg: KafkaConfig,
+    /// Asks Kafka where the topic ends now.
+    end: Arc<dyn Fn() -> Option<i64> + Send + Sync>,
     topic: String,
 }
 
@@ -100,7 +140,7 @@ pub fn reader(cfg: &KafkaConfig, topic: &str) -> Result<Reader, KafkaError> {
     })?;
     let (tx, records) = mpsc::unbounded_channel();
     let caught = Arc::new(Caught::default());
-    let (c, t, k) = (caught.clone(), topic.to_string(), cfg.clone());
+    let (t, k) = (topic.to_string(), cfg.clone());
     std::thread::Builder::new()
         .name("flowbroker-definitions".into())
         .spawn(move || {
@@ -122,7 +162,6 @@ pub fn reader(cfg: &KafkaConfig, topic: &str) -> Result<Reader, KafkaError> {
                             key: m.key().unwrap_or_default().to_vec(),
                             value: m.payload().unwrap_or_default().to_vec(),
                         };
-                        c.end.fetch_max(m.offset() + 1, Ordering::AcqRel);
                         if tx.send(r).is_err() {
                             return;
                         }
@@ -133,10 +172,24 @@ pub fn reader(cfg: &KafkaConfig, topic: &str) -> Result<Reader, KafkaError> {
             }
         })
         .expect("definitions thread");
+    let ends: BaseConsumer =
+        client_config(cfg, &[])
+            .create()
+            .map_err(|source| KafkaError::Client {
+                what: "definitions topic offsets",
+                brokers: cfg.brokers.clone(),
+                source,
+            })?;
+    let t = topic.to_string();
+    let end = Arc::new(move || {
+        ends.fetch_watermarks(&t, 0, Duration::from_secs(5))
+            .ok()
+            .map(|(_, high)| high)
+    });
     Ok(Reader {
         records,
         caught,
-        cfg: cfg.clone(),
+        end,
         topic: topic.to_string(),
     })
 }
@@ -145,23 +198,18 @@ impl Reader {
     /// Folds every record up to the topic's end as Kafka reports it now (waiting at most
     /// `limit`, then going on with what was read, logged).
     pub async fn read_to_end(&mut self, rollout: &mut Rollout, limit: Duration) -> i64 {
-        let (cfg, topic) = (self.cfg.clone(), self.topic.clone());
-        let end = tokio::task::spawn_blocking(move || {
-            let c: BaseConsumer = client_config(&cfg, &[]).create().ok()?;
-            c.fetch_watermarks(&topic, 0, Duration::from_secs(5))
-                .ok()
-                .map(|(_, high)| high)
-        })
-        .await
-        .ok()
-        .flatten();
+        let started = Instant::now();
+        let e = self.end.clone();
+        let end = tokio::task::spawn_blocking(move || e())
+            .await
+            .ok()
+            .flatten();
         let Some(end) = end else {
             tracing::warn!(topic = %self.topic,
                 "cannot read the definitions topic's end; deploying this broker's own files and \
                  whatever the topic delivers later");
             return 0;
         };
-        self.caught.end.fetch_max(end, Ordering::AcqRel);
         let mut next = 0;
         let until = tokio::time::Instant::now() + limit;
         while next < end {
@@ -178,6 +226,7 @@ impl Reader {
             }
         }
         self.caught.deployed_to(next);
+        self.caught.synced_at(started);
         next
     }
 }
@@ -220,6 +269,7 @@ pub async fn run(
     core: mpsc::Sender<Cmd>,
 ) {
     let topic = reader.topic.clone();
+    tokio::spawn(reader.caught.clone().serve(reader.end.clone()));
     let mut tick = tokio::time::interval(every);
     loop {
         let mut next = None;

@@ -98,6 +98,7 @@ pub async fn run(
                 }
             },
         };
+        let fetched = std::time::Instant::now();
         let mut batch = vec![first];
         while batch.len() < batch_size {
             use futures::FutureExt;
@@ -120,7 +121,7 @@ pub async fn run(
         for (partition, records) in by {
             // events are correlated here against every definition known to be published
             if let Some(d) = &definitions {
-                d.wait().await;
+                d.wait_since(fetched).await;
             }
             if core.send(Cmd::Work { partition, records }).await.is_err() {
                 return;
