@@ -379,6 +379,18 @@ pub struct ClusterConfig {
     /// deploys to, and deploys every other broker's from, so all brokers run the same
     /// definitions. Empty: each broker deploys only its own `workflows_dir`.
     pub definitions_topic: String,
+    /// The internal topic (`partitions` partitions) each state partition's snapshots are
+    /// written to, in chunks (docs/scale.md "Snapshots").
+    pub snapshot_topic: String,
+    /// A partition is snapshotted once this many changelog records were appended since its
+    /// last snapshot (0: never by count).
+    pub snapshot_every_records: u64,
+    /// ... or once this long passed since its last snapshot with anything appended (0:
+    /// never by time).
+    pub snapshot_interval_ms: u64,
+    /// After a snapshot, delete the changelog records before it and the snapshot records
+    /// before it (DeleteRecords; Kafka brokers that do not implement it are logged once).
+    pub trim_changelog: bool,
 }
 
 impl Default for ClusterConfig {
@@ -389,6 +401,10 @@ impl Default for ClusterConfig {
             changelog_topic: "flowbroker.changelog".into(),
             owners_topic: "flowbroker.owners".into(),
             definitions_topic: "flowbroker.definitions".into(),
+            snapshot_topic: "flowbroker.snapshots".into(),
+            snapshot_every_records: 50_000,
+            snapshot_interval_ms: 600_000,
+            trim_changelog: true,
         }
     }
 }

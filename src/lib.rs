@@ -53,15 +53,17 @@
 //!   ingress, correlation router and index, messages between partitions, registry of deployed
 //!   versions, cron schedules and interval windows.
 //! - [`store`]: the embedded store (fjall): tables of JSON records, one transaction per batch,
-//!   optionally scoped to one state partition; a transaction's writes are its changelog batch.
+//!   optionally scoped to one state partition; a transaction's writes are its changelog batch;
+//!   a partition's keys exported as of one moment (snapshots).
 //! - [`cluster`]: scale-out (docs/scale.md): state partitions and ids that carry them, work
-//!   topic records with their source positions, changelog batches and fences, and the
-//!   directory of which broker owns which partition.
+//!   topic records with their source positions, changelog batches and fences, snapshots of
+//!   a partition (chunks and manifests), and the directory of which broker owns which
+//!   partition and where its latest snapshot is.
 //! - [`kafka`]: the group consumer (input records in batches; which state partitions this
 //!   broker owns), the work reader, the producer (outbox -> Kafka, acks back to the core), the
-//!   changelog log ([`cluster::Log`]), the owners topic (claims published and read), the
-//!   definitions topic, topic
-//!   creation; [`cloudevent`] converts SDK events.
+//!   changelog log ([`cluster::Log`]), the owners topic (claims and snapshot manifests
+//!   published and read), the snapshot writer ([`kafka::snapshots`]), the definitions topic,
+//!   topic creation; [`cloudevent`] converts SDK events.
 //! - [`http`]: CloudEvents HTTP ingress, admin API (requests about another broker's
 //!   partitions are forwarded to it), workflow definitions and graphs, the web console
 //!   (`/ui/`, assets built in), health, Prometheus [`metrics`]; bearer-token access (header or

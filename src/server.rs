@@ -62,7 +62,8 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     let k = cfg.kafka.clone();
     let c = cfg.cluster.clone();
     // The internal topics are created whatever `create_topics` says: their partition count is
-    // the number of state partitions. The changelog keeps everything (restores read it).
+    // the number of state partitions. Time retention is off on the changelog: it is trimmed
+    // after snapshots instead (docs/scale.md "Snapshots").
     let mut topics = vec![
         TopicSpec {
             name: c.work_topic.clone(),
@@ -87,6 +88,14 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
             config: vec![("cleanup.policy", "compact".into())],
         },
     ];
+    topics.push(TopicSpec {
+        name: c.snapshot_topic.clone(),
+        partitions: c.partitions as i32,
+        config: vec![
+            ("retention.ms", "-1".into()),
+            ("cleanup.policy", "delete".into()),
+        ],
+    });
     if !c.definitions_topic.is_empty() {
         topics.push(TopicSpec {
             name: c.definitions_topic.clone(),
@@ -175,6 +184,10 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         shared.clone(),
     )?;
     core.attach(Box::new(log), reader_tx);
+    core.attach_snapshots(Box::new(crate::kafka::snapshots::start(
+        &cfg,
+        owner.clone(),
+    )?));
     // definitions: this broker's own files, and (with a definitions topic) every other
     // broker's, read to the topic's end before anything is consumed
     let mut definitions = None;

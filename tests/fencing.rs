@@ -102,7 +102,7 @@ fn start(n: &mut Node) -> Result<String, AdminError> {
             reply: tx,
         }])
         .unwrap();
-    rx.try_recv().expect("the start was answered")
+    rx.try_recv().expect("the start was answered").map(|s| s.id)
 }
 
 /// Records the core let out (events to produce, work to forward).
@@ -194,10 +194,22 @@ impl Log for PausedAfterAppend {
         self.inner.end(p)
     }
 
+    fn start(&mut self, p: PartitionId) -> Result<i64, LogError> {
+        self.inner.start(p)
+    }
+
+    fn read_snapshot(
+        &mut self,
+        m: &flowbroker::cluster::snapshot::Manifest,
+        apply: &mut dyn FnMut(Vec<flowbroker::store::Write>) -> Result<(), LogError>,
+    ) -> Result<(), LogError> {
+        self.inner.read_snapshot(m, apply)
+    }
+
     fn forward(
         &mut self,
         work: Vec<(PartitionId, flowbroker::cluster::work::Work)>,
-    ) -> Result<(), LogError> {
+    ) -> Result<Vec<(PartitionId, i64)>, LogError> {
         self.inner.forward(work)
     }
 

@@ -29,6 +29,17 @@ fn an_accepted_start_is_readable_at_once_from_every_broker() {
         let (oa, ob) = (a.owned(), b.owned());
         (oa.len() + ob.len() == 12 && !oa.is_empty() && !ob.is_empty()).then_some(ob)
     });
+    // both know who owns what (the claims are read): a start is never forwarded blind
+    for br in [&a, &b] {
+        wait_for(60, "every partition's owner to be known", || {
+            let (code, v) = br.get("/v1/instances?limit=1");
+            let whole = code == 200
+                && v["statePartitions"]["unavailable"]
+                    .as_array()
+                    .is_some_and(|u| u.is_empty());
+            whole.then_some(())
+        });
+    }
     let mut forwarded = 0;
     for i in 0..N {
         let (code, v) = a.post("/v1/workflows/nap/instances", json!({"i": i}));

@@ -53,9 +53,9 @@ pub struct Outlets {
 pub struct Core {
     pub(super) store: Arc<Store>,
     pub(super) reg: Registry,
-    cfg: Arc<Config>,
+    pub(super) cfg: Arc<Config>,
     metrics: Arc<Metrics>,
-    clock: Arc<dyn Clock>,
+    pub(super) clock: Arc<dyn Clock>,
     pub(super) out: Outlets,
     pub(super) shared: Arc<Shared>,
     pub(super) parts: Partitions,
@@ -77,6 +77,8 @@ pub struct Core {
     pub(super) reader: Option<mpsc::UnboundedSender<(PartitionId, Option<i64>)>>,
     /// Outbox records and calls handed out and not heard back about (take-over skips them).
     pub(super) inflight: super::inflight::InFlight,
+    /// Snapshots of the owned partitions (`None`: not written, not loaded).
+    pub(super) snapshots: Option<super::snapshots::Plan>,
 }
 
 /// Why the core stopped.
@@ -86,6 +88,17 @@ pub enum CoreError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Log(#[from] LogError),
+    #[error(
+        "the changelog of state partition {partition} starts at offset {start}, but this \
+         broker's store stops at {have} and no snapshot covers the gap: the records between \
+         were deleted before a snapshot of them was announced. Restore the snapshot topic and \
+         the owners topic, or start over with new topics"
+    )]
+    Trimmed {
+        partition: PartitionId,
+        start: i64,
+        have: i64,
+    },
 }
 
 /// The node-scope key of a partition's changelog checkpoint.
@@ -133,7 +146,10 @@ enum Ticket {
         /// Set when the partition applying it was lost mid-round.
         failed: Option<AdminError>,
     },
-    Start(Reply<String>, Option<Result<String, AdminError>>),
+    Start(
+        Reply<super::Started>,
+        Option<Result<super::Started, AdminError>>,
+    ),
     Cancel(Reply<()>, Option<Result<(), AdminError>>),
     Apply(
         Reply<super::Applied>,
@@ -190,6 +206,7 @@ impl Core {
             tail: BTreeMap::new(),
             reader: None,
             inflight: Default::default(),
+            snapshots: None,
         })
         .inspect(|c| c.publish_owned())
     }
@@ -314,6 +331,8 @@ impl Core {
             inputs.entry(p).or_default().push(i);
         }
         let mut tickets: Vec<Ticket> = Vec::new();
+        // (ticket, index in `forward`): requests answered with where their work went
+        let mut positions: Vec<(usize, usize)> = Vec::new();
         let mut offsets: BTreeMap<(String, i32), i64> = BTreeMap::new();
         let mut stats: Vec<Stat> = Vec::new();
         // A round of nothing but Kafka acknowledgements only forgets outbox entries: losing
@@ -362,6 +381,9 @@ impl Core {
                             continue;
                         }
                         forwarded(t, p, &work);
+                        if let Some(i) = ticket {
+                            positions.push((i, forward.len()));
+                        }
                     }
                     forward.push((p, work));
                 }
@@ -531,6 +553,25 @@ impl Core {
             }
             first = false;
         }
+        // forwarded work is in Kafka before any request that sent it is answered
+        if !forward.is_empty() {
+            match self.log.as_mut() {
+                Some(log) => {
+                    let at = log.forward(forward)?;
+                    for (t, i) in positions {
+                        if let (Some(Ticket::Start(_, Some(Ok(s)))), Some(pos)) =
+                            (tickets.get_mut(t), at.get(i))
+                        {
+                            s.position = Some(*pos);
+                        }
+                    }
+                }
+                None => tracing::warn!(
+                    records = forward.len(),
+                    "work for partitions nobody owns dropped (no Kafka attached)"
+                ),
+            }
+        }
         for t in tickets {
             match t {
                 Ticket::Event {
@@ -557,15 +598,6 @@ impl Core {
                 }
             }
         }
-        if !forward.is_empty() {
-            match self.log.as_mut() {
-                Some(log) => log.forward(forward)?,
-                None => tracing::warn!(
-                    records = forward.len(),
-                    "work for partitions nobody owns dropped (no Kafka attached)"
-                ),
-            }
-        }
         if !offsets.is_empty() {
             let list: Vec<(String, i32, i64)> =
                 offsets.into_iter().map(|((t, p), o)| (t, p, o)).collect();
@@ -575,6 +607,7 @@ impl Core {
         self.backpressure();
         // requests waiting to read what they wrote look again (`http::barrier`)
         self.shared.applied.notify_waiters();
+        self.plan_snapshots(now);
         Ok(())
     }
 
@@ -991,7 +1024,9 @@ fn settle(t: &mut Ticket, outcome: Outcome) {
                 routed.rejected = r.rejected;
             }
         }
-        (Ticket::Start(_, slot), Outcome::Started(r)) => *slot = Some(r),
+        (Ticket::Start(_, slot), Outcome::Started(r)) => {
+            *slot = Some(r.map(|id| super::Started { id, position: None }))
+        }
         (Ticket::Cancel(_, slot), Outcome::Cancelled(r)) => *slot = Some(r),
         (Ticket::Apply(_, slot), Outcome::Applied(r)) => *slot = Some(r),
         _ => {}
@@ -1015,11 +1050,16 @@ fn moved(t: &mut Ticket, p: PartitionId) {
 }
 
 /// Answers a request whose work went to a partition another broker owns: it is in Kafka
-/// (acknowledged before the reply leaves) and that broker applies it.
+/// (forwarded, and acknowledged, before the reply leaves) and that broker applies it.
 fn forwarded(t: &mut Ticket, p: PartitionId, work: &Work) {
     match (t, work) {
         (Ticket::Event { routed, .. }, _) => routed.forwarded.push(p.0),
-        (Ticket::Start(_, slot), Work::Start { id, .. }) => *slot = Some(Ok(id.clone())),
+        (Ticket::Start(_, slot), Work::Start { id, .. }) => {
+            *slot = Some(Ok(super::Started {
+                id: id.clone(),
+                position: None,
+            }))
+        }
         (Ticket::Cancel(_, slot), _) => *slot = Some(Ok(())),
         _ => {}
     }

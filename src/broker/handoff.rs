@@ -40,6 +40,14 @@ impl Core {
                  continuing from the store");
             cp.next = fence;
         }
+        let snapshot = super::snapshots::load(
+            log.as_mut(),
+            &self.store,
+            &self.shared,
+            self.snapshots.as_ref(),
+            p,
+            &mut cp,
+        )?;
         let entries = log.read(p, cp.next, fence)?;
         let restored = entries.len().saturating_sub(1);
         let mut writes = Vec::new();
@@ -55,6 +63,8 @@ impl Core {
         self.fences.insert(p, fence);
         self.tail.insert(p, fence);
         self.owned.insert(p);
+        let now = self.clock.now();
+        self.snapshot_owned(p, snapshot, now);
         self.publish_owned();
         let tx = self.store.scoped(Scope::Partition(p.0));
         let mut swf = false;
@@ -97,7 +107,7 @@ impl Core {
             .filter(|c| !self.inflight.calling(c))
             .collect();
         let (sending, calling) = self.inflight.len();
-        tracing::info!(partition = %p, fence, restored, work_offset, resent = outbox.len(),
+        tracing::info!(partition = %p, fence, snapshot, restored, work_offset, resent = outbox.len(),
             reinvoked = calls.len(), in_flight_records = sending, in_flight_calls = calling,
             took_ms = t0.elapsed().as_millis() as u64, "state partition taken over");
         self.send_out(outbox);
@@ -148,6 +158,7 @@ impl Core {
         inputs.remove(&p);
         self.fences.remove(&p);
         self.tail.remove(&p);
+        self.snapshot_released(p);
         if !self.owned.remove(&p) || self.log.is_none() {
             return;
         }

@@ -48,6 +48,7 @@ pub mod retention;
 pub mod router;
 pub mod schedule;
 pub mod shared;
+mod snapshots;
 mod spans;
 mod sweep;
 mod swf_events;
@@ -187,6 +188,14 @@ pub enum AdminError {
 
 pub type Reply<T> = oneshot::Sender<Result<T, AdminError>>;
 
+/// A started instance: its id and, when another broker's partition applies the start, where
+/// the start is in the work topic (a read of the instance there can wait for it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Started {
+    pub id: String,
+    pub position: Option<(crate::cluster::partition::PartitionId, i64)>,
+}
+
 /// What an applied input came to: the instance after it, or the engine's refusal (the
 /// instance unchanged).
 pub type Applied = Result<Box<records::InstanceRecord>, crate::engine::EngineError>;
@@ -208,7 +217,7 @@ pub enum Cmd {
         /// The instance id to start, when the caller chose it (an SWF run lives on its
         /// workflow id's partition); else one is derived from `key` or made up.
         at: Option<crate::cluster::partition::InstanceId>,
-        reply: Reply<String>,
+        reply: Reply<Started>,
     },
     Cancel {
         id: String,

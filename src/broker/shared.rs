@@ -21,8 +21,12 @@ pub struct Shared {
     pub owned: RwLock<BTreeMap<PartitionId, i64>>,
     /// Signalled when `owned` changes (the claim publisher waits on it).
     pub owned_changed: Notify,
-    /// Who owns every partition, as the owners topic says (the API forwards to them).
+    /// Who owns every partition, as the owners topic says (the API forwards to them), and
+    /// each partition's latest snapshot.
     pub directory: RwLock<Directory>,
+    /// Set once the owners topic was read up to where it ended when this broker started:
+    /// take-overs wait for it, so they know every snapshot announced before.
+    pub directory_ready: Ready,
     /// SWF tasks ready on the task lists of the partitions owned here, and the polls
     /// waiting for them.
     pub board: super::board::Board,
@@ -51,5 +55,32 @@ impl Shared {
             *o = owned;
         }
         self.owned_changed.notify_one();
+    }
+}
+
+/// A flag that is set once and can be waited for.
+#[derive(Debug, Default)]
+pub struct Ready {
+    set: std::sync::Mutex<bool>,
+    changed: std::sync::Condvar,
+}
+
+impl Ready {
+    pub fn set(&self) {
+        if let Ok(mut s) = self.set.lock() {
+            *s = true;
+        }
+        self.changed.notify_all();
+    }
+
+    /// Whether it is set, waiting at most `limit` for it.
+    pub fn wait(&self, limit: std::time::Duration) -> bool {
+        let Ok(guard) = self.set.lock() else {
+            return false;
+        };
+        self.changed
+            .wait_timeout_while(guard, limit, |set| !*set)
+            .map(|(set, _)| *set)
+            .unwrap_or(false)
     }
 }

@@ -4,9 +4,11 @@
 //! reads into a [`Directory`]. The claim with the highest fence wins, so a claim that arrives
 //! late from a broker that was already fenced out never hides the current owner. This is the
 //! `application.server` metadata of Kafka Streams' interactive queries: the API of any broker
-//! answers for any instance by asking the owner.
+//! answers for any instance by asking the owner. The owners topic also carries each
+//! partition's latest snapshot [`Manifest`], folded here too.
 
 use super::partition::PartitionId;
+use super::snapshot::Manifest;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -36,10 +38,11 @@ impl Claim {
     }
 }
 
-/// The latest claim per partition.
+/// The latest claim and the latest snapshot per partition.
 #[derive(Debug, Clone, Default)]
 pub struct Directory {
     claims: BTreeMap<PartitionId, Claim>,
+    snapshots: BTreeMap<PartitionId, Manifest>,
 }
 
 impl Directory {
@@ -62,6 +65,21 @@ impl Directory {
 
     pub fn claims(&self) -> impl Iterator<Item = &Claim> {
         self.claims.values()
+    }
+
+    /// Folds a snapshot manifest in: the one furthest along the changelog is the partition's.
+    pub fn offer_snapshot(&mut self, m: Manifest) {
+        match self.snapshots.get(&m.partition) {
+            Some(known) if known.next >= m.next => {}
+            _ => {
+                self.snapshots.insert(m.partition, m);
+            }
+        }
+    }
+
+    /// The latest snapshot of `p`, if one was announced.
+    pub fn snapshot(&self, p: PartitionId) -> Option<&Manifest> {
+        self.snapshots.get(&p)
     }
 }
 

@@ -11,6 +11,8 @@
 //! - [`definitions`]: the definitions topic's records (a workflow file as one broker
 //!   deployed it), the catalog folded from them, and the rule at start between a broker's own
 //!   files and the cluster's.
+//! - [`snapshot`]: a partition's keys as of one changelog offset, in chunks, and the manifest
+//!   that announces them; restore loads the latest and reads the changelog after it.
 //! - [`directory`]: which broker owns which partition, from the claims brokers publish after
 //!   taking a partition over (the API forwards to the owner).
 
@@ -18,6 +20,7 @@ pub mod changelog;
 pub mod definitions;
 pub mod directory;
 pub mod partition;
+pub mod snapshot;
 pub mod work;
 
 use changelog::Entry;
@@ -32,6 +35,8 @@ pub enum LogError {
     Changelog { partition: PartitionId, why: String },
     #[error("work topic partition {partition}: {why}")]
     Work { partition: PartitionId, why: String },
+    #[error("snapshot of partition {partition}: {why}")]
+    Snapshot { partition: PartitionId, why: String },
 }
 
 /// What the core needs from Kafka synchronously (it runs on a thread of its own): append
@@ -55,8 +60,22 @@ pub trait Log: Send {
     /// The offset the next record appended to `partition` will get (its end).
     fn end(&mut self, partition: PartitionId) -> Result<i64, LogError>;
 
-    /// Sends work records to their partitions of the work topic, in order per partition.
-    fn forward(&mut self, work: Vec<(PartitionId, Work)>) -> Result<(), LogError>;
+    /// The first offset of `partition` still held (records before it were deleted).
+    fn start(&mut self, partition: PartitionId) -> Result<i64, LogError>;
+
+    /// Reads the chunks of snapshot `m` in order, handing each to `apply`.
+    fn read_snapshot(
+        &mut self,
+        m: &snapshot::Manifest,
+        apply: &mut dyn FnMut(Vec<crate::store::Write>) -> Result<(), LogError>,
+    ) -> Result<(), LogError>;
+
+    /// Sends work records to their partitions of the work topic, in order per partition;
+    /// returns the offset each got, in the order given.
+    fn forward(
+        &mut self,
+        work: Vec<(PartitionId, Work)>,
+    ) -> Result<Vec<(PartitionId, i64)>, LogError>;
 
     /// This broker's name in fence records.
     fn owner(&self) -> String;

@@ -44,7 +44,7 @@ pub async fn start(
         traceparent,
         tracestate: header("tracestate"),
     });
-    let id = ask(&s.core, |reply| Cmd::Start {
+    let started = ask(&s.core, |reply| Cmd::Start {
         workflow: workflow.clone(),
         input,
         key,
@@ -53,12 +53,17 @@ pub async fn start(
         reply,
     })
     .await?;
-    let location = format!("/v1/instances/{id}");
-    // another broker's partition: the start is in Kafka; answer once its owner shows it, so
-    // the client reads what it wrote (202 while it does not yet)
-    let shown = match s.peers.parts.of_instance(&id) {
-        Ok(p) if !s.shared.owns(p) => shown(&s, p, &location).await,
-        _ => true,
+    let id = started.id;
+    // another broker's partition applies it: the start is in Kafka at `position`; answer once
+    // that owner shows it, so the client reads what it wrote (202 while it does not yet,
+    // with a location that waits for it)
+    let (location, shown) = match started.position {
+        Some((p, offset)) if !s.shared.owns(p) => {
+            let location = format!("/v1/instances/{id}?position={offset}");
+            let shown = shown(&s, p, &id, &location).await;
+            (location, shown)
+        }
+        _ => (format!("/v1/instances/{id}"), true),
     };
     let (code, body) = match shown {
         true => (
@@ -73,16 +78,27 @@ pub async fn start(
     Ok((code, [(header::LOCATION, location)], Json(body)))
 }
 
-/// Whether the instance at `location` (of partition `p`) can be read: its owner has it.
-async fn shown(s: &AppState, p: crate::cluster::partition::PartitionId, location: &str) -> bool {
+/// Whether instance `id` of partition `p` can be read at `location` (which names the work
+/// topic position of its start): its owner has applied the start.
+async fn shown(
+    s: &AppState,
+    p: crate::cluster::partition::PartitionId,
+    id: &str,
+    location: &str,
+) -> bool {
     match s.peers.route(&s.shared, p, false) {
         Route::Remote(url) => {
             let r = s.peers.relay(Method::GET, &url, location, None).await;
+            if r.status() != StatusCode::OK {
+                tracing::debug!(%url, location, status = %r.status(), "a start's owner does not show it yet");
+            }
             r.status() == StatusCode::OK
         }
         Route::Local => {
-            let id = location.trim_start_matches("/v1/instances/");
-            super::barrier::caught_up(s, p).await
+            let position = location
+                .rsplit_once("position=")
+                .and_then(|(_, o)| o.parse().ok());
+            super::barrier::caught_up(s, p, position).await
                 && super::query::stored(s, p, id).ok().flatten().is_some()
         }
         Route::Unavailable(_) => false,

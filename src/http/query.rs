@@ -49,6 +49,9 @@ pub struct InstanceQuery {
     payloads: Option<String>,
     /// Of `.../graph`: `svg` (default), `dot` or `mermaid`.
     format: Option<String>,
+    /// The work topic offset of the request that created the instance (a start's 202
+    /// `Location`): the owner applies its partition through it before answering.
+    position: Option<i64>,
 }
 
 /// What `GET /v1/instances/{path}` asks for.
@@ -136,7 +139,7 @@ pub async fn instance(
     let rec = match stored(&s, p, id)? {
         Some(rec) => rec,
         // a start may be on its way here through the work topic: apply it before saying no
-        None if !super::barrier::caught_up(&s, p).await => {
+        None if !super::barrier::caught_up(&s, p, q.position).await => {
             return Ok(unavailable(format!(
                 "state partition {p} has work not applied yet (or it moved); retry"
             )))

@@ -6,6 +6,7 @@
 use super::{client_config, KafkaError};
 use crate::cluster::changelog::Entry;
 use crate::cluster::partition::PartitionId;
+use crate::cluster::snapshot::Manifest;
 use crate::cluster::work::Work;
 use crate::cluster::{Log, LogError};
 use crate::config::Config;
@@ -19,6 +20,7 @@ pub struct KafkaLog {
     producer: FutureProducer,
     reader: BaseConsumer,
     changelog: String,
+    snapshots: String,
     work: String,
     owner: String,
 }
@@ -73,6 +75,7 @@ impl KafkaLog {
             producer,
             reader,
             changelog: cfg.cluster.changelog_topic.clone(),
+            snapshots: cfg.cluster.snapshot_topic.clone(),
             work: cfg.cluster.work_topic.clone(),
             owner,
         })
@@ -195,11 +198,88 @@ impl Log for KafkaLog {
             })
     }
 
-    fn forward(&mut self, work: Vec<(PartitionId, Work)>) -> Result<(), LogError> {
+    fn start(&mut self, partition: PartitionId) -> Result<i64, LogError> {
+        self.reader
+            .fetch_watermarks(&self.changelog, partition.kafka(), Duration::from_secs(10))
+            .map(|(low, _)| low)
+            .map_err(|e| LogError::Changelog {
+                partition,
+                why: format!("cannot read the changelog's start: {e}"),
+            })
+    }
+
+    fn read_snapshot(
+        &mut self,
+        m: &Manifest,
+        apply: &mut dyn FnMut(Vec<crate::store::Write>) -> Result<(), LogError>,
+    ) -> Result<(), LogError> {
+        let partition = m.partition;
+        let fail = |why: String| LogError::Snapshot { partition, why };
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(&self.snapshots, partition.kafka(), Offset::Offset(m.first))
+            .map_err(|e| fail(e.to_string()))?;
+        self.reader.assign(&tpl).map_err(|e| fail(e.to_string()))?;
+        let deadline = Instant::now() + READ_DEADLINE;
+        let mut last = m.first - 1;
+        while last < m.last {
+            if Instant::now() > deadline {
+                let _ = self.reader.unassign();
+                return Err(fail(format!(
+                    "could not read its chunks {}..={} within {READ_DEADLINE:?} (read up to {last})",
+                    m.first, m.last
+                )));
+            }
+            let Some(r) = self.reader.poll(Duration::from_millis(500)) else {
+                continue;
+            };
+            let msg = match r {
+                Ok(msg) => msg,
+                Err(e) => {
+                    tracing::warn!(partition = %partition, error = %e,
+                        "reading a snapshot failed; retrying until the read deadline");
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+            };
+            if last < m.first && msg.offset() > m.first {
+                // the snapshot's first chunks are gone (deleted after a newer snapshot)
+                let _ = self.reader.unassign();
+                return Err(fail(format!(
+                    "its chunks from offset {} were deleted (the topic starts at {}): a newer \
+                     snapshot replaced it; restore again",
+                    m.first,
+                    msg.offset()
+                )));
+            }
+            last = msg.offset();
+            if last < m.first || last > m.last {
+                continue;
+            }
+            // chunks of another snapshot written in between (a former owner's) are skipped
+            match crate::cluster::snapshot::decode_chunk(
+                last,
+                m.next,
+                msg.payload().unwrap_or_default(),
+            ) {
+                Ok(writes) => apply(writes)?,
+                Err(crate::cluster::snapshot::SnapshotError::Foreign { .. }) => {}
+                Err(e) => {
+                    let _ = self.reader.unassign();
+                    return Err(fail(e.to_string()));
+                }
+            }
+        }
+        let _ = self.reader.unassign();
+        Ok(())
+    }
+
+    fn forward(
+        &mut self,
+        work: Vec<(PartitionId, Work)>,
+    ) -> Result<Vec<(PartitionId, i64)>, LogError> {
         let records = work.iter().map(|(p, w)| (*p, w.encode())).collect();
         let topic = self.work.clone();
         self.produce(&topic, records)
-            .map(|_| ())
             .map_err(|(partition, why)| LogError::Work { partition, why })
     }
 

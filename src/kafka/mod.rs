@@ -9,6 +9,7 @@ pub mod definitions;
 pub mod log;
 pub mod owners;
 pub mod producer;
+pub mod snapshots;
 pub mod work;
 
 use crate::config::KafkaConfig;

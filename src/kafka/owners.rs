@@ -8,6 +8,7 @@ use super::{client_config, KafkaError};
 use crate::broker::shared::Shared;
 use crate::cluster::directory::Claim;
 use crate::cluster::partition::PartitionId;
+use crate::cluster::snapshot::Manifest;
 use crate::config::KafkaConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
@@ -92,8 +93,21 @@ pub fn tail(cfg: &KafkaConfig, topic: &str, shared: Arc<Shared>) -> Result<(), K
                 std::thread::sleep(Duration::from_secs(1));
             };
             let mut tpl = TopicPartitionList::new();
+            // where the topic ends now: once read that far, every snapshot announced before
+            // this broker started is known
+            let mut ends: BTreeMap<i32, i64> = BTreeMap::new();
             for p in 0..count as i32 {
                 let _ = tpl.add_partition_offset(&topic, p, Offset::Beginning);
+                let high = consumer
+                    .fetch_watermarks(&topic, p, Duration::from_secs(10))
+                    .map(|(_, h)| h)
+                    .unwrap_or(0);
+                if high > 0 {
+                    ends.insert(p, high);
+                }
+            }
+            if ends.is_empty() {
+                shared.directory_ready.set();
             }
             if let Err(e) = consumer.assign(&tpl) {
                 tracing::error!(topic = %topic, error = %e,
@@ -102,15 +116,18 @@ pub fn tail(cfg: &KafkaConfig, topic: &str, shared: Arc<Shared>) -> Result<(), K
             }
             loop {
                 match consumer.poll(Duration::from_millis(500)) {
-                    Some(Ok(m)) => match Claim::decode(m.payload().unwrap_or_default()) {
-                        Ok(c) => {
-                            if let Ok(mut d) = shared.directory.write() {
-                                d.offer(c);
+                    Some(Ok(m)) => {
+                        fold(&shared, &topic, &m);
+                        if ends
+                            .get(&m.partition())
+                            .is_some_and(|e| m.offset() + 1 >= *e)
+                        {
+                            ends.remove(&m.partition());
+                            if ends.is_empty() {
+                                shared.directory_ready.set();
                             }
                         }
-                        Err(e) => tracing::warn!(topic = %topic, offset = m.offset(),
-                            error = %e, "skipping a record of the owners topic"),
-                    },
+                    }
                     Some(Err(e)) => tracing::debug!(error = %e, "owners topic"),
                     None => {}
                 }
@@ -118,4 +135,31 @@ pub fn tail(cfg: &KafkaConfig, topic: &str, shared: Arc<Shared>) -> Result<(), K
         })
         .expect("owners thread");
     Ok(())
+}
+
+/// Folds one record of the owners topic: a claim, or (key `snapshot/{p}`) a snapshot manifest.
+fn fold(shared: &Shared, topic: &str, m: &rdkafka::message::BorrowedMessage<'_>) {
+    let payload = m.payload().unwrap_or_default();
+    let snapshot = m.key().is_some_and(|k| k.starts_with(b"snapshot/"));
+    let folded = if snapshot {
+        Manifest::decode(payload)
+            .map(|s| {
+                if let Ok(mut d) = shared.directory.write() {
+                    d.offer_snapshot(s);
+                }
+            })
+            .map_err(|e| e.to_string())
+    } else {
+        Claim::decode(payload)
+            .map(|c| {
+                if let Ok(mut d) = shared.directory.write() {
+                    d.offer(c);
+                }
+            })
+            .map_err(|e| e.to_string())
+    };
+    if let Err(e) = folded {
+        tracing::warn!(topic = %topic, offset = m.offset(), error = %e,
+            "skipping a record of the owners topic");
+    }
 }

@@ -7,7 +7,10 @@
 //! Every table maps a string key to JSON bytes. Keys that must sort by time or sequence carry
 //! zero-padded numbers, so a range scan returns them in order. See `tables` for the layout.
 
+mod export;
 mod tables;
+
+pub use export::Export;
 
 pub use tables::{at, key, num, split_at, Table, SEP};
 

@@ -236,7 +236,10 @@ impl Harness {
             }])
             .unwrap();
         self.drain();
-        rx.try_recv().unwrap().map_err(|e| e.to_string())
+        rx.try_recv()
+            .unwrap()
+            .map(|s| s.id)
+            .map_err(|e| e.to_string())
     }
 
     pub fn event(&mut self, id: &str, source: &str, ty: &str) -> Value {

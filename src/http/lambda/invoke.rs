@@ -62,7 +62,8 @@ pub async fn invoke(
             trace: None,
             reply,
         })
-        .await?;
+        .await?
+        .id;
         let arn = arn::execution_arn(&workflow, &id.replace('/', "_"), &id);
         let mut r = (StatusCode::ACCEPTED, "").into_response();
         if let Ok(v) = HeaderValue::from_str(&arn) {

@@ -310,4 +310,5 @@ pub async fn start_instance(
         .map_err(|_| AdminError::Internal("the broker is shutting down".into()))?;
     rx.await
         .map_err(|_| AdminError::Internal("the broker is shutting down".into()))?
+        .map(|s| s.id)
 }

@@ -1,0 +1,127 @@
+//! Restore time (docs/scale.md "Snapshots"): `N` instances waiting on a second event, started
+//! by `N` start events on one broker, which is then SIGKILLed; a broker with an empty
+//! `data_dir` takes every partition over. Two phases in one run, each on a fresh tansu: the
+//! first broker snapshots every `N / 20` changelog records (the new broker loads the latest
+//! snapshot and reads the records after it), or never (the new broker replays the whole
+//! changelog). Reported: time from the new broker's start to owning every partition, and the
+//! restore work itself (the sum of its take-overs).
+//!
+//! `cargo bench --bench restore` uses 100,000; under `cargo test` a 2,000-instance smoke run.
+//! `RESTORE_N` overrides it. Results: docs/scale.md and docs/performance.md.
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use serde_json::json;
+use std::time::Instant;
+use support::{metric_sum, wait_for, Broker, Kafka};
+
+const WAIT: &str = r#"
+id: wait
+name: wait
+events:
+- {name: Ping, type: bench.ping, source: /bench, correlation: [{contextAttributeName: key}]}
+- {name: Done, type: bench.done, source: /bench, correlation: [{contextAttributeName: key}]}
+states:
+- name: Receive
+  type: event
+  start: {kind: default}
+  eventsActions: [{eventRefs: [Ping]}]
+  transition: {nextState: Hold}
+- name: Hold
+  type: event
+  eventsActions: [{eventRefs: [Done]}]
+  end: {kind: default}
+"#;
+
+struct Restored {
+    ready: f64,
+    restore_ms: u64,
+    from_snapshots: usize,
+    tail: i64,
+    changelog: i64,
+}
+
+fn field(line: &str, name: &str) -> i64 {
+    line.split(&format!(" {name}="))
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn phase(n: usize, every: Option<usize>) -> Restored {
+    let kafka = Kafka::start();
+    let every_s = every.map_or("0".to_string(), |e| e.to_string());
+    let env = [
+        (
+            "FLOWBROKER_CLUSTER_SNAPSHOT_EVERY_RECORDS",
+            every_s.as_str(),
+        ),
+        ("FLOWBROKER_CLUSTER_SNAPSHOT_INTERVAL_MS", "0"),
+    ];
+    let mut a = Broker::start(&kafka, &[("wait.yaml", WAIT)], &env);
+    kafka
+        .producer()
+        .send_pings("r", n, None, |i| json!({"i": i}));
+    wait_for(1800, "every instance to wait", || {
+        let m = a.metrics();
+        (metric_sum(&m, "flowbroker_instances", "status=\"WAITING\"") as usize >= n).then_some(())
+    });
+    // killed as it is: a snapshot being written then is not announced, the one before counts
+    a.kill();
+    let t0 = Instant::now();
+    let b = Broker::start(&kafka, &[("wait.yaml", WAIT)], &env);
+    let parts = wait_for(600, "b to own every partition", || {
+        let o = b.owned();
+        (o.len() == 12).then_some(o)
+    });
+    let ready = t0.elapsed().as_secs_f64();
+    assert_eq!(parts.len(), 12);
+    let log = b.log();
+    let taken: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("state partition taken over"))
+        .collect();
+    let restore_ms = taken.iter().map(|l| field(l, "took_ms")).sum::<i64>() as u64;
+    let tail = taken.iter().map(|l| field(l, "restored")).sum();
+    let changelog = taken.iter().map(|l| field(l, "fence")).sum();
+    let m = b.metrics();
+    let waiting = metric_sum(&m, "flowbroker_instances", "status=\"WAITING\"") as usize;
+    assert_eq!(waiting, n, "every instance restored");
+    Restored {
+        ready,
+        restore_ms,
+        from_snapshots: log.matches("restored from a snapshot").count(),
+        tail,
+        changelog,
+    }
+}
+
+fn main() {
+    let measuring = std::env::args().any(|a| a == "--bench");
+    let n: usize = std::env::var("RESTORE_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if measuring { 100_000 } else { 2_000 });
+    let with = phase(n, Some((n / 20).max(50)));
+    let without = phase(n, None);
+    println!("| {n} waiting instances, 12 partitions | from snapshots + tail | from the changelog alone |");
+    println!("|---|---|---|");
+    println!(
+        "| new broker owns every partition after | {:.1} s | {:.1} s |",
+        with.ready, without.ready
+    );
+    println!(
+        "| restore work (sum of take-overs) | {} ms | {} ms |",
+        with.restore_ms, without.restore_ms
+    );
+    println!(
+        "| changelog records read | {} (after {} snapshots) | {} |",
+        with.tail, with.from_snapshots, without.tail
+    );
+    println!(
+        "| changelog records in all | {} | {} |",
+        with.changelog, without.changelog
+    );
+}

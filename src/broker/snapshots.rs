@@ -1,0 +1,154 @@
+//! Snapshots of the partitions this broker owns (docs/scale.md "Snapshots"): after each
+//! commit, a partition whose changelog grew by `cluster.snapshot_every_records` (or that has
+//! changed and waited `cluster.snapshot_interval_ms`) hands its keys, as of that commit, to
+//! the writer; at take-over, a store behind the partition's latest snapshot loads it and reads
+//! only the changelog after it.
+
+use super::core::{checkpoint_key, node_write, Core, CoreError};
+use super::shared::Shared;
+use crate::cluster::changelog::Checkpoint;
+use crate::cluster::partition::PartitionId;
+use crate::cluster::snapshot::{Job, Writer};
+use crate::cluster::{Log, LogError};
+use crate::store::{Scope, Store};
+use chrono::{DateTime, Utc};
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// How long a take-over waits for the owners topic (where snapshots are announced) to be read
+/// up to where it ended at start.
+const DIRECTORY_WAIT: Duration = Duration::from_secs(15);
+
+pub(super) struct Plan {
+    writer: Box<dyn Writer>,
+    every_records: i64,
+    every: chrono::Duration,
+    /// Per owned partition: the changelog offset and time of its last snapshot (or take-over).
+    last: BTreeMap<PartitionId, (i64, DateTime<Utc>)>,
+}
+
+impl Core {
+    /// Snapshots the owned partitions with `writer` (docs/scale.md "Snapshots").
+    pub fn attach_snapshots(&mut self, writer: Box<dyn Writer>) {
+        let c = &self.cfg.cluster;
+        self.snapshots = Some(Plan {
+            writer,
+            every_records: c.snapshot_every_records as i64,
+            every: chrono::Duration::milliseconds(c.snapshot_interval_ms as i64),
+            last: BTreeMap::new(),
+        });
+    }
+
+    /// Hands every owned partition that is due to the writer.
+    pub(super) fn plan_snapshots(&mut self, now: DateTime<Utc>) {
+        let Some(plan) = self.snapshots.as_mut() else {
+            return;
+        };
+        for p in &self.owned {
+            let Some(next) = self.tail.get(p).map(|t| t + 1) else {
+                continue;
+            };
+            let (last, at) = plan.last.get(p).copied().unwrap_or((0, now));
+            let by_count = plan.every_records > 0 && next - last >= plan.every_records;
+            let by_time =
+                plan.every > chrono::Duration::zero() && next > last && now - at >= plan.every;
+            if !(by_count || by_time) || plan.writer.running(*p) {
+                continue;
+            }
+            plan.writer.submit(Job {
+                partition: *p,
+                export: self.store.export(Scope::Partition(p.0)),
+                next,
+                fence: self.fences.get(p).copied(),
+            });
+            plan.last.insert(*p, (next, now));
+        }
+    }
+
+    /// A partition taken over: the snapshot it restored from (or none) counts as its last.
+    pub(super) fn snapshot_owned(&mut self, p: PartitionId, since: i64, now: DateTime<Utc>) {
+        if let Some(plan) = self.snapshots.as_mut() {
+            plan.last.insert(p, (since, now));
+        }
+    }
+
+    pub(super) fn snapshot_released(&mut self, p: PartitionId) {
+        if let Some(plan) = self.snapshots.as_mut() {
+            plan.last.remove(&p);
+        }
+    }
+}
+
+/// At take-over, before the changelog is read from `cp`: loads the partition's latest
+/// snapshot into `store` when the store is behind it by more than a snapshot interval of
+/// records, or the changelog no longer holds what the store misses. Returns the offset of the
+/// snapshot the partition now stands on (0: none).
+pub(super) fn load(
+    log: &mut dyn Log,
+    store: &Store,
+    shared: &Shared,
+    plan: Option<&Plan>,
+    p: PartitionId,
+    cp: &mut Checkpoint,
+) -> Result<i64, CoreError> {
+    let Some(plan) = plan else {
+        return Ok(0);
+    };
+    if !shared.directory_ready.wait(DIRECTORY_WAIT) {
+        tracing::warn!(partition = %p,
+            "the owners topic was not read to its end in time: restoring without knowing \
+             every snapshot");
+    }
+    let latest = shared
+        .directory
+        .read()
+        .ok()
+        .and_then(|d| d.snapshot(p).cloned());
+    let start = log.start(p)?;
+    let Some(m) = latest else {
+        if start > cp.next {
+            return Err(CoreError::Trimmed {
+                partition: p,
+                start,
+                have: cp.next,
+            });
+        }
+        return Ok(0);
+    };
+    let must = start > cp.next;
+    let worth = cp.next == 0 || m.next - cp.next > plan.every_records.max(1);
+    if cp.next >= m.next || !(must || worth) {
+        return Ok(m.next);
+    }
+    if m.next < start {
+        return Err(CoreError::Trimmed {
+            partition: p,
+            start,
+            have: m.next,
+        });
+    }
+    let t0 = std::time::Instant::now();
+    // what the store holds of the partition is about to be replaced: until the snapshot is
+    // in, its checkpoint says nothing was applied (a crash midway loads it again)
+    store.apply(
+        &[node_write(&checkpoint_key(p), &Checkpoint::default())],
+        true,
+    )?;
+    let cleared = store.clear(Scope::Partition(p.0))?;
+    let mut apply = |writes: Vec<crate::store::Write>| {
+        store.apply(&writes, false).map_err(|e| LogError::Snapshot {
+            partition: p,
+            why: e.to_string(),
+        })
+    };
+    log.read_snapshot(&m, &mut apply)?;
+    *cp = Checkpoint {
+        next: m.next,
+        fence: m.fence,
+    };
+    store.apply(&[node_write(&checkpoint_key(p), &*cp)], true)?;
+    tracing::info!(partition = %p, next = m.next, keys = m.keys, bytes = m.bytes,
+        written_by = %m.broker, replaced = cleared,
+        took_ms = t0.elapsed().as_millis() as u64, "restored from a snapshot");
+    Ok(m.next)
+}

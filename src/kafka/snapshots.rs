@@ -1,0 +1,253 @@
+//! Writing snapshots (docs/scale.md "Snapshots"), on a thread of its own so the core goes on
+//! applying: a [`Job`] holds a state partition's keys as of one changelog offset; its chunks
+//! go to partition `p` of the snapshot topic (a few in flight at a time), then its
+//! [`Manifest`] to the owners topic, where every broker reads it. Then the changelog before the
+//! snapshot and the snapshot topic before its first chunk are deleted (DeleteRecords), where
+//! the Kafka broker implements it.
+
+use super::{client_config, KafkaError};
+use crate::cluster::partition::PartitionId;
+use crate::cluster::snapshot::{encode_chunk, Job, Manifest, Writer, FORMAT};
+use crate::config::Config;
+use rdkafka::admin::{AdminClient, AdminOptions};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rdkafka::{Offset, TopicPartitionList};
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A chunk's size (keys and values), well under any broker's record limit.
+const CHUNK_BYTES: usize = 512 << 10;
+/// Chunks sent and not acknowledged yet, at most.
+const IN_FLIGHT: usize = 8;
+/// How long after a refused DeleteRecords it is tried again.
+const RETRY_TRIM: Duration = Duration::from_secs(3600);
+
+/// The core's handle: jobs go to the writer thread; a partition has one job at a time.
+#[derive(Clone)]
+pub struct Snapshots {
+    jobs: std::sync::mpsc::Sender<Job>,
+    running: Arc<Mutex<BTreeSet<PartitionId>>>,
+}
+
+impl Writer for Snapshots {
+    fn running(&self, p: PartitionId) -> bool {
+        self.running.lock().is_ok_and(|r| r.contains(&p))
+    }
+
+    fn submit(&self, job: Job) {
+        if let Ok(mut r) = self.running.lock() {
+            if !r.insert(job.partition) {
+                return;
+            }
+        }
+        let p = job.partition;
+        if self.jobs.send(job).is_err() {
+            if let Ok(mut r) = self.running.lock() {
+                r.remove(&p);
+            }
+        }
+    }
+}
+
+struct Thread {
+    producer: FutureProducer,
+    admin: AdminClient<DefaultClientContext>,
+    snapshot_topic: String,
+    changelog_topic: String,
+    owners_topic: String,
+    broker: String,
+    trim: bool,
+    /// When the Kafka broker last refused DeleteRecords: it is asked again an hour later.
+    trim_refused: Mutex<Option<Instant>>,
+}
+
+/// Starts the writer thread.
+pub fn start(cfg: &Config, broker: String) -> Result<Snapshots, KafkaError> {
+    let k = &cfg.kafka;
+    let client = |what| {
+        move |source| KafkaError::Client {
+            what,
+            brokers: k.brokers.clone(),
+            source,
+        }
+    };
+    let producer: FutureProducer = client_config(
+        k,
+        &[
+            ("enable.idempotence", "true".into()),
+            ("acks", "all".into()),
+            ("message.timeout.ms", "60000".into()),
+        ],
+    )
+    .create()
+    .map_err(client("snapshot producer"))?;
+    let admin: AdminClient<DefaultClientContext> = client_config(k, &[])
+        .create()
+        .map_err(client("snapshot trimmer"))?;
+    let w = Thread {
+        producer,
+        admin,
+        snapshot_topic: cfg.cluster.snapshot_topic.clone(),
+        changelog_topic: cfg.cluster.changelog_topic.clone(),
+        owners_topic: cfg.cluster.owners_topic.clone(),
+        broker,
+        trim: cfg.cluster.trim_changelog,
+        trim_refused: Mutex::new(None),
+    };
+    let (jobs, rx) = std::sync::mpsc::channel::<Job>();
+    let running = Arc::new(Mutex::new(BTreeSet::new()));
+    let r = running.clone();
+    std::thread::Builder::new()
+        .name("flowbroker-snapshots".into())
+        .spawn(move || {
+            for job in rx {
+                let p = job.partition;
+                let t0 = Instant::now();
+                match w.write(&job) {
+                    Ok(m) => {
+                        let trimmed = w.trim(&m);
+                        tracing::info!(partition = %p, next = m.next, keys = m.keys,
+                            bytes = m.bytes, chunks = m.last - m.first + 1, trimmed,
+                            took_ms = t0.elapsed().as_millis() as u64, "snapshot written");
+                    }
+                    Err(why) => tracing::warn!(partition = %p, next = job.next, error = %why,
+                        "snapshot not written; the next one is tried later"),
+                }
+                if let Ok(mut r) = r.lock() {
+                    r.remove(&p);
+                }
+            }
+        })
+        .expect("snapshot thread");
+    Ok(Snapshots { jobs, running })
+}
+
+impl Thread {
+    fn send(
+        &self,
+        topic: &str,
+        p: Option<PartitionId>,
+        key: &str,
+        payload: &[u8],
+    ) -> Result<DeliveryFuture, String> {
+        let mut record = FutureRecord::to(topic).key(key).payload(payload);
+        if let Some(p) = p {
+            record = record.partition(p.kafka());
+        }
+        loop {
+            match self.producer.send_result(record) {
+                Ok(f) => return Ok(f),
+                Err((
+                    rdkafka::error::KafkaError::MessageProduction(
+                        rdkafka::types::RDKafkaErrorCode::QueueFull,
+                    ),
+                    r,
+                )) => {
+                    std::thread::sleep(Duration::from_millis(5));
+                    record = r;
+                }
+                Err((e, _)) => return Err(e.to_string()),
+            }
+        }
+    }
+
+    fn wait(f: DeliveryFuture) -> Result<i64, String> {
+        match futures::executor::block_on(f) {
+            Ok(Ok(d)) => Ok(d.offset),
+            Ok(Err((e, _))) => Err(e.to_string()),
+            Err(_) => Err("the producer went away".into()),
+        }
+    }
+
+    fn write(&self, job: &Job) -> Result<Manifest, String> {
+        let p = job.partition;
+        let key = format!("{}/{}", p.0, job.next);
+        let mut pending: VecDeque<DeliveryFuture> = VecDeque::new();
+        let (mut first, mut last) = (None, -1);
+        let (mut keys, mut bytes) = (0u64, 0u64);
+        let mut record = |offset: i64| {
+            first.get_or_insert(offset);
+            last = last.max(offset);
+        };
+        for chunk in job.export.chunks(CHUNK_BYTES) {
+            let chunk = chunk.map_err(|e| e.to_string())?;
+            keys += chunk.len() as u64;
+            let payload = encode_chunk(job.next, &chunk);
+            bytes += payload.len() as u64;
+            pending.push_back(self.send(&self.snapshot_topic, Some(p), &key, &payload)?);
+            if pending.len() >= IN_FLIGHT {
+                record(Self::wait(pending.pop_front().expect("pending"))?);
+            }
+        }
+        while let Some(f) = pending.pop_front() {
+            record(Self::wait(f)?);
+        }
+        let Some(first) = first else {
+            // nothing in the partition: an empty snapshot needs no chunk
+            return self.announce(job, -1, -2, 0, 0);
+        };
+        self.announce(job, first, last, keys, bytes)
+    }
+
+    fn announce(
+        &self,
+        job: &Job,
+        first: i64,
+        last: i64,
+        keys: u64,
+        bytes: u64,
+    ) -> Result<Manifest, String> {
+        let m = Manifest {
+            format: FORMAT,
+            partition: job.partition,
+            next: job.next,
+            fence: job.fence,
+            first,
+            last,
+            keys,
+            bytes,
+            broker: self.broker.clone(),
+        };
+        let key = Manifest::key(job.partition);
+        Self::wait(self.send(&self.owners_topic, None, &key, &m.encode())?)?;
+        Ok(m)
+    }
+
+    /// Deletes what the snapshot makes unnecessary; whether it could.
+    fn trim(&self, m: &Manifest) -> bool {
+        let refused = self.trim_refused.lock().ok().and_then(|r| *r);
+        if !self.trim || refused.is_some_and(|at| at.elapsed() < RETRY_TRIM) {
+            return false;
+        }
+        let mut tpl = TopicPartitionList::new();
+        let p = m.partition.kafka();
+        let _ = tpl.add_partition_offset(&self.changelog_topic, p, Offset::Offset(m.next));
+        if m.first >= 0 {
+            let _ = tpl.add_partition_offset(&self.snapshot_topic, p, Offset::Offset(m.first));
+        }
+        let opts = AdminOptions::new().request_timeout(Some(Duration::from_secs(30)));
+        let r = futures::executor::block_on(self.admin.delete_records(&tpl, &opts));
+        let failed = match &r {
+            Err(e) => Some(e.to_string()),
+            Ok(list) => list
+                .elements()
+                .iter()
+                .find_map(|e| e.error().err().map(|x| x.to_string())),
+        };
+        match failed {
+            None => true,
+            Some(why) => {
+                if let Ok(mut r) = self.trim_refused.lock() {
+                    *r = Some(Instant::now());
+                }
+                tracing::warn!(error = %why, partition = %m.partition,
+                    "the Kafka broker did not delete the changelog before a snapshot \
+                     (DeleteRecords; tansu does not implement it): the changelog keeps growing, \
+                     restores still start from the latest snapshot. Asked again in an hour");
+                false
+            }
+        }
+    }
+}

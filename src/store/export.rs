@@ -1,0 +1,119 @@
+//! A state partition's keys as of one moment, read off the store in chunks (a snapshot being
+//! written, `kafka::snapshots`), and dropping a partition's keys (before one is loaded).
+
+use super::{scope_prefix, Result, Scope, Store, Table, Write};
+
+/// Every key of one scope as of the moment [`Store::export`] was called; owned, so another
+/// thread can read it while the store goes on.
+pub struct Export {
+    prefix: String,
+    snaps: Vec<(Table, fjall::Snapshot)>,
+}
+
+impl Store {
+    /// The keys of `scope` as of now (nothing is read until [`Export::chunks`]).
+    pub fn export(&self, scope: Scope) -> Export {
+        let at = self.ks.instant();
+        Export {
+            prefix: scope_prefix(scope),
+            snaps: Table::ALL
+                .iter()
+                .map(|t| (*t, self.part(*t).snapshot_at(at)))
+                .collect(),
+        }
+    }
+
+    /// Deletes every key of `scope`, in batches (not atomic: callers mark the scope as being
+    /// replaced first).
+    pub fn clear(&self, scope: Scope) -> Result<u64> {
+        let prefix = scope_prefix(scope);
+        let mut n = 0;
+        for t in Table::ALL {
+            let keys: Vec<Vec<u8>> = self
+                .part(t)
+                .prefix(&prefix)
+                .map(|kv| kv.map(|(k, _)| k.to_vec()))
+                .collect::<std::result::Result<_, _>>()?;
+            for run in keys.chunks(10_000) {
+                let mut batch = self.ks.batch();
+                for k in run {
+                    batch.remove(self.part(t), k.as_slice());
+                }
+                batch.commit()?;
+                n += run.len() as u64;
+            }
+        }
+        Ok(n)
+    }
+}
+
+impl Export {
+    /// The keys in runs of about `max_bytes` (keys and values), table by table in key order.
+    pub fn chunks(&self, max_bytes: usize) -> impl Iterator<Item = Result<Vec<Write>>> + '_ {
+        let mut entries = self.snaps.iter().flat_map(move |(t, snap)| {
+            snap.prefix(&self.prefix).map(move |kv| {
+                let (k, v) = kv?;
+                Ok(Write {
+                    table: *t,
+                    key: String::from_utf8_lossy(&k).into_owned(),
+                    value: Some(v.to_vec()),
+                })
+            })
+        });
+        std::iter::from_fn(move || {
+            let mut run = Vec::new();
+            let mut bytes = 0;
+            for w in entries.by_ref() {
+                let w: Result<Write> = w;
+                match w {
+                    Ok(w) => {
+                        bytes += w.key.len() + w.value.as_ref().map_or(0, Vec::len);
+                        run.push(w);
+                        if bytes >= max_bytes {
+                            break;
+                        }
+                    }
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            (!run.is_empty()).then_some(Ok(run))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_export_sees_one_moment_and_clear_drops_only_its_scope() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let tx = store.scoped(Scope::Partition(1));
+        for i in 0..50 {
+            tx.put(Table::Instances, &format!("i{i:02}"), &i).unwrap();
+        }
+        tx.put(Table::Timers, "t", &"x").unwrap();
+        tx.commit().unwrap();
+        let other = store.scoped(Scope::Partition(2));
+        other.put(Table::Instances, "j", &0).unwrap();
+        other.commit().unwrap();
+
+        let export = store.export(Scope::Partition(1));
+        // written after the export: not in it
+        let tx = store.scoped(Scope::Partition(1));
+        tx.put(Table::Instances, "late", &1).unwrap();
+        tx.commit().unwrap();
+        let chunks: Vec<Vec<Write>> = export.chunks(64).collect::<Result<_>>().unwrap();
+        assert!(chunks.len() > 1, "split into runs");
+        let all: Vec<Write> = chunks.into_iter().flatten().collect();
+        assert_eq!(all.len(), 51);
+        assert!(all.iter().all(|w| w.key.starts_with("p0001")));
+        assert!(!all.iter().any(|w| w.key.ends_with("late")));
+
+        assert_eq!(store.clear(Scope::Partition(1)).unwrap(), 52);
+        let r = store.read().unwrap();
+        assert_eq!(r.len_in(Scope::Partition(1), Table::Instances).unwrap(), 0);
+        assert_eq!(r.len_in(Scope::Partition(2), Table::Instances).unwrap(), 1);
+    }
+}
