@@ -391,6 +391,10 @@ pub struct ClusterConfig {
     /// After a snapshot, delete the changelog records before it and the snapshot records
     /// before it (DeleteRecords; Kafka brokers that do not implement it are logged once).
     pub trim_changelog: bool,
+    /// After a restart on the same `data_dir`, take back at once the state partitions this
+    /// broker held last (nobody wrote to them since) and read its last input partitions, before
+    /// the consumer group assigns anything (docs/scale.md "Restart").
+    pub resume_on_restart: bool,
 }
 
 impl Default for ClusterConfig {
@@ -405,6 +409,7 @@ impl Default for ClusterConfig {
             snapshot_every_records: 50_000,
             snapshot_interval_ms: 600_000,
             trim_changelog: true,
+            resume_on_restart: true,
         }
     }
 }

@@ -146,8 +146,9 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         &uuid::Uuid::new_v4().simple().to_string()[..8]
     );
     let url = cfg.http.advertised(&host);
+    let node = crate::broker::resume::node_id(&store)?;
     tracing::info!(brokers = %k.brokers, group = %k.group_id, topics = ?k.input_topics,
-        partitions = cfg.cluster.partitions, broker = %owner, advertised = %url,
+        partitions = cfg.cluster.partitions, broker = %owner, node = %node, advertised = %url,
         data = %cfg.store_path().display(), workflows = %cfg.workflows_dir.display(), "starting flowbroker");
     let producer = crate::kafka::producer::create(k)?;
     let (control_tx, control_rx) = mpsc::unbounded_channel::<Cmd>();
@@ -234,6 +235,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         shared.clone(),
         owner.clone(),
         url.clone(),
+        node.clone(),
     ));
     tokio::spawn(crate::kafka::work::run(
         work_reader,
@@ -252,6 +254,23 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         cfg.invoke.concurrency,
         spans,
     ));
+    if cfg.cluster.resume_on_restart {
+        tokio::spawn(
+            crate::kafka::resume::Resume {
+                cfg: cfg.clone(),
+                node: node.clone(),
+                inputs: crate::broker::resume::remembered_inputs(&store)?,
+                shared: shared.clone(),
+                control: control_tx.clone(),
+                core: cmd_tx.clone(),
+                assigned: assigned.clone(),
+                metrics: metrics.clone(),
+                intake: intake_rx.clone(),
+                definitions: caught.clone(),
+            }
+            .run(),
+        );
+    }
     tokio::spawn(crate::kafka::consumer::run(
         consumer.clone(),
         cmd_tx.clone(),

@@ -40,3 +40,107 @@ fn a_broker_stopped_mid_join_does_not_stall_the_next_two() {
         t.elapsed()
     );
 }
+
+const ORDER: &str = r#"
+id: order
+name: order
+events:
+- {name: Placed, type: order.placed, source: /shop, correlation: [{contextAttributeName: orderid}]}
+- {name: Paid, type: order.paid, source: /shop, correlation: [{contextAttributeName: orderid}]}
+states:
+- name: Placed
+  type: event
+  start: {kind: default}
+  eventsActions: [{eventRefs: [Placed]}]
+  transition: {nextState: Paid}
+- name: Paid
+  type: event
+  eventsActions: [{eventRefs: [Paid]}]
+  end: {kind: default}
+"#;
+
+fn order(p: &Publisher, ty: &str, i: usize) {
+    let o = format!("o{i}");
+    p.send(&event(
+        &format!("{ty}-{i}"),
+        "/shop",
+        ty,
+        &[("orderid", &o)],
+        serde_json::json!({"order": i}),
+    ));
+}
+
+/// docs/scale.md "Restart": a broker SIGKILLed and started again on its data directory takes
+/// back the state partitions it held and reads its input partitions at once, so new events are
+/// applied before the group has even noticed that the old process is gone (at the default
+/// session timeout, tansu assigns the restarted member nothing for about 18 s).
+#[test]
+fn a_sigkilled_broker_restarted_on_its_data_dir_applies_new_events_before_the_group_assigns() {
+    const N: usize = 20;
+    let kafka = Kafka::start();
+    let out = kafka.collect(&["flowbroker.lifecycle"]);
+    // the default session timeout (the tests' 6000 ms is overridden)
+    let env = [("FLOWBROKER_KAFKA_SESSION_TIMEOUT_MS", "10000")];
+    let mut b = Broker::start(&kafka, &[("order.yaml", ORDER)], &env);
+    let p = kafka.producer();
+    for i in 0..N {
+        order(&p, "order.placed", i);
+    }
+    out.wait_events("flowbroker.instance.started", N, 60);
+    let assigned = |b: &Broker| b.log().matches("partitions assigned").count();
+    let before = assigned(&b);
+
+    let t = Instant::now();
+    b.restart_joining();
+    for i in 0..N {
+        order(&p, "order.paid", i);
+    }
+    out.wait_events("flowbroker.instance.completed", N, 60);
+    let took = t.elapsed();
+    let log = b.log();
+    assert_eq!(
+        assigned(&b),
+        before,
+        "every order completed before the group assigned the restarted broker anything: {log}"
+    );
+    assert!(log.contains("state partition resumed"), "{log}");
+    assert!(
+        log.contains("reading the input partitions this node had last"),
+        "{log}"
+    );
+    eprintln!("SIGKILL to the last continuation applied: {took:?}");
+    eprintln!(
+        "{}",
+        log.lines()
+            .filter(|l| l.contains("resum") || l.contains("assigned") || l.contains("node"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+
+    // the group then assigns it everything; nothing is applied twice and the group's
+    // consumer carries on from there
+    wait_for(60, "the group to assign the restarted broker", || {
+        (assigned(&b) > before).then_some(())
+    });
+    wait_for(30, "b to own every partition", || {
+        (b.owned().len() == 12).then_some(())
+    });
+    for i in N..N + 5 {
+        order(&p, "order.placed", i);
+    }
+    out.wait_events("flowbroker.instance.started", N + 5, 60);
+    let mut ids: Vec<String> = out
+        .events("flowbroker.instance.completed")
+        .iter()
+        .map(|e| e.data.as_ref().unwrap()["instanceId"].to_string())
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), N, "each order completed once");
+    assert_eq!(
+        out.events("flowbroker.instance.completed").len(),
+        N,
+        "no completion produced twice"
+    );
+    assert_eq!(out.events("flowbroker.instance.started").len(), N + 5);
+}

@@ -79,6 +79,8 @@ pub struct Core {
     pub(super) inflight: super::inflight::InFlight,
     /// Snapshots of the owned partitions (`None`: not written, not loaded).
     pub(super) snapshots: Option<super::snapshots::Plan>,
+    /// Partitions resumed after a restart that the group has not assigned yet.
+    pub(super) resumed: std::collections::BTreeSet<PartitionId>,
 }
 
 /// Why the core stopped.
@@ -207,6 +209,7 @@ impl Core {
             reader: None,
             inflight: Default::default(),
             snapshots: None,
+            resumed: Default::default(),
         })
         .inspect(|c| c.publish_owned())
     }
@@ -341,10 +344,12 @@ impl Core {
         for cmd in cmds {
             match cmd {
                 Cmd::Assigned(ps) => {
-                    for p in ps {
+                    for p in self.settle_resumed(ps, &mut inputs) {
                         self.take_over(p, &mut inputs)?;
                     }
                 }
+                Cmd::Resume(ps) => self.resume(ps, &mut inputs)?,
+                Cmd::Inputs(i) => self.remember_inputs(&i)?,
                 Cmd::Revoked(ps, done) => {
                     for p in ps {
                         self.release(p, &mut inputs);
@@ -809,7 +814,9 @@ impl Core {
                     );
                 }
             }
-            Cmd::Assigned(_) | Cmd::Revoked(..) => unreachable!("handled by process"),
+            Cmd::Assigned(_) | Cmd::Revoked(..) | Cmd::Resume(_) | Cmd::Inputs(_) => {
+                unreachable!("handled by process")
+            }
         }
         Ok(())
     }

@@ -7,7 +7,9 @@
 //!   the core's work on file changes, due timers and expired buffered events; [`gauges`]:
 //!   store-kept metrics.
 //! - `handoff`: taking a state partition over (fence, restore, resume), letting it go, and
-//!   noticing that another broker fenced this one out.
+//!   noticing that another broker fenced this one out; [`resume`]: a restarted broker
+//!   taking back at once what its node held last; `snapshots`: writing and loading snapshots
+//!   of the owned partitions.
 //! - [`batch`]: applying inputs to instances inside one state partition's transaction
 //!   (indexes, actions, children, lifecycle events, outbox, calls, timers, messages to other
 //!   partitions).
@@ -44,6 +46,7 @@ mod inflight;
 pub mod ingest;
 pub mod records;
 pub mod registry;
+pub mod resume;
 pub mod retention;
 pub mod router;
 pub mod schedule;
@@ -246,6 +249,11 @@ pub enum Cmd {
     },
     /// The consumer group gave this broker these state partitions (work topic partitions).
     Assigned(Vec<crate::cluster::partition::PartitionId>),
+    /// After a restart, before the group assigns anything: the state partitions this node
+    /// held last, to take over provisionally (`broker::resume`).
+    Resume(Vec<crate::cluster::partition::PartitionId>),
+    /// The input topic partitions the group gave this broker (kept for a restart).
+    Inputs(crate::cluster::node::Inputs),
     /// The consumer group took these state partitions away. `done` is told once the core
     /// has stopped writing them (the rebalance waits for it, so no other broker owns them
     /// before this one has stopped).

@@ -22,6 +22,10 @@ pub struct Claim {
     pub broker: String,
     /// Where the broker's HTTP API answers (`http.advertised_url`).
     pub url: String,
+    /// The broker's lasting identity (its data directory's; absent in claims of older
+    /// versions): a broker restarted on the same `data_dir` resumes what it claimed last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<super::node::NodeId>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +97,7 @@ mod tests {
             fence,
             broker: broker.into(),
             url: format!("http://{broker}:8080"),
+            node: None,
         }
     }
 

@@ -15,10 +15,13 @@
 //!   that announces them; restore loads the latest and reads the changelog after it.
 //! - [`directory`]: which broker owns which partition, from the claims brokers publish after
 //!   taking a partition over (the API forwards to the owner).
+//! - [`node`]: a broker's lasting identity (its data directory's), and what it held last, so
+//!   a restarted broker resumes at once.
 
 pub mod changelog;
 pub mod definitions;
 pub mod directory;
+pub mod node;
 pub mod partition;
 pub mod snapshot;
 pub mod work;

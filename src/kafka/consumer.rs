@@ -6,6 +6,7 @@
 
 use super::{client_config, decode::decode, KafkaError};
 use crate::broker::{Cmd, Record};
+use crate::cluster::node::{InputPartition, Inputs};
 use crate::cluster::partition::PartitionId;
 use crate::config::KafkaConfig;
 use rdkafka::consumer::{CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer};
@@ -107,6 +108,16 @@ impl ConsumerContext for Ctx {
                         tracing::warn!(error = %e, "could not pause input partitions");
                     }
                 }
+                let inputs = self
+                    .input_partitions(tpl)
+                    .elements()
+                    .iter()
+                    .map(|e| InputPartition {
+                        topic: e.topic().to_string(),
+                        partition: e.partition(),
+                    })
+                    .collect();
+                let _ = self.control.send(Cmd::Inputs(Inputs(inputs)));
                 let _ = self.control.send(Cmd::Assigned(owned));
                 let _ = self.assigned.send(tpl.count());
                 self.metrics.kafka_up.set(1);
@@ -144,6 +155,58 @@ pub fn create(
     intake: watch::Receiver<bool>,
 ) -> Result<(Arc<KafkaConsumer>, watch::Receiver<usize>), KafkaError> {
     let (tx, rx) = watch::channel(0);
+    let consumer = build(cfg, work_topic, control, metrics, intake, tx)?;
+    let mut topics: Vec<&str> = cfg.input_topics.iter().map(String::as_str).collect();
+    topics.push(work_topic);
+    consumer
+        .subscribe(&topics)
+        .map_err(|source| KafkaError::Client {
+            what: "subscribe",
+            brokers: cfg.brokers.clone(),
+            source,
+        })?;
+    Ok((Arc::new(consumer), rx))
+}
+
+/// A consumer of the group's input partitions `inputs` outside the group, from the offsets
+/// the group committed (a restarted broker resuming its inputs before the group assigns
+/// them; `kafka::resume`). It takes part in no rebalance.
+pub fn create_outside(
+    cfg: &KafkaConfig,
+    work_topic: &str,
+    control: mpsc::UnboundedSender<Cmd>,
+    metrics: Arc<crate::metrics::Metrics>,
+    intake: watch::Receiver<bool>,
+    inputs: &Inputs,
+) -> Result<Arc<KafkaConsumer>, KafkaError> {
+    let consumer = build(
+        cfg,
+        work_topic,
+        control,
+        metrics,
+        intake,
+        watch::channel(0).0,
+    )?;
+    let mut tpl = TopicPartitionList::new();
+    for i in &inputs.0 {
+        let _ = tpl.add_partition_offset(&i.topic, i.partition, Offset::Stored);
+    }
+    consumer.assign(&tpl).map_err(|source| KafkaError::Client {
+        what: "assign",
+        brokers: cfg.brokers.clone(),
+        source,
+    })?;
+    Ok(Arc::new(consumer))
+}
+
+fn build(
+    cfg: &KafkaConfig,
+    work_topic: &str,
+    control: mpsc::UnboundedSender<Cmd>,
+    metrics: Arc<crate::metrics::Metrics>,
+    intake: watch::Receiver<bool>,
+    assigned: watch::Sender<usize>,
+) -> Result<KafkaConsumer, KafkaError> {
     let c = client_config(
         cfg,
         &[
@@ -163,29 +226,18 @@ pub fn create(
         .chain(PREFETCH.iter().map(|(k, v)| (*k, v.to_string())))
         .collect::<Vec<_>>(),
     );
-    let consumer: KafkaConsumer = c
-        .create_with_context(Ctx {
-            assigned: tx,
-            metrics,
-            work_topic: work_topic.to_string(),
-            control,
-            intake,
-        })
-        .map_err(|source| KafkaError::Client {
-            what: "consumer",
-            brokers: cfg.brokers.clone(),
-            source,
-        })?;
-    let mut topics: Vec<&str> = cfg.input_topics.iter().map(String::as_str).collect();
-    topics.push(work_topic);
-    consumer
-        .subscribe(&topics)
-        .map_err(|source| KafkaError::Client {
-            what: "subscribe",
-            brokers: cfg.brokers.clone(),
-            source,
-        })?;
-    Ok((Arc::new(consumer), rx))
+    c.create_with_context(Ctx {
+        assigned,
+        metrics,
+        work_topic: work_topic.to_string(),
+        control,
+        intake,
+    })
+    .map_err(|source| KafkaError::Client {
+        what: "consumer",
+        brokers: cfg.brokers.clone(),
+        source,
+    })
 }
 
 /// What librdkafka fetches ahead of the application, per consumer (the group consumer and

@@ -7,6 +7,7 @@
 use super::{client_config, KafkaError};
 use crate::broker::shared::Shared;
 use crate::cluster::directory::Claim;
+use crate::cluster::node::NodeId;
 use crate::cluster::partition::PartitionId;
 use crate::cluster::snapshot::Manifest;
 use crate::config::KafkaConfig;
@@ -30,6 +31,7 @@ pub async fn publish(
     shared: Arc<Shared>,
     broker: String,
     url: String,
+    node: NodeId,
 ) {
     let mut claimed: BTreeMap<PartitionId, i64> = BTreeMap::new();
     loop {
@@ -44,6 +46,7 @@ pub async fn publish(
                 fence,
                 broker: broker.clone(),
                 url: url.clone(),
+                node: Some(node.clone()),
             };
             let key = p.0.to_string();
             let payload = claim.encode();

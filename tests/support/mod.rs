@@ -717,6 +717,17 @@ impl Broker {
         self.spawn();
     }
 
+    /// SIGKILL, then starts the process again on its data directory and returns once its
+    /// HTTP listener answers, before the consumer group has assigned it anything.
+    pub fn restart_joining(&mut self) {
+        self.kill();
+        self.launch();
+        let url = format!("http://{}/health", self.http);
+        wait_for(40, "flowbroker's HTTP listener", || {
+            reqwest::blocking::get(&url).ok()?.json::<Value>().ok()
+        });
+    }
+
     /// Starts a process stopped with [`Broker::kill`] or [`Broker::terminate`] again, with its
     /// data directory as it was.
     pub fn start_again(&mut self) {

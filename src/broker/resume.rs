@@ -1,0 +1,107 @@
+//! A restarted broker resumes at once (docs/scale.md "Restart"): the state partitions its
+//! node claimed last, and that nobody wrote to since, are taken over before the consumer group
+//! gives it anything. They stay provisional until the group's first assignment, which decides:
+//! a resumed partition it assigns is kept as it is (no second restore), one it does not is
+//! released. The node's identity and the input topic partitions the group last gave it are
+//! kept in the store's node scope.
+
+use super::core::{checkpoint_key, node_write, Core, CoreError, PartInput};
+use crate::cluster::changelog::{Checkpoint, Entry};
+use crate::cluster::node::{Inputs, NodeId};
+use crate::cluster::partition::PartitionId;
+use crate::store::{Store, StoreError, Table};
+use std::collections::BTreeMap;
+
+const NODE_KEY: &str = "node";
+const INPUTS_KEY: &str = "inputs";
+
+/// This data directory's node id, made and kept on first use.
+pub fn node_id(store: &Store) -> Result<NodeId, StoreError> {
+    let tx = store.write()?;
+    if let Some(id) = tx.get::<NodeId>(Table::Meta, NODE_KEY)? {
+        return Ok(id);
+    }
+    drop(tx);
+    let id = NodeId::fresh();
+    store.apply(&[node_write(NODE_KEY, &id)], true)?;
+    Ok(id)
+}
+
+/// The input topic partitions the group gave this node last (empty: none known).
+pub fn remembered_inputs(store: &Store) -> Result<Inputs, StoreError> {
+    Ok(store
+        .write()?
+        .get::<Inputs>(Table::Meta, INPUTS_KEY)?
+        .unwrap_or_default())
+}
+
+impl Core {
+    /// Keeps the input topic partitions the group gave this broker.
+    pub(super) fn remember_inputs(&self, inputs: &Inputs) -> Result<(), CoreError> {
+        self.store.apply(&[node_write(INPUTS_KEY, inputs)], false)?;
+        Ok(())
+    }
+
+    /// Takes over, provisionally, the partitions this node held last: each one whose
+    /// changelog holds nothing after this broker's store but its own batches (nobody took
+    /// it over since).
+    pub(super) fn resume(
+        &mut self,
+        ps: Vec<PartitionId>,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) -> Result<(), CoreError> {
+        let Some(log) = self.log.as_mut() else {
+            return Ok(());
+        };
+        let mut resumable = Vec::new();
+        for p in ps {
+            if self.owned.contains(&p) {
+                continue;
+            }
+            let cp: Checkpoint = self
+                .store
+                .write()?
+                .get(Table::Meta, &checkpoint_key(p))?
+                .unwrap_or_default();
+            let end = log.end(p)?;
+            // what follows the store may only be this broker's own last batches (appended,
+            // not yet stored when it stopped): the take-over restores them
+            let own = cp.next > 0
+                && end >= cp.next
+                && (end == cp.next
+                    || log.read(p, cp.next, end - 1)?.iter().all(|(_, e)| {
+                        matches!(e, Entry::Batch { fence, .. } if Some(*fence) == cp.fence)
+                    }));
+            if !own {
+                tracing::info!(partition = %p, store = cp.next, changelog_end = end,
+                    "not resuming a state partition written to since this broker held it; \
+                     waiting for the group");
+                continue;
+            }
+            resumable.push(p);
+        }
+        for p in resumable {
+            self.take_over(p, inputs)?;
+            self.resumed.insert(p);
+            tracing::info!(partition = %p, "state partition resumed before the group assigned it");
+        }
+        Ok(())
+    }
+
+    /// The group assigned `ps`: resumed partitions it does not assign are released; the
+    /// ones it does are kept as they are. Returns the partitions to take over.
+    pub(super) fn settle_resumed(
+        &mut self,
+        ps: Vec<PartitionId>,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) -> Vec<PartitionId> {
+        let resumed = std::mem::take(&mut self.resumed);
+        for p in resumed.iter().filter(|p| !ps.contains(p)) {
+            tracing::info!(partition = %p, "a resumed state partition went to another broker");
+            self.release(*p, inputs);
+        }
+        ps.into_iter()
+            .filter(|p| !(resumed.contains(p) && self.owned.contains(p)))
+            .collect()
+    }
+}
