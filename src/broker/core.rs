@@ -81,6 +81,8 @@ pub struct Core {
     pub(super) snapshots: Option<super::snapshots::Plan>,
     /// Partitions resumed after a restart that the group has not assigned yet.
     pub(super) resumed: std::collections::BTreeSet<PartitionId>,
+    /// Set by the group's first assignment: from then on nothing is resumed.
+    pub(super) group_assigned: bool,
 }
 
 /// Why the core stopped.
@@ -210,6 +212,7 @@ impl Core {
             inflight: Default::default(),
             snapshots: None,
             resumed: Default::default(),
+            group_assigned: false,
         })
         .inspect(|c| c.publish_owned())
     }
@@ -348,7 +351,10 @@ impl Core {
                         self.take_over(p, &mut inputs)?;
                     }
                 }
-                Cmd::Resume(ps) => self.resume(ps, &mut inputs)?,
+                Cmd::Resume(ps, done) => {
+                    let resumed = self.resume(ps, &mut inputs)?;
+                    let _ = done.send(resumed);
+                }
                 Cmd::Inputs(i) => self.remember_inputs(&i)?,
                 Cmd::Revoked(ps, done) => {
                     for p in ps {
@@ -814,7 +820,7 @@ impl Core {
                     );
                 }
             }
-            Cmd::Assigned(_) | Cmd::Revoked(..) | Cmd::Resume(_) | Cmd::Inputs(_) => {
+            Cmd::Assigned(_) | Cmd::Revoked(..) | Cmd::Resume(..) | Cmd::Inputs(_) => {
                 unreachable!("handled by process")
             }
         }

@@ -250,8 +250,11 @@ pub enum Cmd {
     /// The consumer group gave this broker these state partitions (work topic partitions).
     Assigned(Vec<crate::cluster::partition::PartitionId>),
     /// After a restart, before the group assigns anything: the state partitions this node
-    /// held last, to take over provisionally (`broker::resume`).
-    Resume(Vec<crate::cluster::partition::PartitionId>),
+    /// held last, to take over provisionally (`broker::resume`); told what was resumed.
+    Resume(
+        Vec<crate::cluster::partition::PartitionId>,
+        oneshot::Sender<Vec<crate::cluster::partition::PartitionId>>,
+    ),
     /// The input topic partitions the group gave this broker (kept for a restart).
     Inputs(crate::cluster::node::Inputs),
     /// The consumer group took these state partitions away. `done` is told once the core

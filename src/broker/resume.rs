@@ -44,64 +44,105 @@ impl Core {
 
     /// Takes over, provisionally, the partitions this node held last: each one whose
     /// changelog holds nothing after this broker's store but its own batches (nobody took
-    /// it over since).
+    /// it over since), checked just before its own fence. Nothing once the group has
+    /// assigned this broker anything (the group decides from then on). Returns what it
+    /// resumed.
     pub(super) fn resume(
         &mut self,
         ps: Vec<PartitionId>,
         inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
-    ) -> Result<(), CoreError> {
-        let Some(log) = self.log.as_mut() else {
-            return Ok(());
-        };
-        let mut resumable = Vec::new();
+    ) -> Result<Vec<PartitionId>, CoreError> {
+        let mut resumed = Vec::new();
+        if self.group_assigned {
+            tracing::info!("not resuming: the group has assigned this broker its partitions");
+            return Ok(resumed);
+        }
         for p in ps {
             if self.owned.contains(&p) {
                 continue;
             }
-            let cp: Checkpoint = self
-                .store
-                .write()?
-                .get(Table::Meta, &checkpoint_key(p))?
-                .unwrap_or_default();
-            let end = log.end(p)?;
-            // what follows the store may only be this broker's own last batches (appended,
-            // not yet stored when it stopped): the take-over restores them
-            let own = cp.next > 0
-                && end >= cp.next
-                && (end == cp.next
-                    || log.read(p, cp.next, end - 1)?.iter().all(|(_, e)| {
-                        matches!(e, Entry::Batch { fence, .. } if Some(*fence) == cp.fence)
-                    }));
-            if !own {
-                tracing::info!(partition = %p, store = cp.next, changelog_end = end,
-                    "not resuming a state partition written to since this broker held it; \
-                     waiting for the group");
-                continue;
+            match self.unchanged_since_held(p) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(e) => {
+                    tracing::warn!(partition = %p, error = %e,
+                        "could not check a state partition to resume; waiting for the group");
+                    continue;
+                }
             }
-            resumable.push(p);
-        }
-        for p in resumable {
             self.take_over(p, inputs)?;
             self.resumed.insert(p);
+            resumed.push(p);
             tracing::info!(partition = %p, "state partition resumed before the group assigned it");
         }
-        Ok(())
+        Ok(resumed)
+    }
+
+    /// Whether `p`'s changelog holds nothing after this broker's store but its own last
+    /// batches (appended, not yet stored when it stopped: the take-over restores them).
+    fn unchanged_since_held(&mut self, p: PartitionId) -> Result<bool, CoreError> {
+        let Some(log) = self.log.as_mut() else {
+            return Ok(false);
+        };
+        let cp: Checkpoint = self
+            .store
+            .write()?
+            .get(Table::Meta, &checkpoint_key(p))?
+            .unwrap_or_default();
+        let end = log.end(p)?;
+        let own = cp.next > 0
+            && end >= cp.next
+            && (end == cp.next
+                || log.read(p, cp.next, end - 1)?.iter().all(
+                    |(_, e)| matches!(e, Entry::Batch { fence, .. } if Some(*fence) == cp.fence),
+                ));
+        if !own {
+            tracing::info!(partition = %p, store = cp.next, changelog_end = end,
+                "not resuming a state partition written to since this broker held it; \
+                 waiting for the group");
+        }
+        Ok(own)
     }
 
     /// The group assigned `ps`: resumed partitions it does not assign are released; the
-    /// ones it does are kept as they are. Returns the partitions to take over.
+    /// ones it does are kept as they are, unless another broker appended to them meanwhile
+    /// (then they are taken over again). Returns the partitions to take over.
     pub(super) fn settle_resumed(
         &mut self,
         ps: Vec<PartitionId>,
         inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
     ) -> Vec<PartitionId> {
+        self.group_assigned = true;
         let resumed = std::mem::take(&mut self.resumed);
         for p in resumed.iter().filter(|p| !ps.contains(p)) {
             tracing::info!(partition = %p, "a resumed state partition went to another broker");
             self.release(*p, inputs);
         }
-        ps.into_iter()
-            .filter(|p| !(resumed.contains(p) && self.owned.contains(p)))
-            .collect()
+        let mut take = Vec::new();
+        for p in ps {
+            let kept = resumed.contains(&p) && self.owned.contains(&p) && self.still_ours(p);
+            if !kept {
+                if self.owned.contains(&p) {
+                    self.release(p, inputs);
+                }
+                take.push(p);
+            }
+        }
+        take
+    }
+
+    /// Whether nobody appended to owned partition `p` since this broker's last record.
+    fn still_ours(&mut self, p: PartitionId) -> bool {
+        let (Some(log), Some(tail)) = (self.log.as_mut(), self.tail.get(&p).copied()) else {
+            return false;
+        };
+        match log.end(p) {
+            Ok(end) => end == tail + 1,
+            Err(e) => {
+                tracing::warn!(partition = %p, error = %e,
+                    "could not check a resumed partition; taking it over again");
+                false
+            }
+        }
     }
 }

@@ -273,9 +273,27 @@ fn pause_inputs(consumer: &KafkaConsumer, pause: bool) {
 /// A function that commits offsets to the group (asynchronously, best effort).
 pub fn committer(consumer: Arc<KafkaConsumer>) -> crate::broker::core::CommitOffsets {
     Box::new(move |offsets| {
+        // only what the group assigned this member now: records read outside the group
+        // (after a restart, `kafka::resume`) are read again by it and dropped by position,
+        // and a commit from a member that does not own them is refused (Apache Kafka answers
+        // UNKNOWN_MEMBER_ID, which makes librdkafka rejoin)
+        let Ok(assigned) = consumer.assignment() else {
+            return;
+        };
+        let owned: std::collections::BTreeSet<(String, i32)> = assigned
+            .elements()
+            .iter()
+            .map(|e| (e.topic().to_string(), e.partition()))
+            .collect();
+        drop(assigned);
         let mut tpl = TopicPartitionList::new();
         for (t, p, o) in offsets {
-            let _ = tpl.add_partition_offset(t, *p, Offset::Offset(*o));
+            if owned.contains(&(t.clone(), *p)) {
+                let _ = tpl.add_partition_offset(t, *p, Offset::Offset(*o));
+            }
+        }
+        if tpl.count() == 0 {
+            return;
         }
         if let Err(e) = consumer.commit(&tpl, CommitMode::Async) {
             tracing::debug!(error = %e, "offset commit to the group failed (stored offsets decide)");

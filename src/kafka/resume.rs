@@ -23,7 +23,9 @@ const DIRECTORY_WAIT: Duration = Duration::from_secs(15);
 /// before).
 const OUTSIDE_AT_MOST: Duration = Duration::from_secs(300);
 
-/// What resuming needs from the rest of the broker.
+/// What resuming needs from the rest of the broker. Inputs are read outside the group only
+/// when the core resumed some state partition: when other brokers took them over, the group
+/// has moved this node's inputs too.
 pub struct Resume {
     pub cfg: Arc<Config>,
     pub node: NodeId,
@@ -62,10 +64,19 @@ impl Resume {
             Ok(d) => held_last(&d, &self.node),
             Err(_) => return,
         };
-        if !held.is_empty() {
-            tracing::info!(node = %self.node, state_partitions = ?held,
-                "resuming the state partitions this node held last");
-            let _ = self.control.send(Cmd::Resume(held));
+        if held.is_empty() {
+            // other brokers took over what this node held: the group moved on, and so did
+            // its inputs
+            return;
+        }
+        tracing::info!(node = %self.node, state_partitions = ?held,
+            "resuming the state partitions this node held last");
+        let (done, resumed) = tokio::sync::oneshot::channel();
+        let _ = self.control.send(Cmd::Resume(held, done));
+        // inputs only when the core took something back (not when the group came first or
+        // every partition was written to since)
+        if resumed.await.map_or(true, |r| r.is_empty()) {
+            return;
         }
         let k = &self.cfg.kafka;
         let inputs = Inputs(
