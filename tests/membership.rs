@@ -41,35 +41,6 @@ fn a_broker_stopped_mid_join_does_not_stall_the_next_two() {
     );
 }
 
-const ORDER: &str = r#"
-id: order
-name: order
-events:
-- {name: Placed, type: order.placed, source: /shop, correlation: [{contextAttributeName: orderid}]}
-- {name: Paid, type: order.paid, source: /shop, correlation: [{contextAttributeName: orderid}]}
-states:
-- name: Placed
-  type: event
-  start: {kind: default}
-  eventsActions: [{eventRefs: [Placed]}]
-  transition: {nextState: Paid}
-- name: Paid
-  type: event
-  eventsActions: [{eventRefs: [Paid]}]
-  end: {kind: default}
-"#;
-
-fn order(p: &Publisher, ty: &str, i: usize) {
-    let o = format!("o{i}");
-    p.send(&event(
-        &format!("{ty}-{i}"),
-        "/shop",
-        ty,
-        &[("orderid", &o)],
-        serde_json::json!({"order": i}),
-    ));
-}
-
 /// docs/scale.md "Restart": a broker SIGKILLed and started again on its data directory takes
 /// back the state partitions it held and reads its input partitions at once, so new events are
 /// applied before the group has even noticed that the old process is gone (at the default
@@ -84,7 +55,7 @@ fn a_sigkilled_broker_restarted_on_its_data_dir_applies_new_events_before_the_gr
     let mut b = Broker::start(&kafka, &[("order.yaml", ORDER)], &env);
     let p = kafka.producer();
     for i in 0..N {
-        order(&p, "order.placed", i);
+        send_order(&p, "order.placed", i);
     }
     out.wait_events("flowbroker.instance.started", N, 60);
     let assigned = |b: &Broker| b.log().matches("partitions assigned").count();
@@ -93,7 +64,7 @@ fn a_sigkilled_broker_restarted_on_its_data_dir_applies_new_events_before_the_gr
     let t = Instant::now();
     b.restart_joining();
     for i in 0..N {
-        order(&p, "order.paid", i);
+        send_order(&p, "order.paid", i);
     }
     out.wait_events("flowbroker.instance.completed", N, 60);
     let took = t.elapsed();
@@ -126,7 +97,7 @@ fn a_sigkilled_broker_restarted_on_its_data_dir_applies_new_events_before_the_gr
         (b.owned().len() == 12).then_some(())
     });
     for i in N..N + 5 {
-        order(&p, "order.placed", i);
+        send_order(&p, "order.placed", i);
     }
     out.wait_events("flowbroker.instance.started", N + 5, 60);
     let mut ids: Vec<String> = out

@@ -8,36 +8,6 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use support::*;
 
-const ORDER: &str = r#"
-id: order
-name: order
-events:
-- {name: Placed, type: order.placed, source: /shop, correlation: [{contextAttributeName: orderid}]}
-- {name: Paid, type: order.paid, source: /shop, correlation: [{contextAttributeName: orderid}]}
-states:
-- name: Placed
-  type: event
-  start: {kind: default}
-  eventsActions: [{eventRefs: [Placed]}]
-  transition: {nextState: Paid}
-- name: Paid
-  type: event
-  eventsActions: [{eventRefs: [Paid]}]
-  end: {kind: default}
-"#;
-
-fn send(p: &Publisher, ty: &str, order: usize) {
-    let id = format!("{ty}-{order}");
-    let o = format!("o{order}");
-    p.send(&event(
-        &id,
-        "/shop",
-        ty,
-        &[("orderid", &o)],
-        json!({"order": order, ty: true}),
-    ));
-}
-
 /// What must survive a restore, per instance.
 fn state(b: &Broker, id: &str) -> Value {
     let v = b.instance(id);
@@ -59,11 +29,11 @@ fn a_broker_with_an_empty_data_dir_restores_every_instance_from_snapshots_and_a_
     let mut a = Broker::start(&kafka, &[("order.yaml", ORDER)], &env);
     let p = kafka.producer();
     for i in 0..N {
-        send(&p, "order.placed", i);
+        send_order(&p, "order.placed", i);
     }
     let started = out.wait_events("flowbroker.instance.started", N, 60);
     for i in 0..N / 3 {
-        send(&p, "order.paid", i);
+        send_order(&p, "order.paid", i);
     }
     out.wait_events("flowbroker.instance.completed", N / 3, 60);
     wait_for(30, "a snapshot of every partition", || {
@@ -71,7 +41,7 @@ fn a_broker_with_an_empty_data_dir_restores_every_instance_from_snapshots_and_a_
     });
     // a tail after the snapshots: more payments
     for i in N / 3..N / 2 {
-        send(&p, "order.paid", i);
+        send_order(&p, "order.paid", i);
     }
     out.wait_events("flowbroker.instance.completed", N / 2, 60);
     let ids: Vec<String> = started
@@ -122,7 +92,7 @@ fn a_broker_with_an_empty_data_dir_restores_every_instance_from_snapshots_and_a_
     }
     // the restored correlation index still routes: the rest of the orders complete
     for i in N / 2..N {
-        send(&p, "order.paid", i);
+        send_order(&p, "order.paid", i);
     }
     out.wait_events("flowbroker.instance.completed", N, 60);
     let done = out.events("flowbroker.instance.completed").len();

@@ -421,6 +421,37 @@ pub fn ping(key: &str, data: Value) -> Event {
     event(key, "/bench", "bench.ping", &[("key", key)], data)
 }
 
+/// An order that waits for `order.placed`, then `order.paid`, correlated by `orderid`.
+pub const ORDER: &str = r#"
+id: order
+name: order
+events:
+- {name: Placed, type: order.placed, source: /shop, correlation: [{contextAttributeName: orderid}]}
+- {name: Paid, type: order.paid, source: /shop, correlation: [{contextAttributeName: orderid}]}
+states:
+- name: Placed
+  type: event
+  start: {kind: default}
+  eventsActions: [{eventRefs: [Placed]}]
+  transition: {nextState: Paid}
+- name: Paid
+  type: event
+  eventsActions: [{eventRefs: [Paid]}]
+  end: {kind: default}
+"#;
+
+/// Publishes event `ty` (`order.placed` or `order.paid`) of order `i` for [`ORDER`].
+pub fn send_order(p: &Publisher, ty: &str, i: usize) {
+    let o = format!("o{i}");
+    p.send(&event(
+        &format!("{ty}-{i}"),
+        "/shop",
+        ty,
+        &[("orderid", &o)],
+        serde_json::json!({"order": i, ty: true}),
+    ));
+}
+
 /// A CloudEvent to publish: id, source, type, extension attributes, data.
 pub fn event(id: &str, source: &str, ty: &str, attrs: &[(&str, &str)], data: Value) -> Event {
     let mut extensions = Map::new();
