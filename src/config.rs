@@ -395,6 +395,10 @@ pub struct ClusterConfig {
     /// broker held last (nobody wrote to them since) and read its last input partitions, before
     /// the consumer group assigns anything (docs/scale.md "Restart").
     pub resume_on_restart: bool,
+    /// Standby replicas per state partition: brokers that keep a warm copy of a partition
+    /// they do not own by tailing its changelog, so a failover restores only the last records
+    /// (Kafka Streams' `num.standby.replicas`; docs/scale.md "Standby replicas").
+    pub standby_replicas: usize,
 }
 
 impl Default for ClusterConfig {
@@ -410,6 +414,7 @@ impl Default for ClusterConfig {
             snapshot_interval_ms: 600_000,
             trim_changelog: true,
             resume_on_restart: true,
+            standby_replicas: 0,
         }
     }
 }

@@ -165,6 +165,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     let log = crate::kafka::log::KafkaLog::new(&cfg, owner.clone())?;
     crate::kafka::owners::tail(k, &cfg.cluster.owners_topic, shared.clone())?;
     let work_reader = crate::kafka::work::create(&cfg)?;
+    crate::kafka::standby::start(&cfg, node.clone(), store.clone(), shared.clone())?;
 
     let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>(64);
     let (prod_tx, prod_rx) = mpsc::unbounded_channel();

@@ -27,6 +27,8 @@ impl Core {
             return Ok(());
         };
         let t0 = std::time::Instant::now();
+        // no standby write reaches `p` from here on: the checkpoint read below is the copy's
+        self.shared.standby.take(p);
         let owner = log.owner();
         let fence = log.append(&[(p, Entry::Fence { owner })])?[0].1;
         let node = self.store.write()?;
@@ -159,7 +161,9 @@ impl Core {
         self.fences.remove(&p);
         self.tail.remove(&p);
         self.snapshot_released(p);
-        if !self.owned.remove(&p) || self.log.is_none() {
+        let was_owned = self.owned.remove(&p);
+        self.shared.standby.give_back(p);
+        if !was_owned || self.log.is_none() {
             return;
         }
         tracing::info!(partition = %p, "state partition released");

@@ -9,7 +9,7 @@
 //! - `handoff`: taking a state partition over (fence, restore, resume), letting it go, and
 //!   noticing that another broker fenced this one out; [`resume`]: a restarted broker
 //!   taking back at once what its node held last; `snapshots`: writing and loading snapshots
-//!   of the owned partitions.
+//!   of the owned partitions; [`standby`]: warm copies of other brokers' partitions.
 //! - [`batch`]: applying inputs to instances inside one state partition's transaction
 //!   (indexes, actions, children, lifecycle events, outbox, calls, timers, messages to other
 //!   partitions).
@@ -53,6 +53,7 @@ pub mod schedule;
 pub mod shared;
 mod snapshots;
 mod spans;
+pub mod standby;
 mod sweep;
 mod swf_events;
 mod swf_tasks;

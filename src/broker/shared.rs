@@ -27,6 +27,9 @@ pub struct Shared {
     /// Set once the owners topic was read up to where it ended when this broker started:
     /// take-overs wait for it, so they know every snapshot announced before.
     pub directory_ready: Ready,
+    /// Standby replicas: which partitions the core has taken (closed to standby writes) and
+    /// how far each copy has got.
+    pub standby: super::standby::Standby,
     /// SWF tasks ready on the task lists of the partitions owned here, and the polls
     /// waiting for them.
     pub board: super::board::Board,

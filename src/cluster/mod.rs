@@ -16,7 +16,8 @@
 //! - [`directory`]: which broker owns which partition, from the claims brokers publish after
 //!   taking a partition over (the API forwards to the owner).
 //! - [`node`]: a broker's lasting identity (its data directory's), and what it held last, so
-//!   a restarted broker resumes at once.
+//!   a restarted broker resumes at once; [`standby`]: which partitions a broker keeps a warm
+//!   copy of (standby replicas).
 
 pub mod changelog;
 pub mod definitions;
@@ -24,6 +25,7 @@ pub mod directory;
 pub mod node;
 pub mod partition;
 pub mod snapshot;
+pub mod standby;
 pub mod work;
 
 use changelog::Entry;

@@ -173,6 +173,10 @@ pub async fn health(State(s): State<AppState>) -> Json<Value> {
         "status": if connected { "ok" } else { "kafka_down" },
         "kafka": {"connected": connected, "assignedPartitions": partitions},
         "statePartitions": owned,
+        // standby copies: partition -> the changelog offset the copy has reached
+        "standby": s.shared.standby.positions().into_iter()
+            .map(|(p, next)| (p.0.to_string(), Value::from(next)))
+            .collect::<serde_json::Map<String, Value>>(),
     }))
 }
 

@@ -1,7 +1,8 @@
 //! Kafka at the edges: the consumer (records -> decoded [`crate::broker::Record`]s in
 //! batches), the producer (outbox -> records, acknowledged back to the core), the changelog
 //! ([`log`]), the work reader ([`work`]), partition claims ([`owners`]), snapshots
-//! ([`snapshots`]), resuming after a restart before the group assigns ([`resume`]), topic
+//! ([`snapshots`]), resuming after a restart before the group assigns ([`resume`]), standby
+//! replicas ([`standby`]), topic
 //! creation, and the client settings built from [`crate::config::KafkaConfig`].
 
 pub mod consumer;
@@ -12,6 +13,7 @@ pub mod owners;
 pub mod producer;
 pub mod resume;
 pub mod snapshots;
+pub mod standby;
 pub mod work;
 
 use crate::config::KafkaConfig;

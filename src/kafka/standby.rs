@@ -1,0 +1,223 @@
+//! Standby replicas on Kafka (docs/scale.md "Standby replicas"): a thread that tails the
+//! changelogs of the partitions this broker stands by for (`cluster::standby` decides which,
+//! from the claims, once a second) into the store (`broker::standby`), from where each copy
+//! stands. A partition the core takes over leaves the set at once; one it lets go may join it.
+
+use super::{client_config, KafkaError};
+use crate::broker::shared::Shared;
+use crate::broker::standby::Standby;
+use crate::cluster::changelog::{Checkpoint, Entry};
+use crate::cluster::node::NodeId;
+use crate::cluster::partition::PartitionId;
+use crate::cluster::standby::standby_for;
+use crate::config::Config;
+use crate::store::{Store, Write};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::Message;
+use rdkafka::{Offset, TopicPartitionList};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How often the set of partitions stood by for is worked out again.
+const RECHECK: Duration = Duration::from_secs(1);
+/// Records read before they are written to the store, at most.
+const BATCH: usize = 500;
+
+struct Tail {
+    consumer: BaseConsumer,
+    topic: String,
+    store: Arc<Store>,
+    shared: Arc<Shared>,
+    node: NodeId,
+    replicas: usize,
+    /// Per partition stood by for: where its copy stands.
+    copies: BTreeMap<PartitionId, Checkpoint>,
+    /// Partitions not stood by for although the rule says so (their changelog was trimmed
+    /// past this store's copy), until the rule leaves them out.
+    refused: BTreeSet<PartitionId>,
+}
+
+/// Starts the standby thread when `cluster.standby_replicas` is above 0.
+pub fn start(
+    cfg: &Config,
+    node: NodeId,
+    store: Arc<Store>,
+    shared: Arc<Shared>,
+) -> Result<(), KafkaError> {
+    let replicas = cfg.cluster.standby_replicas;
+    if replicas == 0 {
+        return Ok(());
+    }
+    let k = &cfg.kafka;
+    let consumer: BaseConsumer = client_config(
+        k,
+        &[
+            ("group.id", format!("{}.standby", k.group_id)),
+            ("enable.auto.commit", "false".into()),
+            ("enable.auto.offset.store", "false".into()),
+            ("fetch.wait.max.ms", k.fetch_wait_max_ms.to_string()),
+            // a copy is never read from anywhere but where it stands
+            ("auto.offset.reset", "error".into()),
+        ],
+    )
+    .create()
+    .map_err(|source| KafkaError::Client {
+        what: "standby reader",
+        brokers: k.brokers.clone(),
+        source,
+    })?;
+    let mut tail = Tail {
+        consumer,
+        topic: cfg.cluster.changelog_topic.clone(),
+        store,
+        shared,
+        node,
+        replicas,
+        copies: BTreeMap::new(),
+        refused: BTreeSet::new(),
+    };
+    std::thread::Builder::new()
+        .name("flowbroker-standby".into())
+        .spawn(move || tail.run())
+        .expect("standby thread");
+    Ok(())
+}
+
+impl Tail {
+    fn run(&mut self) {
+        let mut checked = Instant::now() - RECHECK;
+        loop {
+            if checked.elapsed() >= RECHECK {
+                checked = Instant::now();
+                self.recheck();
+            }
+            if self.copies.is_empty() {
+                std::thread::sleep(Duration::from_millis(200));
+                continue;
+            }
+            self.step();
+        }
+    }
+
+    /// Works out the partitions to stand by for and reassigns the reader when they changed.
+    fn recheck(&mut self) {
+        let taken = self.shared.standby.taken();
+        let want = match self.shared.directory.read() {
+            Ok(d) => standby_for(&d, &self.node, &taken, self.replicas),
+            Err(_) => return,
+        };
+        self.refused.retain(|p| want.contains(p));
+        let want: BTreeSet<PartitionId> = want.difference(&self.refused).copied().collect();
+        let have: BTreeSet<PartitionId> = self.copies.keys().copied().collect();
+        if want == have {
+            return;
+        }
+        for p in have.difference(&want) {
+            self.copies.remove(p);
+            self.shared.standby.forget(*p);
+            tracing::info!(partition = %p, "no longer a standby for this state partition");
+        }
+        for p in want.difference(&have) {
+            let start = self
+                .consumer
+                .fetch_watermarks(&self.topic, p.kafka(), Duration::from_secs(5))
+                .map(|(low, _)| low);
+            match Standby::checkpoint(&self.store, *p) {
+                Ok(cp) if start.as_ref().is_ok_and(|s| *s > cp.next) => {
+                    // the changelog was trimmed past this copy: a take-over loads a snapshot
+                    tracing::info!(partition = %p, copy = cp.next, changelog_start = ?start,
+                        "not standing by for a partition whose changelog was trimmed past this \
+                         store's copy");
+                    self.refused.insert(*p);
+                }
+                Ok(cp) => {
+                    tracing::info!(partition = %p, from = cp.next,
+                        "standing by for a state partition (tailing its changelog)");
+                    self.shared.standby.started(*p, cp.next);
+                    self.copies.insert(*p, cp);
+                }
+                Err(e) => tracing::warn!(partition = %p, error = %e,
+                    "cannot read where this store's copy stands; not standing by for it"),
+            }
+        }
+        self.assign();
+    }
+
+    fn assign(&mut self) {
+        let mut tpl = TopicPartitionList::new();
+        for (p, cp) in &self.copies {
+            let _ = tpl.add_partition_offset(&self.topic, p.kafka(), Offset::Offset(cp.next));
+        }
+        if let Err(e) = self.consumer.assign(&tpl) {
+            tracing::warn!(error = %e, "the standby reader could not be assigned");
+        }
+    }
+
+    /// Reads what is there (at most [`BATCH`] records) and writes it to the copies.
+    fn step(&mut self) {
+        let mut writes: BTreeMap<PartitionId, Vec<Write>> = BTreeMap::new();
+        let mut wait = Duration::from_millis(200);
+        for _ in 0..BATCH {
+            let Some(r) = self.consumer.poll(wait) else {
+                break;
+            };
+            wait = Duration::ZERO;
+            let m = match r {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::debug!(error = %e, "standby read");
+                    break;
+                }
+            };
+            let Ok(p) = u16::try_from(m.partition()).map(PartitionId) else {
+                continue;
+            };
+            let Some(cp) = self.copies.get_mut(&p) else {
+                continue;
+            };
+            if m.offset() < cp.next {
+                continue;
+            }
+            match Entry::decode(m.offset(), m.payload().unwrap_or_default()) {
+                Ok(entry) => {
+                    let w = writes.entry(p).or_default();
+                    if let Some(batch) = cp.offer(m.offset(), entry) {
+                        w.extend(batch);
+                    }
+                }
+                Err(e) => {
+                    // a take-over reads it too, and says so; the copy stops here
+                    tracing::warn!(partition = %p, error = %e,
+                        "unreadable changelog record; no longer a standby for this partition");
+                    self.copies.remove(&p);
+                    self.shared.standby.forget(p);
+                    writes.remove(&p);
+                }
+            }
+        }
+        let mut closed = false;
+        for (p, w) in writes {
+            let Some(cp) = self.copies.get(&p) else {
+                continue;
+            };
+            match self.shared.standby.apply(&self.store, p, w, cp) {
+                Ok(true) => {}
+                Ok(false) => {
+                    // the core took it over meanwhile: the take-over continues from the copy
+                    self.copies.remove(&p);
+                    closed = true;
+                }
+                Err(e) => {
+                    tracing::warn!(partition = %p, error = %e,
+                        "the standby copy could not be written; read again from the store");
+                    self.copies.remove(&p);
+                    closed = true;
+                }
+            }
+        }
+        if closed {
+            self.assign();
+        }
+    }
+}
