@@ -174,7 +174,13 @@ impl Log for PausedAfterAppend {
         if self.armed.swap(false, Ordering::SeqCst) {
             for (p, _) in &r {
                 let owner = self.other.owner();
-                self.other.append(&[(*p, Entry::Fence { owner })])?;
+                self.other.append(&[(
+                    *p,
+                    Entry::Fence {
+                        owner,
+                        provisional: false,
+                    },
+                )])?;
             }
             self.clock.advance(chrono::Duration::seconds(30));
         }
@@ -262,4 +268,52 @@ fn an_owner_paused_between_its_append_and_its_effects_lets_nothing_out() {
         let_out(&mut new) > 0,
         "the new owner re-sends the held-back outbox"
     );
+}
+
+/// A restarted broker resuming what it held last (docs/scale.md "Restart") writes a
+/// provisional fence. An owner the group assigned the partition to, finding such a fence,
+/// voids its batch as after any newer fence, but takes the partition back instead of letting
+/// it go, so the partition is never left without an owner.
+#[test]
+fn an_owner_the_group_assigned_takes_a_partition_back_from_a_provisional_fence() {
+    let kafka = Kafka::start();
+    let topics = ("fencing.work", "fencing.changelog");
+    kafka.create_topic(topics.0, 1);
+    kafka.create_topic(topics.1, 1);
+    let p0 = PartitionId(0);
+
+    let mut owner = node(&kafka, "owner", topics);
+    owner.core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
+    let first = start(&mut owner).expect("the owner starts an instance");
+
+    // a restarted broker resumes p0 provisionally
+    let mut cfg = Config::default();
+    cfg.kafka.brokers = kafka.brokers();
+    cfg.cluster.partitions = 1;
+    cfg.cluster.work_topic = topics.0.into();
+    cfg.cluster.changelog_topic = topics.1.into();
+    let mut back = KafkaLog::new(&cfg, "back".into()).unwrap();
+    back.append(&[(
+        p0,
+        Entry::Fence {
+            owner: "back".into(),
+            provisional: true,
+        },
+    )])
+    .unwrap();
+
+    let refused = start(&mut owner);
+    assert!(
+        matches!(refused, Err(AdminError::Moved(_))),
+        "the batch after the provisional fence is void: {refused:?}"
+    );
+    assert_eq!(owner.core.owned(), vec![p0], "the owner took p0 back");
+    let second = start(&mut owner).expect("the owner goes on under its new fence");
+
+    // the changelog says the same: a broker restoring p0 now has both instances
+    let mut third = node(&kafka, "third", topics);
+    third.core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
+    let ids = third.instance_ids();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(ids.contains(&first) && ids.contains(&second), "{ids:?}");
 }

@@ -454,6 +454,8 @@ impl Core {
             // acknowledged is applied here and let out
             // (the batches move into the entries and back out: no copy of the writes)
             let mut lost: BTreeSet<PartitionId> = BTreeSet::new();
+            // lost to a resumed broker's provisional fence while the group assigns them here
+            let mut retake: Vec<PartitionId> = Vec::new();
             let appending = (std::time::Instant::now(), self.clock.now());
             let changed = match self.log.as_mut() {
                 None => changed,
@@ -473,8 +475,18 @@ impl Core {
                             if let Some(by) =
                                 super::handoff::fenced_by(log.as_mut(), p, prev + 1, offset - 1)?
                             {
-                                tracing::error!(partition = %p, by = %by, batch = offset,
-                                    "another broker took this state partition over without this                                      broker noticing: the batch is void (neither stored nor let                                      out) and the partition released");
+                                if by.provisional && !self.resumed.contains(&p) {
+                                    tracing::warn!(partition = %p, by = %by.owner, batch = offset,
+                                        "a restarted broker resumed this state partition while \
+                                         the group has it here: the batch is void and the \
+                                         partition is taken back");
+                                    retake.push(p);
+                                } else {
+                                    tracing::error!(partition = %p, by = %by.owner, batch = offset,
+                                        "another broker took this state partition over without \
+                                         this broker noticing: the batch is void (neither stored \
+                                         nor let out) and the partition released");
+                                }
                                 lost.insert(p);
                                 continue;
                             }
@@ -509,6 +521,9 @@ impl Core {
                     }
                 }
                 self.release(p, &mut inputs);
+            }
+            for p in retake {
+                self.take_over(p, &mut inputs)?;
             }
             let lazy = acks_only
                 && effects.iter().all(|(_, fx)| {

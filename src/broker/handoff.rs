@@ -23,6 +23,17 @@ impl Core {
         p: PartitionId,
         inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
     ) -> Result<(), CoreError> {
+        self.take_over_as(p, inputs, false)
+    }
+
+    /// [`Core::take_over`], with a provisional fence when `provisional` (a resumed partition
+    /// the group has not assigned yet).
+    pub(super) fn take_over_as(
+        &mut self,
+        p: PartitionId,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+        provisional: bool,
+    ) -> Result<(), CoreError> {
         let Some(log) = self.log.as_mut() else {
             return Ok(());
         };
@@ -30,7 +41,7 @@ impl Core {
         // no standby write reaches `p` from here on: the checkpoint read below is the copy's
         self.shared.standby.take(p);
         let owner = log.owner();
-        let fence = log.append(&[(p, Entry::Fence { owner })])?[0].1;
+        let fence = log.append(&[(p, Entry::Fence { owner, provisional })])?[0].1;
         let node = self.store.write()?;
         let mut cp: Checkpoint = node
             .get(Table::Meta, &checkpoint_key(p))?
@@ -175,21 +186,33 @@ impl Core {
     }
 }
 
-/// The broker whose fence is among the changelog records `from..=through` of partition `p`
+/// Another broker's fence found after this broker's records.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct FencedBy {
+    pub owner: String,
+    /// Every such fence is provisional (a restarted broker resuming what it held last).
+    pub provisional: bool,
+}
+
+/// The brokers whose fences are among the changelog records `from..=through` of partition `p`
 /// (written by others while this broker thought it owned `p`), if any.
 pub(super) fn fenced_by(
     log: &mut dyn Log,
     p: PartitionId,
     from: i64,
     through: i64,
-) -> Result<Option<String>, LogError> {
-    Ok(log
-        .read(p, from, through)?
-        .into_iter()
-        .find_map(|(_, e)| match e {
-            Entry::Fence { owner } => Some(owner),
-            Entry::Batch { .. } => None,
-        }))
+) -> Result<Option<FencedBy>, LogError> {
+    let mut by: Option<FencedBy> = None;
+    for (_, e) in log.read(p, from, through)? {
+        if let Entry::Fence { owner, provisional } = e {
+            let all = by.as_ref().is_none_or(|b| b.provisional) && provisional;
+            by = Some(FencedBy {
+                owner,
+                provisional: all,
+            });
+        }
+    }
+    Ok(by)
 }
 
 /// How long after its append a batch's effects may leave without looking at the changelog
@@ -222,7 +245,7 @@ pub(super) fn fenced_since<T>(
         let end = log.end(*p)?;
         if end > last + 1 {
             if let Some(by) = fenced_by(log, *p, last + 1, end - 1)? {
-                tracing::error!(partition = %p, by = %by, batch = last,
+                tracing::error!(partition = %p, by = %by.owner, batch = last,
                     "this broker was paused after its batch was appended and another broker \
                      took the partition over meanwhile: the batch's effects stay in (the new \
                      owner sends them) and the partition is released");

@@ -70,7 +70,7 @@ impl Core {
                     continue;
                 }
             }
-            self.take_over(p, inputs)?;
+            self.take_over_as(p, inputs, true)?;
             self.resumed.insert(p);
             resumed.push(p);
             tracing::info!(partition = %p, "state partition resumed before the group assigned it");

@@ -17,7 +17,13 @@ use serde_json::value::RawValue;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
     /// A broker takes the partition over; batches it writes name this record's offset.
-    Fence { owner: String },
+    Fence {
+        owner: String,
+        /// Written by a restarted broker resuming what it held last, before the group
+        /// assigned it (`broker::resume`): an owner the group assigned takes the partition
+        /// back from such a fence instead of letting it go.
+        provisional: bool,
+    },
     /// The writes of one committed batch.
     Batch { fence: i64, writes: Vec<Write> },
 }
@@ -37,6 +43,9 @@ struct Wire<'a> {
     owner: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     fence: Option<i64>,
+    /// A fence of a resumed partition (absent: `false`; older readers ignore it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    provisional: bool,
     /// `[table, key, value]`: a value may itself be `null` (a unit value), so deletes are a
     /// list of their own rather than puts of `null`.
     #[serde(borrow, default, skip_serializing_if = "Vec::is_empty")]
@@ -57,11 +66,12 @@ impl Entry {
     /// JSON: store values are JSON already and are embedded as they are.
     pub fn encode(&self) -> Vec<u8> {
         let wire = match self {
-            Entry::Fence { owner } => {
+            Entry::Fence { owner, provisional } => {
                 return serde_json::to_vec(&Wire {
                     kind: Kind::Fence,
                     owner: Some(owner.clone()),
                     fence: None,
+                    provisional: *provisional,
                     puts: vec![],
                     deletes: vec![],
                 })
@@ -83,6 +93,7 @@ impl Entry {
             kind: Kind::Batch,
             owner: None,
             fence: Some(*fence),
+            provisional: false,
             puts: raw
                 .iter()
                 .map(|(t, k, v)| (t.clone(), k.clone(), &**v))
@@ -102,6 +113,7 @@ impl Entry {
         if wire.kind == Kind::Fence {
             return Ok(Entry::Fence {
                 owner: wire.owner.unwrap_or_default(),
+                provisional: wire.provisional,
             });
         }
         let fence = wire
@@ -163,6 +175,13 @@ impl Checkpoint {
 mod tests {
     use super::*;
 
+    fn fence(owner: &str) -> Entry {
+        Entry::Fence {
+            owner: owner.into(),
+            provisional: false,
+        }
+    }
+
     fn batch(fence: i64, key: &str, value: Option<&str>) -> Entry {
         Entry::Batch {
             fence,
@@ -191,8 +210,15 @@ mod tests {
         assert_eq!(Entry::decode(9, &unit.encode()).unwrap(), unit);
         let f = Entry::Fence {
             owner: "broker-a".into(),
+            provisional: false,
         };
         assert_eq!(Entry::decode(0, &f.encode()).unwrap(), f);
+        assert!(!String::from_utf8_lossy(&f.encode()).contains("provisional"));
+        let r = Entry::Fence {
+            owner: "broker-a".into(),
+            provisional: true,
+        };
+        assert_eq!(Entry::decode(0, &r.encode()).unwrap(), r);
         assert!(Entry::decode(4, b"{nope").is_err());
     }
 
@@ -202,13 +228,13 @@ mod tests {
     #[test]
     fn batches_of_a_fenced_out_owner_are_never_restored() {
         let log = [
-            Entry::Fence { owner: "a".into() }, // 0
-            batch(0, "x", Some("1")),           // 1: A
-            batch(0, "y", Some("1")),           // 2: A
-            Entry::Fence { owner: "b".into() }, // 3
-            batch(0, "x", Some("99")),          // 4: A, fenced out
-            batch(3, "x", Some("2")),           // 5: B
-            batch(0, "z", Some("99")),          // 6: A, fenced out
+            fence("a"),                // 0
+            batch(0, "x", Some("1")),  // 1: A
+            batch(0, "y", Some("1")),  // 2: A
+            fence("b"),                // 3
+            batch(0, "x", Some("99")), // 4: A, fenced out
+            batch(3, "x", Some("2")),  // 5: B
+            batch(0, "z", Some("99")), // 6: A, fenced out
         ];
         let mut cp = Checkpoint::default();
         let mut applied = vec![];
