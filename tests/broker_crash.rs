@@ -152,7 +152,18 @@ fn sigkill_mid_stream_loses_nothing_and_applies_nothing_twice() {
         None
     });
     let instances = broker.instances("jobs");
-    assert_eq!(instances.len(), N, "one instance per job");
+    assert_eq!(
+        instances.len(),
+        N,
+        "one instance per job: {}\n{}",
+        broker.get("/v1/instances?workflowId=jobs&limit=1000000").1["statePartitions"],
+        broker
+            .log()
+            .lines()
+            .filter(|l| l.contains("state partition") || l.contains("partitions assigned"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
     let mut jobs = BTreeSet::new();
     for i in &instances {
         assert_eq!(i["status"], json!("COMPLETED"), "{i}");

@@ -317,3 +317,40 @@ fn an_owner_the_group_assigned_takes_a_partition_back_from_a_provisional_fence()
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert!(ids.contains(&first) && ids.contains(&second), "{ids:?}");
 }
+
+/// Only provisional fences are taken back from: when an ordinary fence (a broker the group
+/// assigned) follows a provisional one, the former owner lets the partition go.
+#[test]
+fn an_ordinary_fence_after_a_provisional_one_still_wins() {
+    let kafka = Kafka::start();
+    let topics = ("fencing.work", "fencing.changelog");
+    kafka.create_topic(topics.0, 1);
+    kafka.create_topic(topics.1, 1);
+    let p0 = PartitionId(0);
+
+    let mut owner = node(&kafka, "owner", topics);
+    owner.core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
+    start(&mut owner).expect("the owner starts an instance");
+    let mut cfg = Config::default();
+    cfg.kafka.brokers = kafka.brokers();
+    cfg.cluster.partitions = 1;
+    cfg.cluster.work_topic = topics.0.into();
+    cfg.cluster.changelog_topic = topics.1.into();
+    KafkaLog::new(&cfg, "back".into())
+        .unwrap()
+        .append(&[(
+            p0,
+            Entry::Fence {
+                owner: "back".into(),
+                provisional: true,
+            },
+        )])
+        .unwrap();
+    let mut new = node(&kafka, "new", topics);
+    new.core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
+
+    let refused = start(&mut owner);
+    assert!(matches!(refused, Err(AdminError::Moved(_))), "{refused:?}");
+    assert!(owner.core.owned().is_empty(), "the former owner let p0 go");
+    start(&mut new).expect("the new owner goes on");
+}

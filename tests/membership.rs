@@ -115,3 +115,49 @@ fn a_sigkilled_broker_restarted_on_its_data_dir_applies_new_events_before_the_gr
     );
     assert_eq!(out.events("flowbroker.instance.started").len(), N + 5);
 }
+
+/// A number field of a log line (`partition=3`).
+fn field(line: &str, name: &str) -> i64 {
+    line.split(&format!(" {name}="))
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-1)
+}
+
+/// docs/scale.md "Membership": with the cooperative-sticky assignor (not the default), a broker
+/// joining the group takes only the partitions that move to it; the first broker neither lets
+/// go of nor takes over again the ones it keeps, so they are applied throughout.
+#[test]
+fn a_joining_broker_moves_only_the_partitions_that_change_hands() {
+    let kafka = Kafka::start();
+    let env = [("FLOWBROKER_KAFKA_ASSIGNMENT_STRATEGY", "cooperative-sticky")];
+    let a = Broker::start(&kafka, &[], &env);
+    wait_for(60, "a to own every partition", || {
+        (a.owned().len() == 12).then_some(())
+    });
+    let seen = a.log().len();
+    let b = Broker::start(&kafka, &[], &env);
+    let (kept, moved) = wait_for(60, "a and b to share the partitions", || {
+        let (oa, ob) = (a.owned(), b.owned());
+        (oa.len() + ob.len() == 12 && !oa.is_empty() && !ob.is_empty()).then_some((oa, ob))
+    });
+    let log = a.log()[seen..].to_string();
+    let released: Vec<u16> = log
+        .lines()
+        .filter(|l| l.contains("state partition released"))
+        .map(|l| field(l, "partition") as u16)
+        .collect();
+    let mut moved_sorted = moved.clone();
+    moved_sorted.sort();
+    let mut released_sorted = released.clone();
+    released_sorted.sort();
+    assert_eq!(
+        released_sorted, moved_sorted,
+        "a let go of exactly the partitions b took: {log}"
+    );
+    assert!(
+        !log.contains("state partition taken over"),
+        "a took none of the {kept:?} it kept over again: {log}"
+    );
+}

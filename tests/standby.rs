@@ -87,8 +87,8 @@ fn failover(standbys: &str) -> Vec<i64> {
         send_order(&p, "order.paid", i);
     }
     out.wait_events("flowbroker.instance.completed", N, 60);
-    let done: BTreeSet<String> = out
-        .events("flowbroker.instance.completed")
+    let completed = out.events("flowbroker.instance.completed");
+    let done: BTreeSet<String> = completed
         .iter()
         .map(|e| {
             e.data
@@ -97,7 +97,8 @@ fn failover(standbys: &str) -> Vec<i64> {
                 .to_string()
         })
         .collect();
-    assert_eq!(done.len(), N, "each order completed once");
+    assert_eq!(done.len(), N, "every order completed");
+    assert_eq!(completed.len(), N, "each order completed once");
     eprintln!("standby_replicas={standbys}: records restored per take-over {restored:?}");
     restored
 }

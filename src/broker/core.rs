@@ -22,7 +22,7 @@ pub use super::shared::Shared;
 use super::{AdminError, Clock, Cmd, Delivery, OutboxKey, Reply, Stat};
 use crate::cluster::changelog::{Checkpoint, Entry};
 use crate::cluster::partition::{InstanceId, PartitionId, Partitions};
-use crate::cluster::work::{Source, Work};
+use crate::cluster::work::{ReadFrom, Source, Work};
 use crate::cluster::{Log, LogError};
 use crate::config::Config;
 use crate::engine::Input;
@@ -74,7 +74,10 @@ pub struct Core {
     /// broker wrote to the partition since, and it is checked for a newer fence.
     pub(super) tail: BTreeMap<PartitionId, i64>,
     /// Where to say which work topic partitions to read, from which offset (`None`: stop).
-    pub(super) reader: Option<mpsc::UnboundedSender<(PartitionId, Option<i64>)>>,
+    pub(super) reader: Option<mpsc::UnboundedSender<(PartitionId, Option<ReadFrom>)>>,
+    /// Per partition being read: the epoch of its current read; a counter for the next.
+    pub(super) reading: BTreeMap<PartitionId, u64>,
+    pub(super) epochs: u64,
     /// Outbox records and calls handed out and not heard back about (take-over skips them).
     pub(super) inflight: super::inflight::InFlight,
     /// Snapshots of the owned partitions (`None`: not written, not loaded).
@@ -209,6 +212,8 @@ impl Core {
             fences: BTreeMap::new(),
             tail: BTreeMap::new(),
             reader: None,
+            reading: BTreeMap::new(),
+            epochs: 0,
             inflight: Default::default(),
             snapshots: None,
             resumed: Default::default(),
@@ -223,7 +228,7 @@ impl Core {
     pub fn attach(
         &mut self,
         log: Box<dyn Log>,
-        reader: mpsc::UnboundedSender<(PartitionId, Option<i64>)>,
+        reader: mpsc::UnboundedSender<(PartitionId, Option<ReadFrom>)>,
     ) {
         self.log = Some(log);
         self.reader = Some(reader);
@@ -347,10 +352,13 @@ impl Core {
         for cmd in cmds {
             match cmd {
                 Cmd::Assigned(ps) => {
-                    for p in self.settle_resumed(ps, &mut inputs) {
-                        self.take_over(p, &mut inputs)?;
+                    for p in ps {
+                        if !self.owned.contains(&p) {
+                            self.take_over(p, &mut inputs)?;
+                        }
                     }
                 }
+                Cmd::Assignment(all) => self.settle_resumed(all, &mut inputs),
                 Cmd::Resume(ps, done) => {
                     let resumed = self.resume(ps, &mut inputs)?;
                     let _ = done.send(resumed);
@@ -823,7 +831,18 @@ impl Core {
                     push(a.key.partition, PartInput::Acked(a.key.key, counted));
                 }
             }
-            Cmd::Work { partition, records } => {
+            Cmd::Work {
+                partition,
+                epoch,
+                records,
+            } => {
+                if self.reading.get(&partition) != Some(&epoch) {
+                    // fetched by a read that ended (the partition was let go, maybe taken
+                    // again since): the current read, if any, delivers them again
+                    tracing::debug!(partition = %partition, records = records.len(),
+                        "work records of an earlier read dropped");
+                    return Ok(());
+                }
                 for (offset, work) in records {
                     push(
                         partition,
@@ -835,7 +854,11 @@ impl Core {
                     );
                 }
             }
-            Cmd::Assigned(_) | Cmd::Revoked(..) | Cmd::Resume(..) | Cmd::Inputs(_) => {
+            Cmd::Assigned(_)
+            | Cmd::Assignment(_)
+            | Cmd::Revoked(..)
+            | Cmd::Resume(..)
+            | Cmd::Inputs(_) => {
                 unreachable!("handled by process")
             }
         }

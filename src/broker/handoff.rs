@@ -8,6 +8,7 @@ use super::records::{Call, OutRecord, StoredVersion};
 use super::OutboxKey;
 use crate::cluster::changelog::{Checkpoint, Entry};
 use crate::cluster::partition::PartitionId;
+use crate::cluster::work::ReadFrom;
 use crate::cluster::{Log, LogError};
 use crate::engine::ErrorInfo;
 use crate::store::{Scope, Table, SEP};
@@ -107,7 +108,13 @@ impl Core {
             self.shared.board.offer(queue, r);
         }
         if let Some(r) = &self.reader {
-            let _ = r.send((p, Some(work_offset)));
+            self.epochs += 1;
+            self.reading.insert(p, self.epochs);
+            let from = ReadFrom {
+                offset: work_offset,
+                epoch: self.epochs,
+            };
+            let _ = r.send((p, Some(from)));
         }
         let outbox: Vec<(OutboxKey, OutRecord)> = outbox
             .into_iter()
@@ -181,6 +188,7 @@ impl Core {
         self.shared.board.release(p);
         self.publish_owned();
         if let Some(r) = &self.reader {
+            self.reading.remove(&p);
             let _ = r.send((p, None));
         }
     }

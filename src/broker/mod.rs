@@ -246,10 +246,16 @@ pub enum Cmd {
     /// Records of a work topic partition this broker owns: (offset, record).
     Work {
         partition: crate::cluster::partition::PartitionId,
+        /// The read they came from ([`crate::cluster::work::ReadFrom::epoch`]).
+        epoch: u64,
         records: Vec<(i64, crate::cluster::work::Work)>,
     },
-    /// The consumer group gave this broker these state partitions (work topic partitions).
+    /// The consumer group gave this broker these state partitions (work topic partitions):
+    /// the ones a rebalance added (all of them with an eager assignor).
     Assigned(Vec<crate::cluster::partition::PartitionId>),
+    /// Every state partition the group has given this broker now (sent before each
+    /// `Assigned`): resumed partitions outside it are let go (`broker::resume`).
+    Assignment(Vec<crate::cluster::partition::PartitionId>),
     /// After a restart, before the group assigns anything: the state partitions this node
     /// held last, to take over provisionally (`broker::resume`); told what was resumed.
     Resume(

@@ -104,31 +104,74 @@ impl Core {
         Ok(own)
     }
 
-    /// The group assigned `ps`: resumed partitions it does not assign are released; the
-    /// ones it does are kept as they are, unless another broker appended to them meanwhile
-    /// (then they are taken over again). Returns the partitions to take over.
+    /// The group has given this broker `all` now: resumed partitions outside it are
+    /// released; the ones in it are kept as they are, unless another broker appended to them
+    /// meanwhile (then they are let go, and taken over again as assigned). An empty
+    /// assignment settles nothing (a cooperative group can give a rejoining member nothing
+    /// until its old membership expires).
     pub(super) fn settle_resumed(
         &mut self,
-        ps: Vec<PartitionId>,
+        all: Vec<PartitionId>,
         inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
-    ) -> Vec<PartitionId> {
-        self.group_assigned = true;
-        let resumed = std::mem::take(&mut self.resumed);
-        for p in resumed.iter().filter(|p| !ps.contains(p)) {
-            tracing::info!(partition = %p, "a resumed state partition went to another broker");
-            self.release(*p, inputs);
+    ) {
+        if all.is_empty() {
+            return;
         }
-        let mut take = Vec::new();
-        for p in ps {
-            let kept = resumed.contains(&p) && self.owned.contains(&p) && self.still_ours(p);
-            if !kept {
-                if self.owned.contains(&p) {
+        self.group_assigned = true;
+        for p in std::mem::take(&mut self.resumed) {
+            if !all.contains(&p) {
+                tracing::info!(partition = %p, "a resumed state partition went to another broker");
+                self.release(p, inputs);
+            } else if self.owned.contains(&p) {
+                if let Err(e) = self.confirm(p, inputs) {
+                    tracing::warn!(partition = %p, error = %e,
+                        "could not confirm a resumed partition; taking it over again");
                     self.release(p, inputs);
                 }
-                take.push(p);
             }
         }
-        take
+    }
+
+    /// A resumed partition the group assigned here: an ordinary fence replaces the
+    /// provisional one (so no former owner takes it back from this broker), or, when another
+    /// broker appended meanwhile, it is let go (and taken over again as assigned).
+    fn confirm(
+        &mut self,
+        p: PartitionId,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) -> Result<(), CoreError> {
+        if !self.still_ours(p) {
+            self.release(p, inputs);
+            return Ok(());
+        }
+        let Some(log) = self.log.as_mut() else {
+            return Ok(());
+        };
+        let prev = self.tail.get(&p).copied().unwrap_or(-1);
+        let owner = log.owner();
+        let fence = log.append(&[(
+            p,
+            Entry::Fence {
+                owner,
+                provisional: false,
+            },
+        )])?[0]
+            .1;
+        if fence != prev + 1 {
+            // someone appended between the check and the fence: start over from the log
+            self.release(p, inputs);
+            return Ok(());
+        }
+        self.fences.insert(p, fence);
+        self.tail.insert(p, fence);
+        let cp = Checkpoint {
+            next: fence + 1,
+            fence: Some(fence),
+        };
+        self.store
+            .apply(&[node_write(&checkpoint_key(p), &cp)], false)?;
+        self.publish_owned();
+        Ok(())
     }
 
     /// Whether nobody appended to owned partition `p` since this broker's last record.

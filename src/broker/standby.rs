@@ -66,10 +66,10 @@ impl Standby {
         }
         writes.push(node_write(&checkpoint_key(p), cp));
         store.apply(&writes, false)?;
-        drop(taken);
         if let Ok(mut pos) = self.positions.lock() {
             pos.insert(p, cp.next);
         }
+        drop(taken);
         Ok(true)
     }
 

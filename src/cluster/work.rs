@@ -9,6 +9,16 @@ use crate::engine::Event;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// Where the work reader reads a state partition from, for one take-over: the core drops
+/// batches of an earlier read (fetched before the partition was let go and taken again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadFrom {
+    /// The work topic offset to read from.
+    pub offset: i64,
+    /// Which take-over this read belongs to (grows with each one).
+    pub epoch: u64,
+}
+
 /// Where a work record came from, and its position there.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "from", rename_all = "camelCase")]

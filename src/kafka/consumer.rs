@@ -95,8 +95,13 @@ impl ConsumerContext for Ctx {
     fn post_rebalance(&self, c: &rdkafka::consumer::BaseConsumer<Self>, r: &Rebalance<'_>) {
         match r {
             Rebalance::Assign(tpl) => {
-                let (owned, list) = self.work_partitions(tpl);
-                tracing::info!(partitions = tpl.count(), state_partitions = ?owned, "partitions assigned");
+                // `tpl` is what this rebalance added (cooperative: only the partitions that
+                // changed hands; eager: everything); `all` is what this member has now
+                let all = c.assignment().unwrap_or_else(|_| (*tpl).clone());
+                let (added, list) = self.work_partitions(tpl);
+                let (owned, _) = self.work_partitions(&all);
+                tracing::info!(partitions = tpl.count(), state_partitions = ?added,
+                    now = all.count(), "partitions assigned");
                 // the group only says who owns a state partition; the work reader reads it
                 // from the offset its restored state records
                 if let Err(e) = c.pause(&list) {
@@ -109,7 +114,7 @@ impl ConsumerContext for Ctx {
                     }
                 }
                 let inputs = self
-                    .input_partitions(tpl)
+                    .input_partitions(&all)
                     .elements()
                     .iter()
                     .map(|e| InputPartition {
@@ -118,8 +123,9 @@ impl ConsumerContext for Ctx {
                     })
                     .collect();
                 let _ = self.control.send(Cmd::Inputs(Inputs(inputs)));
-                let _ = self.control.send(Cmd::Assigned(owned));
-                let _ = self.assigned.send(tpl.count());
+                let _ = self.control.send(Cmd::Assignment(owned));
+                let _ = self.control.send(Cmd::Assigned(added));
+                let _ = self.assigned.send(all.count());
                 self.metrics.kafka_up.set(1);
             }
             Rebalance::Revoke(tpl) => {
@@ -135,7 +141,10 @@ impl ConsumerContext for Ctx {
                         "the core did not release its partitions within {REVOKE_WAIT:?}"
                     );
                 }
-                let _ = self.assigned.send(0);
+                // cooperative: what was not revoked stays (eager: nothing)
+                let _ = self
+                    .assigned
+                    .send(c.assignment().map(|a| a.count()).unwrap_or(0));
             }
             Rebalance::Error(e) => tracing::warn!(error = %e, "rebalance error"),
         }
@@ -216,6 +225,10 @@ fn build(
             ("auto.offset.reset", cfg.auto_offset_reset.clone()),
             ("fetch.wait.max.ms", cfg.fetch_wait_max_ms.to_string()),
             ("session.timeout.ms", cfg.session_timeout_ms.to_string()),
+            (
+                "partition.assignment.strategy",
+                cfg.assignment_strategy.clone(),
+            ),
             (
                 "heartbeat.interval.ms",
                 (cfg.session_timeout_ms / 6).max(100).to_string(),

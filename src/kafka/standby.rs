@@ -123,10 +123,14 @@ impl Tail {
                 .consumer
                 .fetch_watermarks(&self.topic, p.kafka(), Duration::from_secs(5))
                 .map(|(low, _)| low);
+            let Ok(start) = start else {
+                // Kafka did not answer: tried again at the next check
+                continue;
+            };
             match Standby::checkpoint(&self.store, *p) {
-                Ok(cp) if start.as_ref().is_ok_and(|s| *s > cp.next) => {
+                Ok(cp) if start > cp.next => {
                     // the changelog was trimmed past this copy: a take-over loads a snapshot
-                    tracing::info!(partition = %p, copy = cp.next, changelog_start = ?start,
+                    tracing::info!(partition = %p, copy = cp.next, changelog_start = start,
                         "not standing by for a partition whose changelog was trimmed past this \
                          store's copy");
                     self.refused.insert(*p);
@@ -144,6 +148,29 @@ impl Tail {
         self.assign();
     }
 
+    /// Drops the copies whose position the changelog no longer holds (trimmed past them):
+    /// a take-over of theirs loads a snapshot instead.
+    fn drop_trimmed(&mut self) {
+        let behind: Vec<PartitionId> = self
+            .copies
+            .iter()
+            .filter(|(p, cp)| {
+                self.consumer
+                    .fetch_watermarks(&self.topic, p.kafka(), Duration::from_secs(5))
+                    .is_ok_and(|(low, _)| low > cp.next)
+            })
+            .map(|(p, _)| *p)
+            .collect();
+        for p in behind {
+            tracing::warn!(partition = %p,
+                "the changelog was trimmed past this standby copy; no longer a standby for it");
+            self.copies.remove(&p);
+            self.shared.standby.forget(p);
+            self.refused.insert(p);
+        }
+        self.assign();
+    }
+
     fn assign(&mut self) {
         let mut tpl = TopicPartitionList::new();
         for (p, cp) in &self.copies {
@@ -157,6 +184,7 @@ impl Tail {
     /// Reads what is there (at most [`BATCH`] records) and writes it to the copies.
     fn step(&mut self) {
         let mut writes: BTreeMap<PartitionId, Vec<Write>> = BTreeMap::new();
+        let mut closed = false;
         let mut wait = Duration::from_millis(200);
         for _ in 0..BATCH {
             let Some(r) = self.consumer.poll(wait) else {
@@ -167,6 +195,15 @@ impl Tail {
                 Ok(m) => m,
                 Err(e) => {
                     tracing::debug!(error = %e, "standby read");
+                    if matches!(
+                        e,
+                        rdkafka::error::KafkaError::MessageConsumption(
+                            rdkafka::types::RDKafkaErrorCode::AutoOffsetReset
+                        )
+                    ) {
+                        // a copy's position is no longer in the changelog (trimmed)
+                        self.drop_trimmed();
+                    }
                     break;
                 }
             };
@@ -192,11 +229,12 @@ impl Tail {
                         "unreadable changelog record; no longer a standby for this partition");
                     self.copies.remove(&p);
                     self.shared.standby.forget(p);
+                    self.refused.insert(p);
                     writes.remove(&p);
+                    closed = true;
                 }
             }
         }
-        let mut closed = false;
         for (p, w) in writes {
             let Some(cp) = self.copies.get(&p) else {
                 continue;
@@ -206,12 +244,14 @@ impl Tail {
                 Ok(false) => {
                     // the core took it over meanwhile: the take-over continues from the copy
                     self.copies.remove(&p);
+                    self.shared.standby.forget(p);
                     closed = true;
                 }
                 Err(e) => {
                     tracing::warn!(partition = %p, error = %e,
                         "the standby copy could not be written; read again from the store");
                     self.copies.remove(&p);
+                    self.shared.standby.forget(p);
                     closed = true;
                 }
             }

@@ -5,7 +5,7 @@
 use super::{client_config, KafkaError};
 use crate::broker::Cmd;
 use crate::cluster::partition::PartitionId;
-use crate::cluster::work::Work;
+use crate::cluster::work::{ReadFrom, Work};
 use crate::config::Config;
 use rdkafka::consumer::{Consumer, StreamConsumer};
 use rdkafka::message::Message;
@@ -47,7 +47,7 @@ pub fn create(cfg: &Config) -> Result<StreamConsumer, KafkaError> {
 pub async fn run(
     consumer: StreamConsumer,
     topic: String,
-    mut ctl: mpsc::UnboundedReceiver<(PartitionId, Option<i64>)>,
+    mut ctl: mpsc::UnboundedReceiver<(PartitionId, Option<ReadFrom>)>,
     core: mpsc::Sender<Cmd>,
     batch_size: usize,
     mut intake: watch::Receiver<bool>,
@@ -55,6 +55,8 @@ pub async fn run(
 ) {
     let mut reading = false;
     let mut paused = false;
+    // the epoch of each partition's read, which its batches carry to the core
+    let mut epochs: BTreeMap<PartitionId, u64> = BTreeMap::new();
     loop {
         // backpressure: pausing drops what librdkafka fetched ahead; resuming fetches again
         // from the last record handed to the core
@@ -72,10 +74,13 @@ pub async fn run(
                 let Some((p, from)) = c else { return };
                 let mut tpl = TopicPartitionList::new();
                 let r = match from {
-                    Some(o) => tpl
-                        .add_partition_offset(&topic, p.kafka(), Offset::Offset(o))
-                        .and_then(|_| consumer.incremental_assign(&tpl)),
+                    Some(f) => {
+                        epochs.insert(p, f.epoch);
+                        tpl.add_partition_offset(&topic, p.kafka(), Offset::Offset(f.offset))
+                            .and_then(|_| consumer.incremental_assign(&tpl))
+                    }
                     None => {
+                        epochs.remove(&p);
                         tpl.add_partition(&topic, p.kafka());
                         consumer.incremental_unassign(&tpl)
                     }
@@ -123,7 +128,19 @@ pub async fn run(
             if let Some(d) = &definitions {
                 d.wait_since(fetched).await;
             }
-            if core.send(Cmd::Work { partition, records }).await.is_err() {
+            // a partition let go meanwhile: its records are not this broker's to apply
+            let Some(epoch) = epochs.get(&partition).copied() else {
+                continue;
+            };
+            if core
+                .send(Cmd::Work {
+                    partition,
+                    epoch,
+                    records,
+                })
+                .await
+                .is_err()
+            {
                 return;
             }
         }
