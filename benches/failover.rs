@@ -15,39 +15,13 @@ use rdkafka::consumer::Consumer;
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-use support::{metric_sum, reader, wait_for, Broker, Kafka};
-
-const WAIT: &str = r#"
-id: wait
-name: wait
-events:
-- {name: Ping, type: bench.ping, source: /bench, correlation: [{contextAttributeName: key}]}
-- {name: Done, type: bench.done, source: /bench, correlation: [{contextAttributeName: key}]}
-states:
-- name: Receive
-  type: event
-  start: {kind: default}
-  eventsActions: [{eventRefs: [Ping]}]
-  transition: {nextState: Hold}
-- name: Hold
-  type: event
-  eventsActions: [{eventRefs: [Done]}]
-  end: {kind: default}
-"#;
+use support::{log_field, metric_sum, reader, wait_for, Broker, Kafka, WAITING};
 
 struct Failover {
     ready: f64,
     restore_ms: i64,
     restored: i64,
     partitions: usize,
-}
-
-fn field(line: &str, name: &str) -> i64 {
-    line.split(&format!(" {name}="))
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 fn waiting(b: &Broker) -> usize {
@@ -57,8 +31,8 @@ fn waiting(b: &Broker) -> usize {
 fn phase(n: usize, standbys: &str) -> Failover {
     let kafka = Kafka::start();
     let env = [("FLOWBROKER_CLUSTER_STANDBY_REPLICAS", standbys)];
-    let mut a = Broker::start(&kafka, &[("wait.yaml", WAIT)], &env);
-    let b = Broker::start(&kafka, &[("wait.yaml", WAIT)], &env);
+    let mut a = Broker::start(&kafka, &[("wait.yaml", WAITING)], &env);
+    let b = Broker::start(&kafka, &[("wait.yaml", WAITING)], &env);
     let theirs: BTreeSet<u16> = wait_for(120, "a and b to share the partitions", || {
         let (oa, ob) = (a.owned(), b.owned());
         (oa.len() + ob.len() == 12 && !oa.is_empty() && !ob.is_empty())
@@ -101,13 +75,13 @@ fn phase(n: usize, standbys: &str) -> Failover {
     let taken: Vec<&str> = log[seen..]
         .lines()
         .filter(|l| l.contains("state partition taken over"))
-        .filter(|l| theirs.contains(&(field(l, "partition") as u16)))
+        .filter(|l| theirs.contains(&(log_field(l, "partition") as u16)))
         .collect();
     assert_eq!(waiting(&b), n, "every instance is on b");
     Failover {
         ready,
-        restore_ms: taken.iter().map(|l| field(l, "took_ms")).sum(),
-        restored: taken.iter().map(|l| field(l, "restored")).sum(),
+        restore_ms: taken.iter().map(|l| log_field(l, "took_ms")).sum(),
+        restored: taken.iter().map(|l| log_field(l, "restored")).sum(),
         partitions: taken.len(),
     }
 }

@@ -14,25 +14,7 @@ mod support;
 
 use serde_json::json;
 use std::time::Instant;
-use support::{metric_sum, wait_for, Broker, Kafka};
-
-const WAIT: &str = r#"
-id: wait
-name: wait
-events:
-- {name: Ping, type: bench.ping, source: /bench, correlation: [{contextAttributeName: key}]}
-- {name: Done, type: bench.done, source: /bench, correlation: [{contextAttributeName: key}]}
-states:
-- name: Receive
-  type: event
-  start: {kind: default}
-  eventsActions: [{eventRefs: [Ping]}]
-  transition: {nextState: Hold}
-- name: Hold
-  type: event
-  eventsActions: [{eventRefs: [Done]}]
-  end: {kind: default}
-"#;
+use support::{log_field, metric_sum, wait_for, Broker, Kafka, WAITING};
 
 struct Restored {
     ready: f64,
@@ -40,14 +22,6 @@ struct Restored {
     from_snapshots: usize,
     tail: i64,
     changelog: i64,
-}
-
-fn field(line: &str, name: &str) -> i64 {
-    line.split(&format!(" {name}="))
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0)
 }
 
 fn phase(n: usize, every: Option<usize>) -> Restored {
@@ -60,7 +34,7 @@ fn phase(n: usize, every: Option<usize>) -> Restored {
         ),
         ("FLOWBROKER_CLUSTER_SNAPSHOT_INTERVAL_MS", "0"),
     ];
-    let mut a = Broker::start(&kafka, &[("wait.yaml", WAIT)], &env);
+    let mut a = Broker::start(&kafka, &[("wait.yaml", WAITING)], &env);
     kafka
         .producer()
         .send_pings("r", n, None, |i| json!({"i": i}));
@@ -71,7 +45,7 @@ fn phase(n: usize, every: Option<usize>) -> Restored {
     // killed as it is: a snapshot being written then is not announced, the one before counts
     a.kill();
     let t0 = Instant::now();
-    let b = Broker::start(&kafka, &[("wait.yaml", WAIT)], &env);
+    let b = Broker::start(&kafka, &[("wait.yaml", WAITING)], &env);
     let parts = wait_for(600, "b to own every partition", || {
         let o = b.owned();
         (o.len() == 12).then_some(o)
@@ -83,9 +57,9 @@ fn phase(n: usize, every: Option<usize>) -> Restored {
         .lines()
         .filter(|l| l.contains("state partition taken over"))
         .collect();
-    let restore_ms = taken.iter().map(|l| field(l, "took_ms")).sum::<i64>() as u64;
-    let tail = taken.iter().map(|l| field(l, "restored")).sum();
-    let changelog = taken.iter().map(|l| field(l, "fence")).sum();
+    let restore_ms = taken.iter().map(|l| log_field(l, "took_ms")).sum::<i64>() as u64;
+    let tail = taken.iter().map(|l| log_field(l, "restored")).sum();
+    let changelog = taken.iter().map(|l| log_field(l, "fence")).sum();
     let m = b.metrics();
     let waiting = metric_sum(&m, "flowbroker_instances", "status=\"WAITING\"") as usize;
     assert_eq!(waiting, n, "every instance restored");

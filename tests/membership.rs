@@ -116,15 +116,6 @@ fn a_sigkilled_broker_restarted_on_its_data_dir_applies_new_events_before_the_gr
     assert_eq!(out.events("flowbroker.instance.started").len(), N + 5);
 }
 
-/// A number field of a log line (`partition=3`).
-fn field(line: &str, name: &str) -> i64 {
-    line.split(&format!(" {name}="))
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(-1)
-}
-
 /// docs/scale.md "Membership": with the cooperative-sticky assignor (not the default), a broker
 /// joining the group takes only the partitions that move to it; the first broker neither lets
 /// go of nor takes over again the ones it keeps, so they are applied throughout.
@@ -146,7 +137,7 @@ fn a_joining_broker_moves_only_the_partitions_that_change_hands() {
     let released: Vec<u16> = log
         .lines()
         .filter(|l| l.contains("state partition released"))
-        .map(|l| field(l, "partition") as u16)
+        .map(|l| log_field(l, "partition") as u16)
         .collect();
     let mut moved_sorted = moved.clone();
     moved_sorted.sort();

@@ -67,17 +67,10 @@ fn a_broker_with_an_empty_data_dir_restores_every_instance_from_snapshots_and_a_
         "b loaded snapshots: {log}"
     );
     // at least one partition came back from a snapshot plus changelog records after it
-    let field = |line: &str, name: &str| -> i64 {
-        line.split(&format!(" {name}="))
-            .nth(1)
-            .and_then(|r| r.split(' ').next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(-1)
-    };
     let both = log
         .lines()
         .filter(|l| l.contains("state partition taken over"))
-        .filter(|l| field(l, "snapshot") > 0 && field(l, "restored") > 0)
+        .filter(|l| log_field(l, "snapshot") > 0 && log_field(l, "restored") > 0)
         .count();
     assert!(both >= 1, "a snapshot and a tail: {log}");
     eprintln!(

@@ -14,15 +14,6 @@ use support::*;
 const N: usize = 40;
 const PARTITIONS: u16 = 4;
 
-/// A number field of a log line (`restored=12`).
-fn field(line: &str, name: &str) -> i64 {
-    line.split(&format!(" {name}="))
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(-1)
-}
-
 /// Runs two brokers, SIGKILLs the first; returns the changelog records each take-over of its
 /// partitions by the second restored.
 fn failover(standbys: &str) -> Vec<i64> {
@@ -78,8 +69,8 @@ fn failover(standbys: &str) -> Vec<i64> {
     let restored: Vec<i64> = log[seen..]
         .lines()
         .filter(|l| l.contains("state partition taken over"))
-        .filter(|l| theirs.contains(&(field(l, "partition") as u16)))
-        .map(|l| field(l, "restored"))
+        .filter(|l| theirs.contains(&(log_field(l, "partition") as u16)))
+        .map(|l| log_field(l, "restored"))
         .collect();
     assert_eq!(restored.len(), theirs.len(), "{}", &log[seen..]);
     // the copies carry on: the rest of the orders complete, each once

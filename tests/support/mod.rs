@@ -421,6 +421,34 @@ pub fn ping(key: &str, data: Value) -> Event {
     event(key, "/bench", "bench.ping", &[("key", key)], data)
 }
 
+/// A number field of a broker's log line (`partition=3` -> 3); -1 when the line has none.
+pub fn log_field(line: &str, name: &str) -> i64 {
+    line.split(&format!(" {name}="))
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(-1)
+}
+
+/// The restore benches' workflow: started by `bench.ping`, then waits for `bench.done`.
+pub const WAITING: &str = r#"
+id: wait
+name: wait
+events:
+- {name: Ping, type: bench.ping, source: /bench, correlation: [{contextAttributeName: key}]}
+- {name: Done, type: bench.done, source: /bench, correlation: [{contextAttributeName: key}]}
+states:
+- name: Receive
+  type: event
+  start: {kind: default}
+  eventsActions: [{eventRefs: [Ping]}]
+  transition: {nextState: Hold}
+- name: Hold
+  type: event
+  eventsActions: [{eventRefs: [Done]}]
+  end: {kind: default}
+"#;
+
 /// An order that waits for `order.placed`, then `order.paid`, correlated by `orderid`.
 pub const ORDER: &str = r#"
 id: order
