@@ -57,12 +57,14 @@
 //!   a partition's keys exported as of one moment (snapshots).
 //! - [`cluster`]: scale-out (docs/scale.md): state partitions and ids that carry them, work
 //!   topic records with their source positions, changelog batches and fences, snapshots of
-//!   a partition (chunks and manifests), and the directory of which broker owns which
-//!   partition and where its latest snapshot is.
+//!   a partition (chunks and manifests), the directory of which broker owns which
+//!   partition and where its latest snapshot is, a broker's lasting node id (resuming after a
+//!   restart) and which partitions it keeps standby copies of.
 //! - [`kafka`]: the group consumer (input records in batches; which state partitions this
 //!   broker owns), the work reader, the producer (outbox -> Kafka, acks back to the core), the
 //!   changelog log ([`cluster::Log`]), the owners topic (claims and snapshot manifests
-//!   published and read), the snapshot writer ([`kafka::snapshots`]), the definitions topic,
+//!   published and read), the snapshot writer ([`kafka::snapshots`]), resuming after a
+//!   restart (`kafka::resume`), standby copies (`kafka::standby`), the definitions topic,
 //!   topic creation; [`cloudevent`] converts SDK events.
 //! - [`http`]: CloudEvents HTTP ingress, admin API (requests about another broker's
 //!   partitions are forwarded to it), workflow definitions and graphs, the web console
