@@ -67,12 +67,7 @@ fn node_with(
     wrap: impl FnOnce(KafkaLog, Arc<ManualClock>) -> Box<dyn Log>,
 ) -> Node {
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = Config::default();
-    cfg.kafka.brokers = kafka.brokers();
-    cfg.kafka.group_id = "fencing".into();
-    cfg.cluster.partitions = 1;
-    cfg.cluster.work_topic = topics.0.into();
-    cfg.cluster.changelog_topic = topics.1.into();
+    let cfg = config(kafka, topics);
     let store = Arc::new(Store::open(&dir.path().join("store")).unwrap());
     let clock = Arc::new(ManualClock::new(chrono::Utc::now()));
     let (mut core, out, _calls) =
@@ -88,6 +83,31 @@ fn node_with(
         store,
         _dir: dir,
     }
+}
+
+/// One state partition on `kafka`, with these work and changelog topics.
+fn config(kafka: &Kafka, topics: (&str, &str)) -> Config {
+    let mut cfg = Config::default();
+    cfg.kafka.brokers = kafka.brokers();
+    cfg.kafka.group_id = "fencing".into();
+    cfg.cluster.partitions = 1;
+    cfg.cluster.work_topic = topics.0.into();
+    cfg.cluster.changelog_topic = topics.1.into();
+    cfg
+}
+
+/// Appends a provisional fence to partition 0, as a restarted broker resuming it does.
+fn provisional_fence(kafka: &Kafka, topics: (&str, &str)) {
+    KafkaLog::new(&config(kafka, topics), "back".into())
+        .unwrap()
+        .append(&[(
+            PartitionId(0),
+            Entry::Fence {
+                owner: "back".into(),
+                provisional: true,
+            },
+        )])
+        .unwrap();
 }
 
 fn start(n: &mut Node) -> Result<String, AdminError> {
@@ -287,20 +307,7 @@ fn an_owner_the_group_assigned_takes_a_partition_back_from_a_provisional_fence()
     let first = start(&mut owner).expect("the owner starts an instance");
 
     // a restarted broker resumes p0 provisionally
-    let mut cfg = Config::default();
-    cfg.kafka.brokers = kafka.brokers();
-    cfg.cluster.partitions = 1;
-    cfg.cluster.work_topic = topics.0.into();
-    cfg.cluster.changelog_topic = topics.1.into();
-    let mut back = KafkaLog::new(&cfg, "back".into()).unwrap();
-    back.append(&[(
-        p0,
-        Entry::Fence {
-            owner: "back".into(),
-            provisional: true,
-        },
-    )])
-    .unwrap();
+    provisional_fence(&kafka, topics);
 
     let refused = start(&mut owner);
     assert!(
@@ -331,21 +338,7 @@ fn an_ordinary_fence_after_a_provisional_one_still_wins() {
     let mut owner = node(&kafka, "owner", topics);
     owner.core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
     start(&mut owner).expect("the owner starts an instance");
-    let mut cfg = Config::default();
-    cfg.kafka.brokers = kafka.brokers();
-    cfg.cluster.partitions = 1;
-    cfg.cluster.work_topic = topics.0.into();
-    cfg.cluster.changelog_topic = topics.1.into();
-    KafkaLog::new(&cfg, "back".into())
-        .unwrap()
-        .append(&[(
-            p0,
-            Entry::Fence {
-                owner: "back".into(),
-                provisional: true,
-            },
-        )])
-        .unwrap();
+    provisional_fence(&kafka, topics);
     let mut new = node(&kafka, "new", topics);
     new.core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
 

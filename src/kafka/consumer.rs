@@ -293,18 +293,13 @@ pub fn committer(consumer: Arc<KafkaConsumer>) -> crate::broker::core::CommitOff
         let Ok(assigned) = consumer.assignment() else {
             return;
         };
-        let owned: std::collections::BTreeSet<(String, i32)> = assigned
-            .elements()
-            .iter()
-            .map(|e| (e.topic().to_string(), e.partition()))
-            .collect();
-        drop(assigned);
         let mut tpl = TopicPartitionList::new();
         for (t, p, o) in offsets {
-            if owned.contains(&(t.clone(), *p)) {
+            if assigned.find_partition(t, *p).is_some() {
                 let _ = tpl.add_partition_offset(t, *p, Offset::Offset(*o));
             }
         }
+        drop(assigned);
         if tpl.count() == 0 {
             return;
         }

@@ -128,6 +128,77 @@ impl KafkaLog {
     }
 }
 
+/// What [`KafkaLog::scan`] hands each record to: its offset and payload.
+type Each<'a> = dyn FnMut(i64, &[u8]) -> Result<(), LogError> + 'a;
+
+impl KafkaLog {
+    /// Reads offsets `from..=through` of one partition of `topic` in order, handing each
+    /// record's offset and payload to `each`. A broker restart or a dropped connection is
+    /// waited out up to [`READ_DEADLINE`]; records deleted from `from` on are an error.
+    fn scan(
+        &mut self,
+        topic: &str,
+        partition: PartitionId,
+        (from, through): (i64, i64),
+        fail: &dyn Fn(String) -> LogError,
+        each: &mut Each<'_>,
+    ) -> Result<(), LogError> {
+        if from > through {
+            return Ok(());
+        }
+        let mut tpl = TopicPartitionList::new();
+        tpl.add_partition_offset(topic, partition.kafka(), Offset::Offset(from))
+            .map_err(|e| fail(e.to_string()))?;
+        self.reader.assign(&tpl).map_err(|e| fail(e.to_string()))?;
+        let r = self.scan_assigned(partition, (from, through), fail, each);
+        let _ = self.reader.unassign();
+        r
+    }
+
+    fn scan_assigned(
+        &mut self,
+        partition: PartitionId,
+        (from, through): (i64, i64),
+        fail: &dyn Fn(String) -> LogError,
+        each: &mut Each<'_>,
+    ) -> Result<(), LogError> {
+        let deadline = Instant::now() + READ_DEADLINE;
+        let mut last = from - 1;
+        while last < through {
+            if Instant::now() > deadline {
+                return Err(fail(format!(
+                    "could not read offsets {from}..={through} within {READ_DEADLINE:?} (read up to {last})"
+                )));
+            }
+            let Some(m) = self.reader.poll(Duration::from_millis(500)) else {
+                continue;
+            };
+            let m = match m {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::warn!(partition = %partition, error = %e,
+                        "reading failed; retrying until the read deadline");
+                    std::thread::sleep(Duration::from_millis(200));
+                    continue;
+                }
+            };
+            if last < from && m.offset() > from {
+                return Err(fail(format!(
+                    "the records from offset {from} were deleted (the partition starts at {}); \
+                     a newer snapshot replaced them: take the partition over again",
+                    m.offset()
+                )));
+            }
+            last = m.offset();
+            if last < from || last > through {
+                continue;
+            }
+            each(last, m.payload().unwrap_or_default())?;
+        }
+        Ok(())
+    }
+}
+
 impl Log for KafkaLog {
     fn append(
         &mut self,
@@ -146,45 +217,21 @@ impl Log for KafkaLog {
         through: i64,
     ) -> Result<Vec<(i64, Entry)>, LogError> {
         let fail = |why: String| LogError::Changelog { partition, why };
-        if from > through {
-            return Ok(vec![]);
-        }
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&self.changelog, partition.kafka(), Offset::Offset(from))
-            .map_err(|e| fail(e.to_string()))?;
-        self.reader.assign(&tpl).map_err(|e| fail(e.to_string()))?;
-        let deadline = Instant::now() + READ_DEADLINE;
+        let topic = self.changelog.clone();
         let mut out = Vec::new();
-        let mut last = from - 1;
-        while last < through {
-            if Instant::now() > deadline {
-                return Err(fail(format!(
-                    "could not read offsets {from}..={through} within {READ_DEADLINE:?} (read up to {last})"
-                )));
-            }
-            let Some(m) = self.reader.poll(Duration::from_millis(500)) else {
-                continue;
-            };
-            // a broker restart or a dropped connection: librdkafka reconnects; the deadline
-            // bounds how long this waits for it
-            let m = match m {
-                Ok(m) => m,
-                Err(e) => {
-                    tracing::warn!(partition = %partition, error = %e,
-                        "reading the changelog failed; retrying until the read deadline");
-                    std::thread::sleep(Duration::from_millis(200));
-                    continue;
-                }
-            };
-            last = m.offset();
-            if last < from || last > through {
-                continue;
-            }
-            let entry = Entry::decode(last, m.payload().unwrap_or_default())
-                .map_err(|e| fail(e.to_string()))?;
-            out.push((last, entry));
-        }
-        let _ = self.reader.unassign();
+        self.scan(
+            &topic,
+            partition,
+            (from, through),
+            &fail,
+            &mut |offset, payload| {
+                out.push((
+                    offset,
+                    Entry::decode(offset, payload).map_err(|e| fail(e.to_string()))?,
+                ));
+                Ok(())
+            },
+        )?;
         Ok(out)
     }
 
@@ -213,64 +260,24 @@ impl Log for KafkaLog {
         m: &Manifest,
         apply: &mut dyn FnMut(Vec<crate::store::Write>) -> Result<(), LogError>,
     ) -> Result<(), LogError> {
+        use crate::cluster::snapshot::{decode_chunk, SnapshotError};
         let partition = m.partition;
         let fail = |why: String| LogError::Snapshot { partition, why };
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(&self.snapshots, partition.kafka(), Offset::Offset(m.first))
-            .map_err(|e| fail(e.to_string()))?;
-        self.reader.assign(&tpl).map_err(|e| fail(e.to_string()))?;
-        let deadline = Instant::now() + READ_DEADLINE;
-        let mut last = m.first - 1;
-        while last < m.last {
-            if Instant::now() > deadline {
-                let _ = self.reader.unassign();
-                return Err(fail(format!(
-                    "could not read its chunks {}..={} within {READ_DEADLINE:?} (read up to {last})",
-                    m.first, m.last
-                )));
-            }
-            let Some(r) = self.reader.poll(Duration::from_millis(500)) else {
-                continue;
-            };
-            let msg = match r {
-                Ok(msg) => msg,
-                Err(e) => {
-                    tracing::warn!(partition = %partition, error = %e,
-                        "reading a snapshot failed; retrying until the read deadline");
-                    std::thread::sleep(Duration::from_millis(200));
-                    continue;
+        let topic = self.snapshots.clone();
+        self.scan(
+            &topic,
+            partition,
+            (m.first, m.last),
+            &fail,
+            &mut |offset, payload| {
+                match decode_chunk(offset, m.next, payload) {
+                    Ok(writes) => apply(writes),
+                    // chunks of another snapshot written in between (a former owner's)
+                    Err(SnapshotError::Foreign { .. }) => Ok(()),
+                    Err(e) => Err(fail(e.to_string())),
                 }
-            };
-            if last < m.first && msg.offset() > m.first {
-                // the snapshot's first chunks are gone (deleted after a newer snapshot)
-                let _ = self.reader.unassign();
-                return Err(fail(format!(
-                    "its chunks from offset {} were deleted (the topic starts at {}): a newer \
-                     snapshot replaced it; restore again",
-                    m.first,
-                    msg.offset()
-                )));
-            }
-            last = msg.offset();
-            if last < m.first || last > m.last {
-                continue;
-            }
-            // chunks of another snapshot written in between (a former owner's) are skipped
-            match crate::cluster::snapshot::decode_chunk(
-                last,
-                m.next,
-                msg.payload().unwrap_or_default(),
-            ) {
-                Ok(writes) => apply(writes)?,
-                Err(crate::cluster::snapshot::SnapshotError::Foreign { .. }) => {}
-                Err(e) => {
-                    let _ = self.reader.unassign();
-                    return Err(fail(e.to_string()));
-                }
-            }
-        }
-        let _ = self.reader.unassign();
-        Ok(())
+            },
+        )
     }
 
     fn forward(
