@@ -1,7 +1,8 @@
 //! Amazon States Language machines on the running broker over a real Kafka-protocol broker
 //! (tansu): Task calls with Retry and Catch, Parallel and Map, a callback completed by an
 //! event carrying the task token, machines (and a Serverless Workflow) started by a
-//! CloudEvent, and a Wait that survives a SIGKILL.
+//! CloudEvent, a Wait that survives a SIGKILL, and a machine written with intrinsic
+//! functions, variables and a Map's tolerated failures.
 
 mod support;
 use serde_json::{json, Value};
@@ -332,4 +333,70 @@ fn pinned_across_an_edit(broker: &Broker) {
     let done = broker.wait_status(&old, "COMPLETED", 30);
     assert_eq!(done["version"], v1);
     assert!(done["output"].get("v").is_none(), "{}", done["output"]);
+}
+
+const QUOTE: &str = r#"{
+  "StartAt": "Init",
+  "States": {
+    "Init": {"Type": "Pass", "Next": "Price",
+      "Assign": {"customer.$": "$.customer",
+                 "ref.$": "States.Format('Q-{}', States.Hash($.customer, 'SHA-256'))"}},
+    "Price": {"Type": "Map", "ItemsPath": "$.items", "ToleratedFailureCount": 1,
+      "ItemSelector": {"sku.$": "$$.Map.Item.Value", "who.$": "$customer"},
+      "ItemProcessor": {"StartAt": "Quote", "States": {
+        "Quote": {"Type": "Task", "Resource": "PRICE_URL", "End": true}}},
+      "Assign": {"prices.$": "$[*].price"}, "Next": "Sum"},
+    "Sum": {"Type": "Pass", "End": true, "Parameters": {
+      "ref.$": "$ref",
+      "count.$": "States.ArrayLength($prices)",
+      "summary.$": "States.Format('{} pays {}', $customer, States.MathAdd($prices[0], $prices[-1]))",
+      "parts.$": "States.ArrayPartition(States.ArrayRange(1, 5, 1), 2)"}}
+  }
+}"#;
+
+#[test]
+fn a_machine_with_intrinsics_and_variables_runs_from_a_start_event() {
+    let kafka = Kafka::start();
+    let out = kafka.collect(&["flowbroker.lifecycle"]);
+    let fns = Functions::start(|path, body| match (path, body["sku"].as_str()) {
+        ("/price", Some("gone")) => (500, json!({"name": "OutOfStock", "message": "no more"})),
+        ("/price", Some(sku)) if body["who"] == json!("ann") => {
+            (200, json!({"price": sku.len() * 10}))
+        }
+        _ => (404, json!({})),
+    });
+    let machine = QUOTE.replace("PRICE_URL", &fns.url("/price"));
+    let broker = Broker::start(&kafka, &[("quote.asl.json", &machine)], &[]);
+    wait_for(30, "the machine to deploy", || {
+        (broker.get("/v1/workflows/quote").0 == 200).then_some(())
+    });
+    kafka.producer().send(&event(
+        "q1",
+        "/shop",
+        "flowbroker.workflow.start",
+        &[("workflowid", "quote")],
+        json!({"customer": "ann", "items": ["hat", "gone", "boots"]}),
+    ));
+    let completed = out.wait_events("flowbroker.instance.completed", 1, 60);
+    let data = completed[0].data.clone().unwrap();
+    let hash = ring::digest::digest(&ring::digest::SHA256, b"ann");
+    let hex: String = hash.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(
+        data["output"],
+        json!({
+            "ref": format!("Q-{hex}"),
+            // the failed item was tolerated: two prices
+            "count": 2,
+            "summary": "ann pays 80",
+            "parts": [[1, 2], [3, 4], [5]]
+        }),
+        "{data}"
+    );
+    // every item was called, the failed one once (no retrier)
+    let skus: Vec<Value> = fns
+        .calls()
+        .into_iter()
+        .map(|(_, _, b)| b["sku"].clone())
+        .collect();
+    assert_eq!(skus.len(), 3, "{skus:?}");
 }

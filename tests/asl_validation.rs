@@ -46,7 +46,7 @@ fn state<'a>(c: &'a asl::Checked, name: &str) -> &'a asl::model::State {
 
 #[test]
 fn the_documents_input_and_output_examples_give_its_results() {
-    let ctx = json!({});
+    let ctx = flowbroker::asl::path::Scope::default();
     // InputPath "$.numbers", ResultPath "$.sum", the function returns 7
     let m = load("io-input-result-path");
     let s = state(&m, "Add");
@@ -124,15 +124,15 @@ fn the_documents_input_and_output_examples_give_its_results() {
     let first = choice
         .choices
         .iter()
-        .find(|(r, _)| r.eval(&input, &ctx).unwrap())
-        .map(|(_, n)| n.as_str());
+        .find(|c| c.rule.eval(&input, &ctx).unwrap())
+        .map(|c| c.next.as_str());
     assert_eq!(
         first,
         Some("Public"),
         "docs/semantics.md \"ASL Choice example\""
     );
     assert!(
-        choice.choices[1].0.eval(&input, &ctx).unwrap(),
+        choice.choices[1].rule.eval(&input, &ctx).unwrap(),
         "22 is in the twenties"
     );
 }

@@ -20,10 +20,10 @@ fn transitions<'a>(s: &'a State, at: &str) -> Vec<(String, &'a str)> {
         out.push((member(at, "Next"), n.as_str()));
     }
     if let Kind::Choice(c) = &s.kind {
-        for (i, (_, n)) in c.choices.iter().enumerate() {
+        for (i, r) in c.choices.iter().enumerate() {
             out.push((
                 member(&index(&member(at, "Choices"), i), "Next"),
-                n.as_str(),
+                r.next.as_str(),
             ));
         }
         if let Some(d) = &c.default {

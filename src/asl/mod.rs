@@ -8,17 +8,22 @@
 //!   termination, unique names).
 //! - [`rules`]: Choice Rules, read and evaluated.
 //! - [`data`]: input and output processing (`InputPath`, `Parameters`, `ResultSelector`,
-//!   `ResultPath`, `OutputPath`) and the errors it raises.
-//! - [`path`]: Paths (on the data or the `$$` context object) and Reference Paths.
+//!   `ResultPath`, `OutputPath`), `Assign`, a Fail state's texts, and the errors they raise.
+//! - [`path`]: Paths (on the data, the `$$` context object or a `$name` variable: a
+//!   [`path::Scope`]) and Reference Paths.
+//! - [`intrinsic`]: intrinsic functions (`States.Format(...)` and 17 more), checked at deploy.
+//! - [`vars`]: variables (`Assign`, `$name`) across scopes, checked at deploy.
 //! - [`out`]: diagnostics and JSON paths while reading.
 
 pub mod check;
 pub mod data;
+pub mod intrinsic;
 pub mod model;
 pub mod out;
 pub mod path;
 pub mod read;
 pub mod rules;
+pub mod vars;
 
 use crate::definition::Invalid;
 use crate::diag::Diagnostic;
@@ -67,6 +72,7 @@ pub fn parse(file: &str, text: &str, format: Format) -> Result<Checked, Invalid>
     let machine = read::machine(&value, &mut out);
     if let Some(m) = &machine {
         check::check(m, &mut out);
+        vars::check(m, &mut out);
     }
     match machine {
         Some(machine) if !out.has_errors() => Ok(Checked {

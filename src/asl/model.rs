@@ -2,6 +2,7 @@
 //! their input/output fields, retriers and catchers. Built by [`super::read`] from JSON or
 //! YAML, with every problem located; checked as a whole by [`super::check`].
 
+use super::intrinsic::Call;
 use super::path::{Path, RefPath};
 use super::rules::Rule;
 use serde_json::Value;
@@ -87,6 +88,8 @@ pub enum Template {
 pub enum TemplateField {
     /// `"name.$": "$.path"` (stored without the `.$`).
     Path(Path),
+    /// `"name.$": "States.Format(...)"`: an intrinsic function's result.
+    Call(Call),
     Value(Template),
 }
 
@@ -126,6 +129,8 @@ pub struct Catcher {
     pub errors: Errors,
     pub next: String,
     pub result_path: PathField<RefPath>,
+    /// Variables set from the Error Output when this catcher is taken (in the state's scope).
+    pub assign: Option<Template>,
 }
 
 /// A seconds field given as a number or read from the data.
@@ -154,8 +159,16 @@ impl Task {
 
 #[derive(Debug, Clone)]
 pub struct Choice {
-    pub choices: Vec<(Rule, String)>,
+    pub choices: Vec<ChoiceRule>,
     pub default: Option<String>,
+}
+
+/// A top-level Choice Rule: where it goes, and the variables it sets, when it matches.
+#[derive(Debug, Clone)]
+pub struct ChoiceRule {
+    pub rule: Rule,
+    pub next: String,
+    pub assign: Option<Template>,
 }
 
 #[derive(Debug, Clone)]
@@ -173,29 +186,81 @@ pub struct Parallel {
     pub catch: Vec<Catcher>,
 }
 
+/// A whole number given as it is or read from the state's input (a `...Path` field).
+#[derive(Debug, Clone)]
+pub enum Count {
+    Fixed(u64),
+    Path(RefPath),
+}
+
+/// A percentage (0 to 100) given as it is or read from the state's input.
+#[derive(Debug, Clone)]
+pub enum Share {
+    Fixed(f64),
+    Path(RefPath),
+}
+
+/// How many of a Map's iterations may fail before the Map does
+/// (`States.ExceedToleratedFailureThreshold`); none given: not one.
+#[derive(Debug, Clone, Default)]
+pub struct Tolerance {
+    pub count: Option<Count>,
+    pub percentage: Option<Share>,
+}
+
+impl Tolerance {
+    /// Whether any failure is tolerated at all (else the first one fails the Map at once).
+    pub fn any(&self) -> bool {
+        self.count.is_some() || self.percentage.is_some()
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct MapState {
     pub items_path: PathField<Path>,
     pub iterator: States,
     /// 0: no limit.
-    pub max_concurrency: u64,
+    pub max_concurrency: Count,
+    pub tolerated: Tolerance,
     pub retry: Vec<Retrier>,
     pub catch: Vec<Catcher>,
 }
 
+/// A Fail state's `Error` or `Cause`: given, or made when the state is entered
+/// (`ErrorPath`/`CausePath`: a path or an intrinsic function on the state's input).
+#[derive(Debug, Clone)]
+pub enum Text {
+    Fixed(String),
+    Path(Path),
+    Call(Call),
+}
+
+impl Text {
+    /// As written (for graphs).
+    pub fn describe(&self) -> String {
+        match self {
+            Text::Fixed(s) => s.clone(),
+            Text::Path(p) => p.source().to_string(),
+            Text::Call(c) => format!("{}(...)", c.name()),
+        }
+    }
+}
+
+/// A Fail state's error name and cause.
+#[derive(Debug, Clone)]
+pub struct Fail {
+    pub error: Option<Text>,
+    pub cause: Option<Text>,
+}
+
 #[derive(Debug, Clone)]
 pub enum Kind {
-    Pass {
-        result: Option<Value>,
-    },
+    Pass { result: Option<Value> },
     Task(Box<Task>),
     Choice(Box<Choice>),
     Wait(Wait),
     Succeed,
-    Fail {
-        error: Option<String>,
-        cause: Option<String>,
-    },
+    Fail(Box<Fail>),
     Parallel(Box<Parallel>),
     Map(Box<MapState>),
 }
@@ -208,7 +273,7 @@ impl Kind {
             Kind::Choice(_) => "Choice",
             Kind::Wait(_) => "Wait",
             Kind::Succeed => "Succeed",
-            Kind::Fail { .. } => "Fail",
+            Kind::Fail(_) => "Fail",
             Kind::Parallel(_) => "Parallel",
             Kind::Map(_) => "Map",
         }
@@ -242,6 +307,10 @@ pub struct State {
     pub io: Io,
     /// `None` for Choice, Succeed and Fail.
     pub flow: Option<Flow>,
+    /// `Assign`: variables set when the state is done, from its result (Pass, Task,
+    /// Parallel, Map) or its effective input (Choice when its `Default` is taken, Wait).
+    /// Always a [`Template::Object`] keyed by variable name.
+    pub assign: Option<Template>,
 }
 
 impl State {
@@ -252,7 +321,7 @@ impl State {
             out.push(n.as_str());
         }
         if let Kind::Choice(c) = &self.kind {
-            out.extend(c.choices.iter().map(|(_, n)| n.as_str()));
+            out.extend(c.choices.iter().map(|c| c.next.as_str()));
             out.extend(c.default.as_deref());
         }
         out.extend(self.kind.catchers().iter().map(|c| c.next.as_str()));
@@ -261,6 +330,6 @@ impl State {
 
     /// A state the machine (or branch) can end in.
     pub fn is_terminal(&self) -> bool {
-        matches!(self.kind, Kind::Succeed | Kind::Fail { .. }) || self.flow == Some(Flow::End)
+        matches!(self.kind, Kind::Succeed | Kind::Fail(_)) || self.flow == Some(Flow::End)
     }
 }

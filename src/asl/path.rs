@@ -22,12 +22,70 @@ pub enum PathError {
 }
 
 /// What a path reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Root {
     /// The state's data (`$`).
     Data,
     /// The context object (`$$`).
     Context,
+    /// A variable (`$name`), set by an `Assign`.
+    Var(String),
+}
+
+impl Root {
+    /// The variable a path reads, if it reads one.
+    pub fn var(&self) -> Option<&str> {
+        match self {
+            Root::Var(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// What paths read besides the state's data: the context object (`$$`) and the variables in
+/// scope (`$name`), and the seed for intrinsic functions' random values.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    pub context: Value,
+    pub vars: Map<String, Value>,
+    /// Distinct for each state visit and attempt: `States.UUID` and `States.MathRandom` draw
+    /// from it, so a replay draws the same values.
+    pub seed: String,
+}
+
+impl Scope {
+    /// A scope with this context object and no variables.
+    pub fn of(context: Value) -> Scope {
+        Scope {
+            context,
+            ..Scope::default()
+        }
+    }
+}
+
+/// Splits a path into what it reads and the rest (written from a `$`).
+fn root(source: &str) -> Result<(Root, &str), PathError> {
+    if let Some(r) = source.strip_prefix("$$") {
+        return Ok((Root::Context, r));
+    }
+    let Some(r) = source.strip_prefix('$') else {
+        return Err(PathError::NoDollar(source.to_string()));
+    };
+    let name_len = r
+        .char_indices()
+        .find(|(i, c)| !(c.is_alphanumeric() || *c == '_') || (*i == 0 && c.is_numeric()))
+        .map_or(r.len(), |(i, _)| i);
+    if name_len == 0 {
+        return Ok((Root::Data, r));
+    }
+    Ok((Root::Var(r[..name_len].to_string()), &r[name_len..]))
+}
+
+/// How a path selects: by walking one node's steps, or with JsonPath's general machinery.
+#[derive(Debug, Clone)]
+enum How {
+    Steps(Vec<Step>),
+    Json(JsonPath),
 }
 
 /// A compiled Path.
@@ -35,25 +93,27 @@ pub enum Root {
 pub struct Path {
     pub root: Root,
     source: String,
-    json: JsonPath,
+    how: How,
 }
 
 impl Path {
     pub fn compile(source: &str) -> Result<Path, PathError> {
         let s = source.trim();
-        let (root, rest) = match s.strip_prefix("$$") {
-            Some(r) => (Root::Context, format!("${r}")),
-            None if s.starts_with('$') => (Root::Data, s.to_string()),
-            None => return Err(PathError::NoDollar(source.to_string())),
-        };
-        let json = JsonPath::compile(&rest).map_err(|e| PathError::Bad {
-            path: source.to_string(),
-            reason: e.to_string(),
-        })?;
+        let (root, rest) = root(s)?;
+        let how =
+            match steps(rest) {
+                Ok(steps) => How::Steps(steps),
+                Err(_) => How::Json(JsonPath::compile(&format!("${rest}")).map_err(|e| {
+                    PathError::Bad {
+                        path: source.to_string(),
+                        reason: e.to_string(),
+                    }
+                })?),
+            };
         Ok(Path {
             root,
             source: s.to_string(),
-            json,
+            how,
         })
     }
 
@@ -62,12 +122,13 @@ impl Path {
         &self.source
     }
 
-    /// Every value the path selects in `data` or `context` (by its root); several matches
-    /// are gathered into an array by [`Path::select`].
-    pub fn matches(&self, data: &Value, context: &Value) -> Vec<Value> {
-        match self.root {
-            Root::Data => self.json.matches(data),
-            Root::Context => self.json.matches(context),
+    /// What the path starts from: the data, the context object or a variable (`None`: a
+    /// variable not set in this scope).
+    fn base<'a>(&self, data: &'a Value, scope: &'a Scope) -> Option<&'a Value> {
+        match &self.root {
+            Root::Data => Some(data),
+            Root::Context => Some(&scope.context),
+            Root::Var(v) => scope.vars.get(v),
         }
     }
 
@@ -75,21 +136,150 @@ impl Path {
     /// indefinite path (wildcards, filters, slices, unions, `..`) gives an array of its
     /// matches, empty when there are none (as Step Functions' JsonPath does). `None` when a
     /// definite path matches nothing (the caller raises the state's error).
-    pub fn select(&self, data: &Value, context: &Value) -> Option<Value> {
-        let mut found = self.matches(data, context);
-        match found.len() {
-            0 if self.json.is_definite() => None,
-            1 if self.json.is_definite() => found.pop(),
-            _ => Some(Value::Array(found)),
+    pub fn select(&self, data: &Value, scope: &Scope) -> Option<Value> {
+        let base = self.base(data, scope)?;
+        match &self.how {
+            How::Steps(steps) => walk(base, steps).cloned(),
+            How::Json(json) => {
+                let mut found = json.matches(base);
+                match found.len() {
+                    0 if json.is_definite() => None,
+                    1 if json.is_definite() => found.pop(),
+                    _ => Some(Value::Array(found)),
+                }
+            }
         }
     }
 }
 
-/// One step of a Reference Path.
+/// One step of a definite path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     Member(String),
     Index(usize),
+    /// `[-n]` or `[(@.length-n)]`: the `n`th element from the end (1: the last).
+    FromEnd(usize),
+}
+
+/// Parses the steps after the root: `.name` steps (a backslash takes the next character as
+/// it is, so `\.` is a dot in a name), `['name']` or `["name"]` steps (a backslash escapes
+/// the quote), `[n]` and `[-n]` indexes and `[(@.length-n)]`. Anything else (filters,
+/// wildcards, slices, unions, `..`) is not one node: the reason is the error.
+fn steps(rest: &str) -> Result<Vec<Step>, String> {
+    let chars: Vec<char> = rest.chars().collect();
+    let mut steps = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '.' => {
+                i += 1;
+                let mut name = String::new();
+                while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
+                    if chars[i] == '\\' && i + 1 < chars.len() {
+                        i += 1;
+                    }
+                    name.push(chars[i]);
+                    i += 1;
+                }
+                if name.is_empty() {
+                    return Err("`..` (descent) or an empty name".into());
+                }
+                if name == "*" {
+                    return Err("a wildcard `*`".into());
+                }
+                if name.ends_with("()") {
+                    return Err("a function such as `length()`".into());
+                }
+                steps.push(Step::Member(name));
+            }
+            '[' => {
+                let (step, next) = bracket(&chars, i)?;
+                steps.push(step);
+                i = next;
+            }
+            c => return Err(format!("unexpected `{c}`")),
+        }
+    }
+    Ok(steps)
+}
+
+/// The bracket step opening at `chars[open]`, and where the path goes on after it.
+fn bracket(chars: &[char], open: usize) -> Result<(Step, usize), String> {
+    let mut i = open + 1;
+    while chars.get(i) == Some(&' ') {
+        i += 1;
+    }
+    if let Some(&q) = chars.get(i).filter(|c| **c == '\'' || **c == '"') {
+        let mut name = String::new();
+        i += 1;
+        loop {
+            match chars.get(i) {
+                None => return Err("an unclosed quote".into()),
+                Some('\\') => {
+                    name.extend(chars.get(i + 1));
+                    i += 2;
+                }
+                Some(c) if *c == q => break,
+                Some(c) => {
+                    name.push(*c);
+                    i += 1;
+                }
+            }
+        }
+        i += 1;
+        while chars.get(i) == Some(&' ') {
+            i += 1;
+        }
+        return match chars.get(i) {
+            Some(']') => Ok((Step::Member(name), i + 1)),
+            _ => Err("a quoted name is not alone in its `[...]`".into()),
+        };
+    }
+    let close = chars[open..]
+        .iter()
+        .position(|c| *c == ']')
+        .map(|p| open + p)
+        .ok_or("an unclosed `[`")?;
+    let inner: String = chars[open + 1..close].iter().collect();
+    let inner: String = inner.chars().filter(|c| !c.is_whitespace()).collect();
+    let step = if let Ok(n) = inner.parse::<usize>() {
+        Step::Index(n)
+    } else if let Some(n) = inner
+        .strip_prefix('-')
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        Step::FromEnd(n)
+    } else if let Some(n) = inner
+        .strip_prefix("(@.length-")
+        .and_then(|n| n.strip_suffix(')'))
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        Step::FromEnd(n)
+    } else {
+        return Err(format!("`[{inner}]` is not an index or a quoted name"));
+    };
+    Ok((step, close + 1))
+}
+
+/// The array position step `s` names in an array of `len` elements.
+fn position(s: &Step, len: usize) -> Option<usize> {
+    match s {
+        Step::Index(i) => (*i < len).then_some(*i),
+        Step::FromEnd(n) => len.checked_sub(*n).filter(|_| *n > 0),
+        Step::Member(_) => None,
+    }
+}
+
+/// The node `steps` lead to from `at`, if there is one.
+fn walk<'a>(mut at: &'a Value, steps: &[Step]) -> Option<&'a Value> {
+    for s in steps {
+        at = match (s, at) {
+            (Step::Member(m), Value::Object(o)) => o.get(m)?,
+            (Step::Index(_) | Step::FromEnd(_), Value::Array(a)) => &a[position(s, a.len())?],
+            _ => return None,
+        };
+    }
+    Some(at)
 }
 
 /// A compiled Reference Path: the steps from the root to one node.
@@ -101,14 +291,16 @@ pub struct RefPath {
 
 impl fmt::Display for RefPath {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self.root {
-            Root::Data => "$",
-            Root::Context => "$$",
-        })?;
+        match &self.root {
+            Root::Data => f.write_str("$")?,
+            Root::Context => f.write_str("$$")?,
+            Root::Var(v) => write!(f, "${v}")?,
+        }
         for s in &self.steps {
             match s {
                 Step::Member(m) => write!(f, "[{m:?}]")?,
                 Step::Index(i) => write!(f, "[{i}]")?,
+                Step::FromEnd(n) => write!(f, "[-{n}]")?,
             }
         }
         Ok(())
@@ -116,82 +308,25 @@ impl fmt::Display for RefPath {
 }
 
 impl RefPath {
-    /// Parses a Reference Path: `.name` steps (a backslash takes the next character as it is,
-    /// so `\.` is a dot in a name), `['name']` or `["name"]` steps and `[n]` indexes.
+    /// Parses a Reference Path (the steps [`steps`] takes).
     pub fn compile(source: &str) -> Result<RefPath, PathError> {
-        let not = |reason: &str| PathError::NotReference {
+        let (root, rest) = root(source.trim())?;
+        let steps = steps(rest).map_err(|reason| PathError::NotReference {
             path: source.to_string(),
-            reason: reason.to_string(),
-        };
-        let s = source.trim();
-        let (root, rest) = match s.strip_prefix("$$") {
-            Some(r) => (Root::Context, r),
-            None => match s.strip_prefix('$') {
-                Some(r) => (Root::Data, r),
-                None => return Err(PathError::NoDollar(source.to_string())),
-            },
-        };
-        let chars: Vec<char> = rest.chars().collect();
-        let mut steps = Vec::new();
-        let mut i = 0;
-        while i < chars.len() {
-            match chars[i] {
-                '.' => {
-                    i += 1;
-                    let mut name = String::new();
-                    while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
-                        if chars[i] == '\\' && i + 1 < chars.len() {
-                            i += 1;
-                        }
-                        name.push(chars[i]);
-                        i += 1;
-                    }
-                    if name.is_empty() {
-                        return Err(not("`..` (descent) or an empty name"));
-                    }
-                    if name == "*" {
-                        return Err(not("a wildcard `*`"));
-                    }
-                    steps.push(Step::Member(name));
-                }
-                '[' => {
-                    let close = chars[i..]
-                        .iter()
-                        .position(|c| *c == ']')
-                        .map(|p| i + p)
-                        .ok_or_else(|| not("an unclosed `[`"))?;
-                    let inner: String = chars[i + 1..close].iter().collect();
-                    let inner = inner.trim();
-                    let quoted = (inner.starts_with('\'') && inner.ends_with('\''))
-                        || (inner.starts_with('"') && inner.ends_with('"'));
-                    if quoted && inner.len() >= 2 {
-                        steps.push(Step::Member(inner[1..inner.len() - 1].to_string()));
-                    } else if let Ok(n) = inner.parse::<usize>() {
-                        steps.push(Step::Index(n));
-                    } else {
-                        return Err(not(&format!(
-                            "`[{inner}]` is not an index or a quoted name"
-                        )));
-                    }
-                    i = close + 1;
-                }
-                c => return Err(not(&format!("unexpected `{c}`"))),
-            }
-        }
+            reason,
+        })?;
         Ok(RefPath { root, steps })
     }
 
-    /// The node it names, if there is one.
-    pub fn get<'a>(&self, data: &'a Value) -> Option<&'a Value> {
-        let mut at = data;
-        for s in &self.steps {
-            at = match (s, at) {
-                (Step::Member(m), Value::Object(o)) => o.get(m)?,
-                (Step::Index(i), Value::Array(a)) => a.get(*i)?,
-                _ => return None,
-            };
-        }
-        Some(at)
+    /// The node it names in the data (or the scope's context object or variable), if there
+    /// is one.
+    pub fn get<'a>(&self, data: &'a Value, scope: &'a Scope) -> Option<&'a Value> {
+        let base = match &self.root {
+            Root::Data => data,
+            Root::Context => &scope.context,
+            Root::Var(v) => scope.vars.get(v)?,
+        };
+        walk(base, &self.steps)
     }
 
     /// `data` with `value` placed where the path names (ResultPath): missing objects on the
@@ -213,9 +348,10 @@ impl RefPath {
                     o.insert(m.clone(), inner);
                     Some(Value::Object(o))
                 }
-                (Step::Index(i), Value::Array(mut a)) if *i < a.len() => {
-                    let inner = std::mem::take(&mut a[*i]);
-                    a[*i] = put(inner, rest, value)?;
+                (Step::Index(_) | Step::FromEnd(_), Value::Array(mut a)) => {
+                    let i = position(first, a.len())?;
+                    let inner = std::mem::take(&mut a[i]);
+                    a[i] = put(inner, rest, value)?;
                     Some(Value::Array(a))
                 }
                 _ => None,
@@ -238,7 +374,11 @@ mod tests {
             ("$.bar", json!(["a", "b", "c"])),
             ("$.car.cdr", json!(true)),
         ] {
-            assert_eq!(RefPath::compile(p).unwrap().get(&data), Some(&want), "{p}");
+            assert_eq!(
+                RefPath::compile(p).unwrap().get(&data, &Scope::default()),
+                Some(&want),
+                "{p}"
+            );
         }
         // the document's "acceptable Reference Path syntax"
         for p in [
@@ -300,19 +440,61 @@ mod tests {
     fn paths_read_the_data_or_the_context_and_gather_several_matches() {
         let p = Path::compile("$.a[0,1]").unwrap();
         let data = json!({"a": [1, 2, 3, 4]});
-        assert_eq!(p.select(&data, &json!({})), Some(json!([1, 2])));
+        assert_eq!(p.select(&data, &Scope::default()), Some(json!([1, 2])));
         let c = Path::compile("$$.Execution.Id").unwrap();
         assert_eq!(c.root, Root::Context);
         assert_eq!(
-            c.select(&data, &json!({"Execution": {"Id": "x"}})),
+            c.select(&data, &Scope::of(json!({"Execution": {"Id": "x"}}))),
             Some(json!("x"))
         );
         assert_eq!(
             Path::compile("$.missing")
                 .unwrap()
-                .select(&data, &json!({})),
+                .select(&data, &Scope::default()),
             None
         );
         assert!(Path::compile("nope").is_err());
+    }
+
+    #[test]
+    fn negative_indexes_lengths_and_escaped_quotes_select_one_node() {
+        let data = json!({"books": ["a", "b", "c"], "it's": 1, "q\"x": 2});
+        let sel = |p: &str| Path::compile(p).unwrap().select(&data, &Scope::default());
+        assert_eq!(sel("$.books[-1]"), Some(json!("c")));
+        assert_eq!(sel("$.books[-3]"), Some(json!("a")));
+        assert_eq!(sel("$.books[-4]"), None);
+        assert_eq!(sel("$.books[(@.length-1)]"), Some(json!("c")));
+        assert_eq!(sel("$.books[(@.length-2)]"), Some(json!("b")));
+        assert_eq!(sel("$['it\\'s']"), Some(json!(1)));
+        assert_eq!(sel("$[\"q\\\"x\"]"), Some(json!(2)));
+        // indefinite paths still gather
+        assert_eq!(sel("$.books[1:]"), Some(json!(["b", "c"])));
+        let p = RefPath::compile("$.books[-1]").unwrap();
+        assert_eq!(
+            p.put(data.clone(), json!("z")).unwrap()["books"],
+            json!(["a", "b", "z"])
+        );
+    }
+
+    #[test]
+    fn variables_are_read_from_the_scope() {
+        let mut scope = Scope::default();
+        scope
+            .vars
+            .insert("order".into(), json!({"items": [1, 2, 3]}));
+        scope.vars.insert("n_2".into(), json!(7));
+        let data = json!({"order": "not this"});
+        let sel = |p: &str| Path::compile(p).unwrap().select(&data, &scope);
+        assert_eq!(sel("$order.items[-1]"), Some(json!(3)));
+        assert_eq!(sel("$order.items[*]"), Some(json!([1, 2, 3])));
+        assert_eq!(sel("$n_2"), Some(json!(7)));
+        assert_eq!(sel("$.order"), Some(json!("not this")));
+        assert_eq!(sel("$missing"), None);
+        assert_eq!(
+            Path::compile("$order.items").unwrap().root,
+            Root::Var("order".into())
+        );
+        let r = RefPath::compile("$order.items[0]").unwrap();
+        assert_eq!(r.get(&data, &scope), Some(&json!(1)));
     }
 }

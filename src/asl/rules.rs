@@ -4,7 +4,7 @@
 //! type-sensitively (a string is never numerically compared).
 
 use super::out::{index, kind, member, Out};
-use super::path::Path;
+use super::path::{Path, Scope};
 use crate::diag::did_you_mean;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -142,7 +142,9 @@ fn operator(name: &str) -> Option<Operator> {
 
 /// RFC 3339 with an uppercase `T` and `Z` (or an offset), as the document requires.
 pub fn timestamp(s: &str) -> Option<DateTime<Utc>> {
-    if s.contains('t') || s.contains('z') {
+    // chrono also takes RFC 3339's "space instead of T" note and lowercase letters; AWS
+    // takes neither
+    if s.contains('t') || s.contains('z') || s.as_bytes().get(10) != Some(&b'T') {
         return None;
     }
     DateTime::parse_from_rfc3339(s)
@@ -177,12 +179,12 @@ pub fn read(v: &Value, at: &str, top: bool, out: &mut Out) -> Option<Rule> {
                 );
                 found.push(k.clone());
             }
-            "Next" if top => {}
-            "Next" => {
+            "Next" | "Assign" if top => {}
+            "Next" | "Assign" => {
                 stray = true;
                 out.error(
                     member(at, k),
-                    "`Next` belongs only in a top-level Choice Rule, not inside And, Or or Not: remove it",
+                    format!("`{k}` belongs only in a top-level Choice Rule, not inside And, Or or Not: remove it"),
                 )
             }
             _ if ops.contains(k) => found.push(k.clone()),
@@ -192,7 +194,9 @@ pub fn read(v: &Value, at: &str, top: bool, out: &mut Out) -> Option<Rule> {
                     "unknown field in a Choice Rule{}",
                     did_you_mean(
                         k,
-                        ops.iter().map(String::as_str).chain(["Variable", "Next"])
+                        ops.iter()
+                            .map(String::as_str)
+                            .chain(["Variable", "Next", "Assign"])
                     )
                 ),
             ),
@@ -434,7 +438,7 @@ pub struct Missing(pub String);
 impl Rule {
     /// Whether the rule matches `input`; a comparison on a variable that is not in the input
     /// is an error (`IsPresent` excepted). `And` and `Or` stop at the first rule that decides.
-    pub fn eval(&self, input: &Value, context: &Value) -> Result<bool, Missing> {
+    pub fn eval(&self, input: &Value, context: &Scope) -> Result<bool, Missing> {
         match self {
             Rule::And(rs) => {
                 for r in rs {
@@ -600,35 +604,61 @@ mod tests {
         );
         let input = json!({"type": "private", "value": 22});
         // "private" is not "Private": the Not rule matches (docs/semantics.md)
-        assert_eq!(not_private.eval(&input, &json!({})), Ok(true));
+        assert_eq!(not_private.eval(&input, &Scope::default()), Ok(true));
         let r = rule(json!({"And": [
             {"Variable": "$.value", "NumericGreaterThanEquals": 20},
             {"Variable": "$.value", "NumericLessThan": 30}
         ], "Next": "ValueInTwenties"}));
-        assert_eq!(r.eval(&input, &json!({})), Ok(true));
+        assert_eq!(r.eval(&input, &Scope::default()), Ok(true));
         // type-sensitive: a numeric comparison never matches a string
         let n = rule(json!({"Variable": "$.type", "NumericEquals": 1, "Next": "X"}));
-        assert_eq!(n.eval(&input, &json!({})), Ok(false));
+        assert_eq!(n.eval(&input, &Scope::default()), Ok(false));
         let ts = rule(
             json!({"Variable": "$.t", "TimestampLessThan": "2016-03-14T01:59:00Z", "Next": "X"}),
         );
         assert_eq!(
-            ts.eval(&json!({"t": "2016-03-14T01:58:00Z"}), &json!({})),
+            ts.eval(&json!({"t": "2016-03-14T01:58:00Z"}), &Scope::default()),
             Ok(true)
         );
         assert_eq!(
-            ts.eval(&json!({"t": "2016-03-14t01:58:00z"}), &json!({})),
+            ts.eval(&json!({"t": "2016-03-14t01:58:00z"}), &Scope::default()),
             Ok(false)
         );
+        // RFC 3339 allows a space for the T; AWS does not
+        assert_eq!(
+            ts.eval(&json!({"t": "2016-03-14 01:58:00Z"}), &Scope::default()),
+            Ok(false)
+        );
+        let is_ts = rule(json!({"Variable": "$.t", "IsTimestamp": true, "Next": "X"}));
+        assert_eq!(
+            is_ts.eval(&json!({"t": "2016-03-14 01:58:00Z"}), &Scope::default()),
+            Ok(false)
+        );
+        assert_eq!(
+            is_ts.eval(
+                &json!({"t": "2016-03-14T01:58:00+01:00"}),
+                &Scope::default()
+            ),
+            Ok(true)
+        );
         let m = rule(json!({"Variable": "$.f", "StringMatches": "log-*.txt", "Next": "X"}));
-        assert_eq!(m.eval(&json!({"f": "log-2020.txt"}), &json!({})), Ok(true));
-        assert_eq!(m.eval(&json!({"f": "log-2020.csv"}), &json!({})), Ok(false));
+        assert_eq!(
+            m.eval(&json!({"f": "log-2020.txt"}), &Scope::default()),
+            Ok(true)
+        );
+        assert_eq!(
+            m.eval(&json!({"f": "log-2020.csv"}), &Scope::default()),
+            Ok(false)
+        );
         let p = rule(json!({"Variable": "$.a", "NumericLessThanPath": "$.b", "Next": "X"}));
-        assert_eq!(p.eval(&json!({"a": 1, "b": 2}), &json!({})), Ok(true));
+        assert_eq!(
+            p.eval(&json!({"a": 1, "b": 2}), &Scope::default()),
+            Ok(true)
+        );
         let present = rule(json!({"Variable": "$.nope", "IsPresent": false, "Next": "X"}));
-        assert_eq!(present.eval(&json!({}), &json!({})), Ok(true));
+        assert_eq!(present.eval(&json!({}), &Scope::default()), Ok(true));
         assert!(
-            n.eval(&json!({}), &json!({})).is_err(),
+            n.eval(&json!({}), &Scope::default()).is_err(),
             "a missing variable"
         );
         assert!(glob("a\\*b", "a*b") && !glob("a\\*b", "axb") && glob("*", ""));

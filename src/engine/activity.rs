@@ -367,7 +367,13 @@ mod tests {
                                 super::super::asl::thread::Lane::Done { output: json!(2) },
                             ],
                             limit: 1,
+                            tolerate: Some(super::super::asl::thread::Tolerated {
+                                count: Some(1),
+                                percentage: None,
+                                failed: 1,
+                            }),
                         },
+                        vars: json!({"x": [1]}).as_object().cloned().unwrap_or_default(),
                     },
                 }),
             },

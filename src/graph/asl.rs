@@ -41,8 +41,8 @@ impl Graph {
                 edge(n, None);
             }
             if let Kind::Choice(c) = &s.kind {
-                for (rule, next) in &c.choices {
-                    edge(next, Some(rule.describe()));
+                for r in &c.choices {
+                    edge(&r.next, Some(r.rule.describe()));
                 }
                 if let Some(d) = &c.default {
                     edge(d, Some("default".into()));
@@ -52,12 +52,15 @@ impl Graph {
                 edge(&c.next, Some(format!("catch {}", c.errors.0.join(", "))));
             }
             match &s.kind {
-                Kind::Fail { error, .. } => ends.push((
+                Kind::Fail(f) => ends.push((
                     i,
                     Some(
-                        format!("fail {}", error.as_deref().unwrap_or(""))
-                            .trim()
-                            .to_string(),
+                        format!(
+                            "fail {}",
+                            f.error.as_ref().map(|e| e.describe()).unwrap_or_default()
+                        )
+                        .trim()
+                        .to_string(),
                     ),
                 )),
                 Kind::Succeed => ends.push((i, None)),

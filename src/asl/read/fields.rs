@@ -1,6 +1,7 @@
 //! Typed fields of a state: strings, seconds, paths, `Parameters`-like templates, unknown and
 //! unsupported fields.
 
+use super::super::intrinsic;
 use super::super::model::*;
 use super::super::out::{index, kind, member, Out};
 use super::super::path::{Path, RefPath, Root};
@@ -8,19 +9,15 @@ use crate::diag::did_you_mean;
 use serde_json::{Map, Value};
 
 /// Fields Step Functions knows that flowbroker does not run, with why.
-const UNSUPPORTED: [(&str, &str); 15] = [
+const UNSUPPORTED: [(&str, &str); 7] = [
     (
         "QueryLanguage",
-        "JSONata is not supported; write JSONPath fields (the default)",
+        "JSONata is not supported (no Rust crate implements it fully, docs/asl.md); write JSONPath fields (the default)",
     ),
     ("Arguments", "a JSONata field; use Parameters"),
     (
         "Output",
         "a JSONata field; use OutputPath and ResultSelector",
-    ),
-    (
-        "Assign",
-        "variables are not supported; carry values in the state's data",
     ),
     (
         "Credentials",
@@ -35,25 +32,6 @@ const UNSUPPORTED: [(&str, &str); 15] = [
         "Distributed Map writes to S3; the Map's result is its output",
     ),
     ("ItemBatcher", "Distributed Map batching is not supported"),
-    (
-        "ToleratedFailurePercentage",
-        "Distributed Map tolerance is not supported: any failed iteration fails the Map",
-    ),
-    (
-        "ToleratedFailurePercentagePath",
-        "Distributed Map tolerance is not supported",
-    ),
-    (
-        "ToleratedFailureCount",
-        "Distributed Map tolerance is not supported: any failed iteration fails the Map",
-    ),
-    (
-        "ToleratedFailureCountPath",
-        "Distributed Map tolerance is not supported",
-    ),
-    ("MaxConcurrencyPath", "give MaxConcurrency as a number"),
-    ("ErrorPath", "give Error as a string"),
-    ("CausePath", "give Cause as a string"),
 ];
 
 pub(super) fn unknown(k: &str, at: &str, known: &[&str], out: &mut Out) {
@@ -202,13 +180,8 @@ pub fn template(v: &Value, at: &str, out: &mut Out) -> Option<Template> {
                             out.error(&at_k, format!("a field whose name ends in \".$\" holds a path such as \"$.field\", found {}", kind(v)));
                             continue;
                         };
-                        if s.trim_start().starts_with("States.") {
-                            out.error(&at_k, format!("intrinsic functions ({}) are not supported: select the value with a path and shape it in a Pass state or a Task", s.split('(').next().unwrap_or(s)));
-                            continue;
-                        }
-                        match Path::compile(s) {
-                            Ok(p) => fields.push((name.to_string(), TemplateField::Path(p))),
-                            Err(e) => out.error(&at_k, e.to_string()),
+                        if let Some(f) = dynamic(s, &at_k, out) {
+                            fields.push((name.to_string(), f));
                         }
                     }
                     None => {
@@ -228,6 +201,137 @@ pub fn template(v: &Value, at: &str, out: &mut Out) -> Option<Template> {
         ),
         other => Template::Literal(other.clone()),
     })
+}
+
+/// A `.$` field's value: a path, or an intrinsic function's call (checked here: its name,
+/// argument count and literal argument types).
+pub(super) fn dynamic(s: &str, at: &str, out: &mut Out) -> Option<TemplateField> {
+    if intrinsic::is_call(s) {
+        return match intrinsic::parse(s) {
+            Ok(c) => Some(TemplateField::Call(c)),
+            Err(e) => {
+                out.error(at, e.to_string());
+                None
+            }
+        };
+    }
+    match Path::compile(s) {
+        Ok(p) => Some(TemplateField::Path(p)),
+        Err(e) => {
+            out.error(at, e.to_string());
+            None
+        }
+    }
+}
+
+/// The intrinsic functions a Fail state's `ErrorPath` and `CausePath` may call (they make a
+/// string).
+const TEXT_CALLS: [&str; 7] = [
+    "States.Format",
+    "States.JsonToString",
+    "States.ArrayGetItem",
+    "States.Base64Encode",
+    "States.Base64Decode",
+    "States.Hash",
+    "States.UUID",
+];
+
+/// A Fail state's `k` (`Error` or `Cause`): the string, or `{k}Path`'s path or intrinsic.
+pub(super) fn text(o: &Map<String, Value>, k: &str, at: &str, out: &mut Out) -> Option<Text> {
+    let pk = format!("{k}Path");
+    match (o.get(k), o.get(&pk)) {
+        (Some(_), Some(_)) => {
+            out.error(at, format!("\"{k}\" and \"{pk}\" are both set: keep one"));
+            None
+        }
+        (Some(v), None) => string(Some(v), &member(at, k), out).map(Text::Fixed),
+        (None, Some(Value::String(s))) => match dynamic(s, &member(at, &pk), out)? {
+            TemplateField::Path(p) => Some(Text::Path(p)),
+            TemplateField::Call(c) if TEXT_CALLS.contains(&c.name()) => Some(Text::Call(c)),
+            TemplateField::Call(c) => {
+                out.error(
+                    member(at, &pk),
+                    format!(
+                        "{} does not make a string; \"{pk}\" takes a path or one of {}",
+                        c.name(),
+                        TEXT_CALLS.join(", ")
+                    ),
+                );
+                None
+            }
+            TemplateField::Value(_) => None,
+        },
+        (None, Some(other)) => {
+            out.error(
+                member(at, &pk),
+                format!(
+                    "\"{pk}\" must be a path such as \"$.error\" or an intrinsic function, found {}",
+                    kind(other)
+                ),
+            );
+            None
+        }
+        (None, None) => None,
+    }
+}
+
+/// The longest variable name Step Functions takes.
+const MAX_VAR_NAME: usize = 80;
+
+/// An `Assign` field at `at`: an object keyed by variable names (`"name"` for a value,
+/// `"name.$"` for a path or an intrinsic function), each value read as `Parameters` is.
+pub(super) fn assign(v: Option<&Value>, at: &str, out: &mut Out) -> Option<Template> {
+    let v = v?;
+    let Value::Object(o) = v else {
+        out.error(
+            at,
+            format!(
+                "\"Assign\" must be an object of variable names and values, e.g. {{\"total.$\": \"$.sum\"}}, found {}",
+                kind(v)
+            ),
+        );
+        return None;
+    };
+    for k in o.keys() {
+        let name = k.strip_suffix(".$").unwrap_or(k);
+        if let Err(why) = var_name(name) {
+            out.error(
+                member(at, k),
+                format!("{name:?} is not a variable name: {why}"),
+            );
+        }
+    }
+    template(v, at, out)
+}
+
+/// Why `name` cannot name a variable (Step Functions' rules: a Unicode identifier of at
+/// most 80 characters, not `states`; a part of a variable, `a.b` or `a[0]`, cannot be set).
+pub fn var_name(name: &str) -> Result<(), String> {
+    let mut chars = name.chars();
+    match chars.next() {
+        None => return Err("it is empty".into()),
+        Some(c) if !(c.is_alphabetic() || c == '_') => {
+            return Err(format!("it starts with {c:?}; start with a letter or `_`"))
+        }
+        _ => {}
+    }
+    if let Some(c) = chars.find(|c| !(c.is_alphanumeric() || *c == '_')) {
+        return Err(format!(
+            "{c:?} is not a letter, a digit or `_`{}",
+            if c == '.' || c == '[' {
+                " (a part of a variable cannot be set: assign the whole value)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if name.chars().count() > MAX_VAR_NAME {
+        return Err(format!("it is longer than {MAX_VAR_NAME} characters"));
+    }
+    if name == "states" {
+        return Err("`states` is reserved".into());
+    }
+    Ok(())
 }
 
 /// The `Next` field at `at`: the state it names; `None` when absent, or (reported) not a

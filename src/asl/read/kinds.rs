@@ -3,7 +3,7 @@
 use super::super::model::*;
 use super::super::out::{index, kind, member, Out};
 use super::super::rules;
-use super::fields::{next, non_negative, positive, ref_path, string};
+use super::fields::{self, next, non_negative, positive, ref_path, string};
 use super::recovery::recovery;
 use serde_json::{Map, Value};
 
@@ -105,8 +105,9 @@ pub(super) fn choice(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<
                 "a Choice Rule needs \"Next\": the state to go to when it matches",
             );
         }
-        if let (Some(r), Some(n)) = (rule, next) {
-            choices.push((r, n));
+        let assign = fields::assign(item.get("Assign"), &member(&at_i, "Assign"), out);
+        if let (Some(rule), Some(next)) = (rule, next) {
+            choices.push(ChoiceRule { rule, next, assign });
         }
     }
     let default = string(o.get("Default"), &member(at, "Default"), out);

@@ -8,6 +8,7 @@
 
 mod fields;
 mod kinds;
+mod map;
 mod recovery;
 
 pub use fields::template;
@@ -16,7 +17,7 @@ pub use recovery::PREDEFINED;
 use super::model::*;
 use super::out::{index, kind, member, Out};
 use crate::diag::did_you_mean;
-use fields::{io, next, non_negative, path_field, positive, string, unknown};
+use fields::{io, next, positive, string, unknown};
 use recovery::recovery;
 use serde_json::{Map, Value};
 
@@ -28,6 +29,7 @@ pub const STATE_TYPES: [&str; 8] = [
 fn allowed(ty: &str) -> &'static [&'static str] {
     match ty {
         "Pass" => &[
+            "Assign",
             "InputPath",
             "OutputPath",
             "Parameters",
@@ -37,6 +39,7 @@ fn allowed(ty: &str) -> &'static [&'static str] {
             "End",
         ],
         "Task" => &[
+            "Assign",
             "InputPath",
             "OutputPath",
             "Parameters",
@@ -52,8 +55,9 @@ fn allowed(ty: &str) -> &'static [&'static str] {
             "Next",
             "End",
         ],
-        "Choice" => &["InputPath", "OutputPath", "Choices", "Default"],
+        "Choice" => &["Assign", "InputPath", "OutputPath", "Choices", "Default"],
         "Wait" => &[
+            "Assign",
             "InputPath",
             "OutputPath",
             "Seconds",
@@ -64,8 +68,9 @@ fn allowed(ty: &str) -> &'static [&'static str] {
             "End",
         ],
         "Succeed" => &["InputPath", "OutputPath"],
-        "Fail" => &["Error", "Cause"],
+        "Fail" => &["Error", "ErrorPath", "Cause", "CausePath"],
         "Parallel" => &[
+            "Assign",
             "InputPath",
             "OutputPath",
             "Parameters",
@@ -78,12 +83,18 @@ fn allowed(ty: &str) -> &'static [&'static str] {
             "End",
         ],
         "Map" => &[
+            "Assign",
             "InputPath",
             "OutputPath",
             "ItemsPath",
             "Iterator",
             "ItemProcessor",
             "MaxConcurrency",
+            "MaxConcurrencyPath",
+            "ToleratedFailureCount",
+            "ToleratedFailureCountPath",
+            "ToleratedFailurePercentage",
+            "ToleratedFailurePercentagePath",
             "Parameters",
             "ItemSelector",
             "ResultSelector",
@@ -112,10 +123,18 @@ pub fn machine(v: &Value, out: &mut Out) -> Option<Machine> {
     for k in o.keys() {
         match k.as_str() {
             "StartAt" | "States" | "Comment" | "Version" | "TimeoutSeconds" => {}
+            "QueryLanguage" => query_language(&o[k], "$.QueryLanguage", out),
             _ => unknown(
                 k,
                 "$",
-                &["StartAt", "States", "Comment", "Version", "TimeoutSeconds"],
+                &[
+                    "StartAt",
+                    "States",
+                    "Comment",
+                    "Version",
+                    "TimeoutSeconds",
+                    "QueryLanguage",
+                ],
                 out,
             ),
         }
@@ -158,12 +177,23 @@ fn context_use(v: &Value) -> ContextUse {
     match v {
         Value::String(s) => {
             let s = s.trim_start();
-            if !s.starts_with("$$") {
-                ContextUse::None
-            } else if WITHOUT_INPUT.iter().any(|p| s.starts_with(p)) && !s.contains("..") {
-                ContextUse::WithoutInput
+            let of = |p: &str| {
+                if WITHOUT_INPUT.iter().any(|w| p.starts_with(w)) && !p.contains("..") {
+                    ContextUse::WithoutInput
+                } else {
+                    ContextUse::Full
+                }
+            };
+            if s.starts_with("States.") {
+                // an intrinsic function's arguments: every `$$` in it
+                s.match_indices("$$")
+                    .map(|(i, _)| of(&s[i..]))
+                    .max()
+                    .unwrap_or(ContextUse::None)
+            } else if s.starts_with("$$") {
+                of(s)
             } else {
-                ContextUse::Full
+                ContextUse::None
             }
         }
         Value::Array(a) => a.iter().map(context_use).max().unwrap_or(ContextUse::None),
@@ -280,6 +310,10 @@ fn state(name: &str, v: &Value, at: &str, out: &mut Out) -> Option<State> {
         if k == "Type" || k == "Comment" || ok.contains(&k.as_str()) {
             continue;
         }
+        if k == "QueryLanguage" {
+            query_language(&o[k], &member(at, k), out);
+            continue;
+        }
         // a field of another state type: say so, rather than "unknown"
         if allowed_anywhere(k) {
             out.error(
@@ -306,12 +340,12 @@ fn state(name: &str, v: &Value, at: &str, out: &mut Out) -> Option<State> {
         "Choice" => kinds::choice(o, at, out).map(|c| Kind::Choice(Box::new(c))),
         "Wait" => kinds::wait(o, at, out).map(Kind::Wait),
         "Succeed" => Some(Kind::Succeed),
-        "Fail" => Some(Kind::Fail {
-            error: string(o.get("Error"), &member(at, "Error"), out),
-            cause: string(o.get("Cause"), &member(at, "Cause"), out),
-        }),
+        "Fail" => Some(Kind::Fail(Box::new(Fail {
+            error: fields::text(o, "Error", at, out),
+            cause: fields::text(o, "Cause", at, out),
+        }))),
         "Parallel" => parallel(o, at, out).map(|p| Kind::Parallel(Box::new(p))),
-        _ => map_state(o, at, out).map(|m| Kind::Map(Box::new(m))),
+        _ => map::map_state(o, at, out, states).map(|m| Kind::Map(Box::new(m))),
     }?;
     Some(State {
         name: name.to_string(),
@@ -319,7 +353,25 @@ fn state(name: &str, v: &Value, at: &str, out: &mut Out) -> Option<State> {
         kind,
         io,
         flow,
+        assign: fields::assign(o.get("Assign"), &member(at, "Assign"), out),
     })
+}
+
+/// `QueryLanguage`: JSONPath (the default) runs; JSONata is refused.
+fn query_language(v: &Value, at: &str, out: &mut Out) {
+    match v.as_str() {
+        Some("JSONPath") => {}
+        Some("JSONata") => out.error(
+            at,
+            "JSONata is not supported: no well-kept Rust crate implements JSONata fully \
+             (docs/asl.md); write the machine with JSONPath fields (Parameters, \
+             ResultSelector, intrinsic functions, Assign), the default",
+        ),
+        _ => out.error(
+            at,
+            format!("\"QueryLanguage\" is \"JSONPath\" (or \"JSONata\", not supported), found {v}"),
+        ),
+    }
 }
 
 fn allowed_anywhere(k: &str) -> bool {
@@ -331,6 +383,9 @@ fn why_not(ty: &str, k: &str) -> &'static str {
         ("Choice", "Next" | "End") => " (a Choice goes where its Choices or Default say)",
         ("Succeed" | "Fail", "Next" | "End") => " (it ends the machine)",
         ("Fail", "InputPath" | "OutputPath") => " (it has no output)",
+        ("Succeed" | "Fail", "Assign") => {
+            " (the run ends here: there is no later state to read it)"
+        }
         (_, "Retry" | "Catch") => " (only Task, Parallel and Map states retry and catch)",
         (_, "ResultPath" | "Parameters" | "ResultSelector") => {
             " (only states that produce a result have it)"
@@ -418,73 +473,6 @@ fn parallel(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<Parallel>
     let (retry, catch) = recovery(o, at, out);
     Some(Parallel {
         branches,
-        retry,
-        catch,
-    })
-}
-
-fn map_state(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<MapState> {
-    let (key, v) = match (o.get("ItemProcessor"), o.get("Iterator")) {
-        (Some(_), Some(_)) => {
-            out.error(member(at, "Iterator"), "a Map has \"ItemProcessor\" or \"Iterator\" (its older name), not both: keep \"ItemProcessor\"");
-            return None;
-        }
-        (Some(v), None) => ("ItemProcessor", v),
-        (None, Some(v)) => ("Iterator", v),
-        (None, None) => {
-            out.error(
-                at,
-                "a Map needs \"ItemProcessor\" (or \"Iterator\"): the states run for each item",
-            );
-            return None;
-        }
-    };
-    let at_p = member(at, key);
-    let Value::Object(po) = v else {
-        out.error(
-            &at_p,
-            format!(
-                "\"{key}\" must be an object with \"StartAt\" and \"States\", found {}",
-                kind(v)
-            ),
-        );
-        return None;
-    };
-    for k in po.keys() {
-        match k.as_str() {
-            "StartAt" | "States" | "Comment" => {}
-            "ProcessorConfig" if key == "ItemProcessor" => {
-                let mode = po[k]
-                    .get("Mode")
-                    .and_then(Value::as_str)
-                    .unwrap_or("INLINE");
-                if mode != "INLINE" {
-                    out.error(member(&member(&at_p, k), "Mode"), format!("Map mode {mode:?} is not supported: only \"INLINE\" (items from the input, run inside the instance)"));
-                }
-            }
-            _ => unknown(
-                k,
-                &at_p,
-                &["StartAt", "States", "Comment", "ProcessorConfig"],
-                out,
-            ),
-        }
-    }
-    let iterator = states(po, &at_p, out);
-    let max_concurrency = match o.get("MaxConcurrency") {
-        None => Some(0),
-        v => non_negative(
-            v,
-            &member(at, "MaxConcurrency"),
-            "iterations (0: no limit)",
-            out,
-        ),
-    };
-    let (retry, catch) = recovery(o, at, out);
-    Some(MapState {
-        items_path: path_field(o, "ItemsPath", at, out),
-        iterator: iterator?,
-        max_concurrency: max_concurrency?,
         retry,
         catch,
     })

@@ -2,13 +2,19 @@
 
 use super::super::model::*;
 use super::super::out::{index, kind, member, Out};
-use super::fields::{next, non_negative, positive, result_path, unknown};
+use super::fields::{self, next, non_negative, positive, result_path, unknown};
 use crate::diag::did_you_mean;
 use serde_json::{Map, Value};
 
 /// The predefined error names (Appendix A, and those Step Functions added since).
-pub const PREDEFINED: [&str; 11] = [
+pub const PREDEFINED: [&str; 17] = [
     "States.ALL",
+    "States.DataLimitExceeded",
+    "States.ExceedToleratedFailureThreshold",
+    "States.Http.Socket",
+    "States.ItemReaderFailed",
+    "States.QueryEvaluationError",
+    "States.ResultWriterFailed",
     "States.Timeout",
     "States.HeartbeatTimeout",
     "States.TaskFailed",
@@ -102,7 +108,7 @@ pub(super) fn recovery(
                     "Comment",
                 ]
             } else {
-                &["ErrorEquals", "Next", "ResultPath", "Comment"]
+                &["ErrorEquals", "Next", "ResultPath", "Assign", "Comment"]
             };
             for k in r.keys() {
                 if !known.contains(&k.as_str()) {
@@ -168,6 +174,7 @@ pub(super) fn recovery(
                     errors: errs,
                     next,
                     result_path: result_path(r, &at_i, out),
+                    assign: fields::assign(r.get("Assign"), &member(&at_i, "Assign"), out),
                 });
             }
         }

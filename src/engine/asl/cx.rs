@@ -5,6 +5,7 @@ use super::keys;
 use super::thread::Thread;
 use crate::asl::data::Failure;
 use crate::asl::model::ContextUse;
+use crate::asl::path::Scope;
 use crate::asl::Machine;
 use crate::engine::instance::{ErrorInfo, Instance, Status};
 use crate::engine::{timers, Action, Limits};
@@ -58,16 +59,24 @@ impl Cx<'_> {
         }
     }
 
-    /// The context object (`$$`) as a state of `th` sees it: `null` when no path of the
-    /// machine reads it, without `Execution.Input` (a copy of the run's input) when none can
-    /// reach that.
-    pub fn context(&self, th: &Thread) -> Value {
+    /// What the paths of a state of `th` read besides its data: the context object (`$$`;
+    /// `null` when no path of the machine reads it, without `Execution.Input` (a copy of the
+    /// run's input) when none can reach that), the thread's variables, and the seed of its
+    /// visit and attempt.
+    pub fn context(&self, th: &Thread) -> Scope {
+        let seed = format!("{}/{}/{}", self.inst.id, th.visit, th.attempt);
         let input = match self.m.context {
-            ContextUse::None => return Value::Null,
+            ContextUse::None => {
+                return Scope {
+                    context: Value::Null,
+                    vars: th.vars.clone(),
+                    seed,
+                }
+            }
             ContextUse::WithoutInput => Value::Null,
             ContextUse::Full => self.input.clone(),
         };
-        json!({
+        let context = json!({
             "Execution": {
                 "Id": self.inst.id,
                 "Name": self.inst.id,
@@ -76,7 +85,12 @@ impl Cx<'_> {
             },
             "StateMachine": {"Id": self.inst.workflow_id, "Name": self.inst.workflow_id},
             "State": {"Name": th.state, "EnteredTime": th.entered, "RetryCount": th.attempt},
-        })
+        });
+        Scope {
+            context,
+            vars: th.vars.clone(),
+            seed,
+        }
     }
 
     /// Disarms every timer of the run (it ends: the machine's deadline among them).

@@ -4,13 +4,14 @@
 //! to the root. An input for a visit or attempt that is over is ignored.
 
 use super::cx::Cx;
+use super::fields;
 use super::flow;
 use super::fork;
 use super::keys::{self, Timer, TASK_FAILURE, TASK_HEARTBEAT, TASK_SUCCESS};
 use super::outcome::{go, Ended, Outcome};
 use super::states;
 use super::thread::{Doing, Lane, Thread};
-use crate::asl::data::{effective_output, Failure};
+use crate::asl::data::{assign, effective_output, Failure};
 use crate::asl::model::{Kind, States};
 use crate::engine::instance::{Event, Status};
 use crate::engine::{Action, EngineError, Input};
@@ -170,9 +171,13 @@ fn find(cx: &mut Cx, scope: &States, th: &mut Thread, visit: u64, d: &Delivery) 
         return at(cx, scope, th, d);
     }
     let st = scope.get(&th.state)?;
-    let Doing::Fork { lanes, .. } = &mut th.doing else {
+    let Doing::Fork {
+        lanes, tolerate, ..
+    } = &mut th.doing
+    else {
         return None;
     };
+    let total = lanes.len();
     let mut moved = None;
     for (i, lane) in lanes.iter_mut().enumerate() {
         let Lane::Running { thread } = lane else {
@@ -189,7 +194,10 @@ fn find(cx: &mut Cx, scope: &States, th: &mut Thread, visit: u64, d: &Delivery) 
                 *lane = Lane::Done { output };
                 Some(Ok(()))
             }
-            Ended::Failed(f) => Some(Err(f)),
+            Ended::Failed(f) => match fork::lane_failed(tolerate, total, lane, f) {
+                Some(f) => Some(Err(f)),
+                None => Some(Ok(())),
+            },
         });
         break;
     }
@@ -210,12 +218,12 @@ fn at(cx: &mut Cx, scope: &States, th: &mut Thread, d: &Delivery) -> Option<Outc
             cx.quiet(th);
             th.doing = Doing::Entering;
             let ctx = cx.context(th);
-            Some(
-                match effective_output(&st.io, &th.input, value.clone(), &ctx) {
-                    Ok(v) => go(st, v),
-                    Err(f) => Outcome::error(f),
-                },
-            )
+            let done = effective_output(&st.io, &th.input, value.clone(), &ctx)
+                .and_then(|v| assign(st.assign.as_ref(), value, &ctx, &mut th.vars).map(|()| v));
+            Some(match done {
+                Ok(v) => go(st, v),
+                Err(f) => Outcome::error(f),
+            })
         }
         Delivery::Failed { failure, .. } if tasking => {
             cx.quiet(th);
@@ -224,10 +232,11 @@ fn at(cx: &mut Cx, scope: &States, th: &mut Thread, d: &Delivery) -> Option<Outc
         }
         Delivery::Heartbeat { attempt } if tasking => {
             if let Kind::Task(t) = &st.kind {
+                let scope = cx.context(th);
                 if let Some(Ok(s)) = t
                     .heartbeat
                     .as_ref()
-                    .map(|h| states::seconds(h, &th.input, "HeartbeatSeconds"))
+                    .map(|h| fields::seconds(h, &th.input, &scope, "HeartbeatSeconds"))
                 {
                     let id = keys::timer(&cx.inst.id, th.visit, Timer::Heartbeat, *attempt);
                     cx.disarm(&id);

@@ -7,7 +7,7 @@ use super::keys::{self, Timer};
 use super::outcome::{Ended, Fault, Outcome};
 use super::states;
 use super::thread::{Doing, Lane, Thread};
-use crate::asl::data::{error_output, place, Failure};
+use crate::asl::data::{assign, error_output, place, Failure};
 use crate::asl::model::{Errors, Flow, Retrier, State, States};
 use crate::engine::MAX_STATES_PER_INPUT;
 use serde_json::Value;
@@ -50,6 +50,7 @@ pub fn enter(cx: &mut Cx, scope: &States, th: &mut Thread, name: &str, input: Va
         attempt: 0,
         retries: Vec::new(),
         doing: Doing::Entering,
+        vars: std::mem::take(&mut th.vars),
     };
     states::run(cx, scope, th)
 }
@@ -88,10 +89,17 @@ pub fn settle(cx: &mut Cx, scope: &States, th: &mut Thread, o: Outcome) -> Ended
 /// Starts a fork's waiting lanes while `MaxConcurrency` allows (each runs until it waits or
 /// ends), then finishes the state if every lane is done, or fails it if one failed.
 pub fn pump(cx: &mut Cx, st: &State, th: &mut Thread) -> Outcome {
-    let Doing::Fork { lanes, limit } = &mut th.doing else {
+    let Doing::Fork {
+        lanes,
+        limit,
+        tolerate,
+    } = &mut th.doing
+    else {
         return Outcome::Waiting;
     };
     let limit = *limit;
+    let total = lanes.len();
+    let outer = &th.vars;
     let mut running = lanes
         .iter()
         .filter(|l| matches!(l, Lane::Running { .. }))
@@ -109,6 +117,7 @@ pub fn pump(cx: &mut Cx, st: &State, th: &mut Thread) -> Outcome {
             continue;
         };
         let mut t = Thread::blank();
+        t.vars = outer.clone();
         let o = enter(cx, scope, &mut t, &scope.start_at, input);
         match settle(cx, scope, &mut t, o) {
             Ended::No => {
@@ -119,11 +128,10 @@ pub fn pump(cx: &mut Cx, st: &State, th: &mut Thread) -> Outcome {
             }
             Ended::Output(v) => *lane = Lane::Done { output: v },
             Ended::Failed(f) => {
-                *lane = Lane::Done {
-                    output: Value::Null,
-                };
-                failure = Some(f);
-                break;
+                failure = fork::lane_failed(tolerate, total, lane, f);
+                if failure.is_some() {
+                    break;
+                }
             }
         }
     }
@@ -159,7 +167,10 @@ fn recover(cx: &mut Cx, scope: &States, th: &mut Thread, fault: Fault) -> Result
     match st.kind.catchers().iter().find(|c| hits(&c.errors)) {
         Some(c) => {
             let f = &fault.failure;
-            let out = place(&c.result_path, &th.input, error_output(&f.error, &f.cause))?;
+            let error = error_output(&f.error, &f.cause);
+            let ctx = cx.context(th);
+            assign(c.assign.as_ref(), &error, &ctx, &mut th.vars)?;
+            let out = place(&c.result_path, &th.input, error)?;
             Ok(Outcome::Go(Flow::Next(c.next.clone()), out))
         }
         None => Err(fault.failure),

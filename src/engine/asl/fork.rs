@@ -4,10 +4,14 @@
 //! state (docs/semantics.md "Amazon States Language").
 
 use super::cx::Cx;
+use super::fields;
 use super::outcome::{go, Fault, Outcome};
-use super::thread::{Doing, Lane, Thread};
-use crate::asl::data::{effective_input, effective_output, fill, input_path, select, Failure};
-use crate::asl::model::{Kind, PathField, State, States};
+use super::thread::{Doing, Lane, Thread, Tolerated};
+use crate::asl::data::{
+    assign, effective_input, effective_output, error_output, fill, input_path, select, Failure,
+};
+use crate::asl::model::{Kind, PathField, State, States, Tolerance};
+use crate::asl::path::Scope;
 use serde_json::{json, Value};
 
 /// The states lane `i` of fork state `st` runs.
@@ -21,7 +25,7 @@ pub fn scope(st: &State, i: usize) -> Option<&States> {
 
 /// Enters a Parallel or Map state: one waiting lane per branch or item (`flow` starts them
 /// as far as `MaxConcurrency` allows).
-pub fn start(st: &State, th: &mut Thread, ctx: &Value) -> Result<Outcome, Failure> {
+pub fn start(st: &State, th: &mut Thread, ctx: &Scope) -> Result<Outcome, Failure> {
     let (lanes, limit) = match &st.kind {
         Kind::Parallel(p) => {
             let eff = effective_input(&st.io, &th.input, ctx)?;
@@ -53,19 +57,77 @@ pub fn start(st: &State, th: &mut Thread, ctx: &Value) -> Result<Outcome, Failur
                 let input = match &st.io.parameters {
                     Some(t) => {
                         let mut c = ctx.clone();
-                        c["Map"] = json!({"Item": {"Index": i, "Value": item}});
+                        c.context["Map"] = json!({"Item": {"Index": i, "Value": item}});
                         fill(t, &selected, &c, "ItemSelector")?
                     }
                     None => item,
                 };
                 lanes.push(Lane::Waiting { input });
             }
-            (lanes, m.max_concurrency)
+            let limit = fields::count(&m.max_concurrency, &th.input, ctx, "MaxConcurrency")?;
+            let tolerate = tolerated(&m.tolerated, &th.input, ctx)?;
+            th.doing = Doing::Fork {
+                lanes,
+                limit,
+                tolerate,
+            };
+            return Ok(Outcome::Lanes);
         }
         _ => unreachable!("fork::start is called for Parallel and Map states"),
     };
-    th.doing = Doing::Fork { lanes, limit };
+    th.doing = Doing::Fork {
+        lanes,
+        limit,
+        tolerate: None,
+    };
     Ok(Outcome::Lanes)
+}
+
+/// A Map's `ToleratedFailure...` fields as its input gives them (`None`: not one failure).
+fn tolerated(t: &Tolerance, input: &Value, ctx: &Scope) -> Result<Option<Tolerated>, Failure> {
+    if !t.any() {
+        return Ok(None);
+    }
+    let count = match &t.count {
+        Some(c) => Some(fields::count(c, input, ctx, "ToleratedFailureCount")?),
+        None => None,
+    };
+    let percentage = match &t.percentage {
+        Some(p) => Some(fields::share(p, input, ctx, "ToleratedFailurePercentage")?),
+        None => None,
+    };
+    Ok(Some(Tolerated {
+        count,
+        percentage,
+        failed: 0,
+    }))
+}
+
+/// Lane `lane` of a fork of `total` failed with `f`: its place in the result holds the Error
+/// Output. The error that fails the state, if the fork does not tolerate it: `f` itself
+/// without `ToleratedFailure...`, `States.ExceedToleratedFailureThreshold` past them.
+pub fn lane_failed(
+    tolerate: &mut Option<Tolerated>,
+    total: usize,
+    lane: &mut Lane,
+    f: Failure,
+) -> Option<Failure> {
+    *lane = Lane::Done {
+        output: error_output(&f.error, &f.cause),
+    };
+    let Some(t) = tolerate else {
+        return Some(f);
+    };
+    t.failed += 1;
+    t.exceeded(total).then(|| {
+        Failure::new(
+            "States.ExceedToleratedFailureThreshold",
+            format!(
+                "The specified tolerated failure threshold was exceeded: {} of {total} iterations failed, the last with {}: {}",
+                t.failed, f.error, f.cause
+            ),
+        )
+    })
 }
 
 /// The state's outcome once its lanes have been started as far as they can be: done, with
@@ -86,7 +148,10 @@ pub fn finish(cx: &mut Cx, st: &State, th: &mut Thread) -> Outcome {
         .collect();
     th.doing = Doing::Entering;
     let ctx = cx.context(th);
-    match effective_output(&st.io, &th.input, Value::Array(results), &ctx) {
+    let results = Value::Array(results);
+    let done = effective_output(&st.io, &th.input, results.clone(), &ctx)
+        .and_then(|v| assign(st.assign.as_ref(), &results, &ctx, &mut th.vars).map(|()| v));
+    match done {
         Ok(v) => go(st, v),
         Err(f) => Outcome::error(f),
     }

@@ -5,13 +5,14 @@
 //!
 //! Layout, each file using only those before it: `thread` (the stored run: threads of
 //! control and what each state is doing), `keys` (call keys, task tokens, timer ids, the
-//! token event types), `outcome` (what a state did), `cx` (the working context), `fork`
+//! token event types), `outcome` (what a state did), `cx` (the working context), `fields` (the `...Path` fields read at run time), `fork`
 //! (Parallel and Map lanes built and finished), `states` (what each state type does when
 //! entered), `flow` (entering states, transitions, starting lanes, Retry and Catch),
 //! `deliver` (results, failures, timers and token events finding their thread).
 
 mod cx;
 mod deliver;
+mod fields;
 mod flow;
 mod fork;
 pub mod keys;

@@ -2,12 +2,14 @@
 //! Succeed and Fail here; Parallel and Map in `fork`.
 
 use super::cx::Cx;
+use super::fields;
 use super::fork;
 use super::keys::{self, Timer, TASK_EVENT};
 use super::outcome::{go, Outcome};
 use super::thread::{Doing, Thread};
-use crate::asl::data::{effective_input, effective_output, output, Failure};
-use crate::asl::model::{Flow, Kind, Seconds, State, States, Task, Wait};
+use crate::asl::data::{self, assign, effective_input, effective_output, output, Failure};
+use crate::asl::model::{Flow, Kind, State, States, Task, Text, Wait};
+use crate::asl::path::Scope;
 use crate::engine::produce::emit;
 use crate::engine::Action;
 use chrono::{DateTime, Utc};
@@ -30,25 +32,30 @@ fn run_state(cx: &mut Cx, st: &State, th: &mut Thread) -> Result<Outcome, Failur
         Kind::Pass { result } => {
             let eff = effective_input(&st.io, &th.input, &ctx)?;
             let result = result.clone().unwrap_or(eff);
-            Ok(go(st, effective_output(&st.io, &th.input, result, &ctx)?))
+            let out = effective_output(&st.io, &th.input, result.clone(), &ctx)?;
+            assign(st.assign.as_ref(), &result, &ctx, &mut th.vars)?;
+            Ok(go(st, out))
         }
         Kind::Task(t) => task(cx, st, t, th, ctx),
         Kind::Choice(c) => {
             let eff = effective_input(&st.io, &th.input, &ctx)?;
-            for (rule, next) in &c.choices {
-                let hit = rule
+            for r in &c.choices {
+                let hit = r
+                    .rule
                     .eval(&eff, &ctx)
                     .map_err(|m| Failure::new("States.Runtime", m.to_string()))?;
                 if hit {
                     let out = output(&st.io, &eff, &ctx)?;
-                    return Ok(Outcome::Go(Flow::Next(next.clone()), out));
+                    assign(r.assign.as_ref(), &eff, &ctx, &mut th.vars)?;
+                    return Ok(Outcome::Go(Flow::Next(r.next.clone()), out));
                 }
             }
             match &c.default {
-                Some(d) => Ok(Outcome::Go(
-                    Flow::Next(d.clone()),
-                    output(&st.io, &eff, &ctx)?,
-                )),
+                Some(d) => {
+                    let out = output(&st.io, &eff, &ctx)?;
+                    assign(st.assign.as_ref(), &eff, &ctx, &mut th.vars)?;
+                    Ok(Outcome::Go(Flow::Next(d.clone()), out))
+                }
                 None => Err(Failure::new(
                     "States.NoChoiceMatched",
                     format!(
@@ -60,9 +67,11 @@ fn run_state(cx: &mut Cx, st: &State, th: &mut Thread) -> Result<Outcome, Failur
         }
         Kind::Wait(w) => {
             let eff = effective_input(&st.io, &th.input, &ctx)?;
-            let due = wait_until(cx.now, w, &eff)?;
+            let due = wait_until(cx.now, w, &eff, &ctx)?;
             if due <= cx.now {
-                return Ok(go(st, output(&st.io, &eff, &ctx)?));
+                let out = output(&st.io, &eff, &ctx)?;
+                assign(st.assign.as_ref(), &eff, &ctx, &mut th.vars)?;
+                return Ok(go(st, out));
             }
             cx.arm(keys::timer(&cx.inst.id, th.visit, Timer::Wait, 0), due);
             th.doing = Doing::Wait;
@@ -72,30 +81,43 @@ fn run_state(cx: &mut Cx, st: &State, th: &mut Thread) -> Result<Outcome, Failur
             let eff = effective_input(&st.io, &th.input, &ctx)?;
             Ok(Outcome::Go(Flow::End, output(&st.io, &eff, &ctx)?))
         }
-        Kind::Fail { error, cause } => Err(Failure {
-            error: error.clone().unwrap_or_default(),
-            cause: cause.clone().unwrap_or_default(),
-        }),
+        Kind::Fail(f) => {
+            let text = |t: &Option<Text>, field| match t {
+                Some(t) => data::text(t, &th.input, &ctx, field),
+                None => Ok(String::new()),
+            };
+            Err(Failure {
+                error: text(&f.error, "Error")?,
+                cause: text(&f.cause, "Cause")?,
+            })
+        }
         Kind::Parallel(_) | Kind::Map(_) => fork::start(st, th, &ctx),
     }
 }
 
 /// A Wait state's timer fired: its output.
-pub fn after_wait(cx: &Cx, st: &State, th: &Thread) -> Outcome {
+pub fn after_wait(cx: &Cx, st: &State, th: &mut Thread) -> Outcome {
     let ctx = cx.context(th);
-    effective_input(&st.io, &th.input, &ctx)
-        .and_then(|eff| output(&st.io, &eff, &ctx))
-        .map(|v| go(st, v))
-        .unwrap_or_else(Outcome::error)
+    let done = effective_input(&st.io, &th.input, &ctx).and_then(|eff| {
+        let out = output(&st.io, &eff, &ctx)?;
+        assign(st.assign.as_ref(), &eff, &ctx, &mut th.vars)?;
+        Ok(out)
+    });
+    done.map(|v| go(st, v)).unwrap_or_else(Outcome::error)
 }
 
 /// When a Wait state's wait ends.
-fn wait_until(now: DateTime<Utc>, w: &Wait, input: &Value) -> Result<DateTime<Utc>, Failure> {
+fn wait_until(
+    now: DateTime<Utc>,
+    w: &Wait,
+    input: &Value,
+    scope: &Scope,
+) -> Result<DateTime<Utc>, Failure> {
     Ok(match w {
         Wait::Seconds(s) => now + chrono::Duration::seconds(*s as i64),
         Wait::Timestamp(t) => *t,
         Wait::SecondsPath(p) => {
-            let s = p.get(input).and_then(Value::as_u64).ok_or_else(|| {
+            let s = p.get(input, scope).and_then(Value::as_u64).ok_or_else(|| {
                 Failure::new(
                     "States.Runtime",
                     format!("SecondsPath {p} does not select a non-negative whole number in the state's input"),
@@ -104,7 +126,7 @@ fn wait_until(now: DateTime<Utc>, w: &Wait, input: &Value) -> Result<DateTime<Ut
             now + chrono::Duration::seconds(s.min(i64::MAX as u64 / 1000) as i64)
         }
         Wait::TimestampPath(p) => p
-            .get(input)
+            .get(input, scope)
             .and_then(Value::as_str)
             .and_then(crate::asl::rules::timestamp)
             .ok_or_else(|| {
@@ -116,25 +138,6 @@ fn wait_until(now: DateTime<Utc>, w: &Wait, input: &Value) -> Result<DateTime<Ut
     })
 }
 
-/// A seconds field's value: fixed, or read from the state's input.
-pub fn seconds(s: &Seconds, input: &Value, field: &str) -> Result<u64, Failure> {
-    match s {
-        Seconds::Fixed(n) => Ok(*n),
-        Seconds::Path(p) => p
-            .get(input)
-            .and_then(Value::as_u64)
-            .filter(|n| *n > 0)
-            .ok_or_else(|| {
-                Failure::new(
-                    "States.Runtime",
-                    format!(
-                        "{field}Path {p} does not select a positive whole number in the state's input"
-                    ),
-                )
-            }),
-    }
-}
-
 /// A Task: the call (or, with `.waitForTaskToken`, the event carrying the task token) and
 /// its `TimeoutSeconds` and `HeartbeatSeconds` timers.
 fn task(
@@ -142,17 +145,17 @@ fn task(
     st: &State,
     t: &Task,
     th: &mut Thread,
-    mut ctx: Value,
+    mut ctx: Scope,
 ) -> Result<Outcome, Failure> {
     let key = keys::call(&cx.inst.id, th.visit, th.attempt);
     let token = t.waits_for_token();
     if token {
-        ctx["Task"] = json!({ "Token": key });
+        ctx.context["Task"] = json!({ "Token": key });
     }
     let eff = effective_input(&st.io, &th.input, &ctx)?;
-    let timeout = seconds(&t.timeout, &th.input, "TimeoutSeconds")?;
+    let timeout = fields::seconds(&t.timeout, &th.input, &ctx, "TimeoutSeconds")?;
     let heartbeat = match &t.heartbeat {
-        Some(h) => Some(seconds(h, &th.input, "HeartbeatSeconds")?),
+        Some(h) => Some(fields::seconds(h, &th.input, &ctx, "HeartbeatSeconds")?),
         None => None,
     };
     if token {

@@ -4,7 +4,7 @@
 //! iterator's) states. Plain serde data, part of the instance record.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// A machine's run: what the context object's `Execution` shows, and the root thread.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -35,6 +35,10 @@ pub struct Thread {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub retries: Vec<u32>,
     pub doing: Doing,
+    /// The variables this thread sees (`Assign`): a lane starts with a copy of its fork's,
+    /// which cannot change while it runs, and its own are gone when it ends.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub vars: Map<String, Value>,
 }
 
 /// What the current state is doing while its thread waits.
@@ -57,7 +61,32 @@ pub enum Doing {
         /// Map: at most this many lanes run at once (0: no limit).
         #[serde(default)]
         limit: u64,
+        /// Map with `ToleratedFailure...`: what it tolerates and how many have failed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tolerate: Option<Tolerated>,
     },
+}
+
+/// A Map's tolerated failures, read when it starts, and the failures so far.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Tolerated {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub count: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentage: Option<f64>,
+    pub failed: u64,
+}
+
+impl Tolerated {
+    /// Whether the failures so far, of `total` iterations, are more than it tolerates.
+    pub fn exceeded(&self, total: usize) -> bool {
+        let over_count = self.count.is_some_and(|c| self.failed > c);
+        let over_share = self
+            .percentage
+            .is_some_and(|p| total > 0 && (self.failed as f64) * 100.0 / (total as f64) > p);
+        over_count || over_share
+    }
 }
 
 /// A branch or an item of a fork.
@@ -87,6 +116,7 @@ impl Thread {
             attempt: 0,
             retries: Vec::new(),
             doing: Doing::Entering,
+            vars: Map::new(),
         }
     }
 

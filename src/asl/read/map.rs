@@ -1,0 +1,148 @@
+//! The fields of a Map state: its iterator, `MaxConcurrency` and the tolerated failures,
+//! each given as a value or read from the state's input by a `...Path`.
+
+use super::super::model::*;
+use super::super::out::{kind, member, Out};
+use super::super::path::RefPath;
+use super::fields::{path_field, ref_path, unknown};
+use super::recovery::recovery;
+use serde_json::{Map, Value};
+
+pub(super) fn map_state(
+    o: &Map<String, Value>,
+    at: &str,
+    out: &mut Out,
+    states: fn(&Map<String, Value>, &str, &mut Out) -> Option<States>,
+) -> Option<MapState> {
+    let (key, v) = match (o.get("ItemProcessor"), o.get("Iterator")) {
+        (Some(_), Some(_)) => {
+            out.error(member(at, "Iterator"), "a Map has \"ItemProcessor\" or \"Iterator\" (its older name), not both: keep \"ItemProcessor\"");
+            return None;
+        }
+        (Some(v), None) => ("ItemProcessor", v),
+        (None, Some(v)) => ("Iterator", v),
+        (None, None) => {
+            out.error(
+                at,
+                "a Map needs \"ItemProcessor\" (or \"Iterator\"): the states run for each item",
+            );
+            return None;
+        }
+    };
+    let at_p = member(at, key);
+    let Value::Object(po) = v else {
+        out.error(
+            &at_p,
+            format!(
+                "\"{key}\" must be an object with \"StartAt\" and \"States\", found {}",
+                kind(v)
+            ),
+        );
+        return None;
+    };
+    for k in po.keys() {
+        match k.as_str() {
+            "StartAt" | "States" | "Comment" => {}
+            // the older `Iterator` takes it too (Step Functions' INLINE form)
+            "ProcessorConfig" => {
+                let mode = po[k]
+                    .get("Mode")
+                    .and_then(Value::as_str)
+                    .unwrap_or("INLINE");
+                if mode != "INLINE" {
+                    out.error(member(&member(&at_p, k), "Mode"), format!("Map mode {mode:?} is not supported: only \"INLINE\" (items from the input, run inside the instance)"));
+                }
+            }
+            _ => unknown(
+                k,
+                &at_p,
+                &["StartAt", "States", "Comment", "ProcessorConfig"],
+                out,
+            ),
+        }
+    }
+    let iterator = states(po, &at_p, out);
+    let max_concurrency = count_or_path(o, "MaxConcurrency", at, "iterations (0: no limit)", out);
+    let tolerated = tolerance(o, at, out);
+    let (retry, catch) = recovery(o, at, out);
+    Some(MapState {
+        items_path: path_field(o, "ItemsPath", at, out),
+        iterator: iterator?,
+        max_concurrency: max_concurrency.unwrap_or(Count::Fixed(0)),
+        tolerated,
+        retry,
+        catch,
+    })
+}
+
+/// A whole number field `k` (0 or more, of `what`), or its `...Path` form.
+fn count_or_path(
+    o: &Map<String, Value>,
+    k: &str,
+    at: &str,
+    what: &str,
+    out: &mut Out,
+) -> Option<Count> {
+    let pk = format!("{k}Path");
+    match (o.get(k), o.get(&pk)) {
+        (Some(_), Some(_)) => {
+            out.error(at, format!("\"{k}\" and \"{pk}\" are both set: keep one"));
+            None
+        }
+        (Some(v), None) => match v.as_u64() {
+            Some(n) => Some(Count::Fixed(n)),
+            None => {
+                out.error(
+                    member(at, k),
+                    format!("\"{k}\" must be a whole number of {what}, 0 or more, found {v}"),
+                );
+                None
+            }
+        },
+        (None, Some(v)) => ref_field(v, &pk, at, out).map(Count::Path),
+        (None, None) => None,
+    }
+}
+
+/// A `...Path` field's Reference Path.
+fn ref_field(v: &Value, k: &str, at: &str, out: &mut Out) -> Option<RefPath> {
+    match v {
+        Value::String(s) => ref_path(s, &member(at, k), out),
+        other => {
+            out.error(
+                member(at, k),
+                format!(
+                    "\"{k}\" must be a Reference Path such as \"$.limit\", found {}",
+                    kind(other)
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// `ToleratedFailureCount` and `ToleratedFailurePercentage` (or their `...Path` forms).
+fn tolerance(o: &Map<String, Value>, at: &str, out: &mut Out) -> Tolerance {
+    let count = count_or_path(o, "ToleratedFailureCount", at, "failed iterations", out);
+    let k = "ToleratedFailurePercentage";
+    let pk = "ToleratedFailurePercentagePath";
+    let percentage = match (o.get(k), o.get(pk)) {
+        (Some(_), Some(_)) => {
+            out.error(at, format!("\"{k}\" and \"{pk}\" are both set: keep one"));
+            None
+        }
+        (Some(v), None) => match v.as_f64().filter(|p| (0.0..=100.0).contains(p)) {
+            Some(p) => Some(Share::Fixed(p)),
+            None => {
+                out.error(
+                    member(at, k),
+                    format!("\"{k}\" must be a number from 0 to 100, found {v}"),
+                );
+                None
+            }
+        },
+        (None, Some(v)) => ref_field(v, pk, at, out).map(Share::Path),
+        (None, None) => None,
+    };
+    Tolerance { count, percentage }
+}

@@ -1,0 +1,58 @@
+//! Fields a state reads from its input when it runs: the `...Path` forms of seconds, counts
+//! and percentages. What one selects must be of the field's kind, else `States.Runtime`.
+
+use crate::asl::data::Failure;
+use crate::asl::model::{Count, Seconds, Share};
+use crate::asl::path::Scope;
+use serde_json::Value;
+
+/// A seconds field's value: fixed, or read from the state's input.
+pub fn seconds(s: &Seconds, input: &Value, scope: &Scope, field: &str) -> Result<u64, Failure> {
+    match s {
+        Seconds::Fixed(n) => Ok(*n),
+        Seconds::Path(p) => p
+            .get(input, scope)
+            .and_then(Value::as_u64)
+            .filter(|n| *n > 0)
+            .ok_or_else(|| {
+                Failure::new(
+                    "States.Runtime",
+                    format!(
+                        "{field}Path {p} does not select a positive whole number in the state's input"
+                    ),
+                )
+            }),
+    }
+}
+
+/// A whole-number field's value (`MaxConcurrency`, `ToleratedFailureCount`): fixed, or read
+/// from the state's input.
+pub fn count(c: &Count, input: &Value, scope: &Scope, field: &str) -> Result<u64, Failure> {
+    match c {
+        Count::Fixed(n) => Ok(*n),
+        Count::Path(p) => p.get(input, scope).and_then(Value::as_u64).ok_or_else(|| {
+            Failure::new(
+                "States.Runtime",
+                format!("{field}Path {p} does not select a whole number, 0 or more, in the state's input"),
+            )
+        }),
+    }
+}
+
+/// A percentage field's value (`ToleratedFailurePercentage`): fixed, or read from the
+/// state's input.
+pub fn share(s: &Share, input: &Value, scope: &Scope, field: &str) -> Result<f64, Failure> {
+    match s {
+        Share::Fixed(p) => Ok(*p),
+        Share::Path(p) => p
+            .get(input, scope)
+            .and_then(Value::as_f64)
+            .filter(|v| (0.0..=100.0).contains(v))
+            .ok_or_else(|| {
+                Failure::new(
+                    "States.Runtime",
+                    format!("{field}Path {p} does not select a number from 0 to 100 in the state's input"),
+                )
+            }),
+    }
+}
