@@ -1,7 +1,7 @@
 //! ASL fields Step Functions added after the reference document, through the pure engine:
 //! a Fail state's `ErrorPath`/`CausePath`, a Map's `MaxConcurrencyPath` and tolerated
 //! failures, the older `Iterator` with `ProcessorConfig`, intrinsic functions in a running
-//! machine, the JsonPath forms AWS resolves, and JSONata refused at deploy.
+//! machine, the JsonPath forms AWS resolves, and `QueryLanguage`.
 
 mod common;
 use common::*;
@@ -209,20 +209,13 @@ fn timestamps_need_the_t() {
 }
 
 #[test]
-fn jsonata_is_refused_and_jsonpath_accepted() {
+fn query_language_is_jsonpath_or_jsonata() {
     let d = errors(
-        r#"{"QueryLanguage": "JSONata", "StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}"#,
+        r#"{"QueryLanguage": "XPath", "StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}"#,
     );
     assert!(
         d.iter()
-            .any(|(p, m)| p == "$.QueryLanguage" && m.contains("JSONata is not supported")),
-        "{d:?}"
-    );
-    let d = errors(
-        r#"{"StartAt": "P", "States": {"P": {"Type": "Pass", "QueryLanguage": "JSONata", "Output": "{% $states.input %}", "End": true}}}"#,
-    );
-    assert!(
-        d.iter().any(|(p, _)| p == "$.States.P.QueryLanguage"),
+            .any(|(p, m)| p == "$.QueryLanguage" && m.contains("\"JSONPath\" or \"JSONata\"")),
         "{d:?}"
     );
     let ok = r#"{"QueryLanguage": "JSONPath", "StartAt": "P", "States": {"P": {"Type": "Pass", "QueryLanguage": "JSONPath", "End": true}}}"#;

@@ -124,7 +124,7 @@ fn the_documents_input_and_output_examples_give_its_results() {
     let first = choice
         .choices
         .iter()
-        .find(|c| c.rule.eval(&input, &ctx).unwrap())
+        .find(|c| rule(&c.rule).eval(&input, &ctx).unwrap())
         .map(|c| c.next.as_str());
     assert_eq!(
         first,
@@ -132,7 +132,7 @@ fn the_documents_input_and_output_examples_give_its_results() {
         "docs/semantics.md \"ASL Choice example\""
     );
     assert!(
-        choice.choices[1].rule.eval(&input, &ctx).unwrap(),
+        rule(&choice.choices[1].rule).eval(&input, &ctx).unwrap(),
         "22 is in the twenties"
     );
 }
@@ -323,9 +323,9 @@ fn invalid() -> Vec<(&'static str, Value, &'static str, &'static str)> {
             "ItemProcessor",
         ),
         (
-            "unsupported JSONata",
-            json!({"QueryLanguage": "JSONata", "StartAt": "A", "States": {"A": {"Type": "Succeed"}}}),
-            "$.QueryLanguage",
+            "Distributed Map",
+            json!({"StartAt": "M", "States": {"M": {"Type": "Map", "End": true, "ItemReader": {}, "ItemProcessor": {"StartAt": "P", "States": {"P": {"Type": "Succeed"}}}}}}),
+            "$.States.M.ItemReader",
             "not supported",
         ),
         (
@@ -426,4 +426,12 @@ fn the_cli_validates_and_draws_asl_files() {
         .unwrap();
     assert!(String::from_utf8_lossy(&svg.stdout).contains("<svg"));
     assert!(Path::new(DOC).join("README.md").exists());
+}
+
+/// A JSONPath Choice Rule's rule.
+fn rule(c: &flowbroker::asl::model::Cond) -> &flowbroker::asl::rules::Rule {
+    match c {
+        flowbroker::asl::model::Cond::Rule(r) => r,
+        flowbroker::asl::model::Cond::Jsonata(_) => panic!("a JSONPath machine"),
+    }
 }

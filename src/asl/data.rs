@@ -8,22 +8,7 @@ use super::model::{Io, PathField, Template, TemplateField, Text};
 use super::path::{Path, RefPath, Scope};
 use serde_json::{Map, Value};
 
-/// A runtime error of the machine's own making: a predefined error name and its cause.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{error}: {cause}")]
-pub struct Failure {
-    pub error: String,
-    pub cause: String,
-}
-
-impl Failure {
-    pub fn new(error: &str, cause: impl Into<String>) -> Failure {
-        Failure {
-            error: error.to_string(),
-            cause: cause.into(),
-        }
-    }
-}
+pub use super::failure::Failure;
 
 /// A path's selection, or `States.Runtime` naming `field` when it selects nothing.
 pub fn select(p: &Path, data: &Value, ctx: &Scope, field: &str) -> Result<Value, Failure> {
@@ -38,8 +23,12 @@ pub fn select(p: &Path, data: &Value, ctx: &Scope, field: &str) -> Result<Value,
     })
 }
 
-/// `InputPath` alone (a Map state fills its `ItemSelector` from this, item by item).
+/// `InputPath` alone (a Map state fills its `ItemSelector` from this, item by item); a
+/// JSONata state's input as it is.
 pub fn input_path(io: &Io, raw: &Value, ctx: &Scope) -> Result<Value, Failure> {
+    if io.jsonata {
+        return Ok(raw.clone());
+    }
     match &io.input_path {
         PathField::Default => Ok(raw.clone()),
         PathField::Null => Ok(Value::Object(Map::new())),
@@ -49,6 +38,12 @@ pub fn input_path(io: &Io, raw: &Value, ctx: &Scope) -> Result<Value, Failure> {
 
 /// `InputPath` then `Parameters`: what the state works on.
 pub fn effective_input(io: &Io, raw: &Value, ctx: &Scope) -> Result<Value, Failure> {
+    if io.jsonata {
+        return match &io.arguments {
+            Some(t) => fill(t, raw, ctx, "Arguments"),
+            None => Ok(raw.clone()),
+        };
+    }
     let selected = input_path(io, raw, ctx)?;
     match &io.parameters {
         Some(t) => fill(t, &selected, ctx, "Parameters"),
@@ -74,6 +69,7 @@ fn fill_with(
 ) -> Result<Value, Failure> {
     Ok(match t {
         Template::Literal(v) => v.clone(),
+        Template::Expr(e) => e.eval(ctx, field, dice)?,
         Template::Array(items) => Value::Array(
             items
                 .iter()
@@ -154,6 +150,7 @@ pub fn assign(
 pub fn text(t: &Text, input: &Value, ctx: &Scope, field: &str) -> Result<String, Failure> {
     let v = match t {
         Text::Fixed(s) => return Ok(s.clone()),
+        Text::Expr(e) => e.eval(ctx, field, &mut Dice::new(&format!("{}/{field}", ctx.seed)))?,
         Text::Path(p) => p
             .select(input, ctx)
             .ok_or_else(|| nothing("States.Runtime", p, &format!("{field}Path"), field))?,
@@ -198,13 +195,20 @@ pub fn place(
     }
 }
 
-/// `ResultSelector`, `ResultPath`, `OutputPath`: what the state passes on.
+/// `ResultSelector`, `ResultPath`, `OutputPath`: what the state passes on (JSONata: its
+/// `Output`, with `$states.result`, else the result).
 pub fn effective_output(
     io: &Io,
     raw: &Value,
     result: Value,
     ctx: &Scope,
 ) -> Result<Value, Failure> {
+    if io.jsonata {
+        return match &io.output {
+            Some(t) => fill(t, &result, &ctx.with("result", &result), "Output"),
+            None => Ok(result),
+        };
+    }
     let result = match &io.result_selector {
         Some(t) => fill(t, &result, ctx, "ResultSelector")?,
         None => result,
@@ -213,8 +217,14 @@ pub fn effective_output(
     output(io, &placed, ctx)
 }
 
-/// `OutputPath` alone (states without a result: Choice, Wait, Succeed).
+/// `OutputPath` alone (states without a result: Choice, Wait, Succeed; JSONata: `Output`).
 pub fn output(io: &Io, data: &Value, ctx: &Scope) -> Result<Value, Failure> {
+    if io.jsonata {
+        return match &io.output {
+            Some(t) => fill(t, data, ctx, "Output"),
+            None => Ok(data.clone()),
+        };
+    }
     match &io.output_path {
         PathField::Default => Ok(data.clone()),
         PathField::Null => Ok(Value::Object(Map::new())),

@@ -11,13 +11,17 @@
 //!   `ResultPath`, `OutputPath`), `Assign`, a Fail state's texts, and the errors they raise.
 //! - [`path`]: Paths (on the data, the `$$` context object or a `$name` variable: a
 //!   [`path::Scope`]) and Reference Paths.
+//! - [`jsonata`]: JSONata expressions (`{% %}`) in JSONata states, pure.
+//! - [`failure`]: a runtime error (name and cause).
 //! - [`intrinsic`]: intrinsic functions (`States.Format(...)` and 17 more), checked at deploy.
 //! - [`vars`]: variables (`Assign`, `$name`) across scopes, checked at deploy.
 //! - [`out`]: diagnostics and JSON paths while reading.
 
 pub mod check;
 pub mod data;
+pub mod failure;
 pub mod intrinsic;
+pub mod jsonata;
 pub mod model;
 pub mod out;
 pub mod path;

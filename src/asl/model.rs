@@ -3,6 +3,7 @@
 //! YAML, with every problem located; checked as a whole by [`super::check`].
 
 use super::intrinsic::Call;
+use super::jsonata::Expr;
 use super::path::{Path, RefPath};
 use super::rules::Rule;
 use serde_json::Value;
@@ -36,6 +37,8 @@ pub struct Machine {
     pub body: States,
     /// What the paths read of the context object (`$$...`): the interpreter builds no more.
     pub context: ContextUse,
+    /// Some state is JSONata: scopes carry `$states`.
+    pub jsonata: bool,
 }
 
 /// How much of the context object a machine's paths can reach.
@@ -65,9 +68,23 @@ pub enum PathField<P> {
     Path(P),
 }
 
-/// The input and output fields a state may have.
+/// The query language of a state's fields (`QueryLanguage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Lang {
+    #[default]
+    JsonPath,
+    Jsonata,
+}
+
+/// The input and output fields a state may have: JSONPath's five, or JSONata's `Arguments`
+/// and `Output` (`jsonata` says which).
 #[derive(Debug, Clone, Default)]
 pub struct Io {
+    pub jsonata: bool,
+    /// JSONata: what a Task or Parallel works on (absent: its input).
+    pub arguments: Option<Template>,
+    /// JSONata: what the state passes on (absent: its result, or its input).
+    pub output: Option<Template>,
     pub input_path: PathField<Path>,
     pub output_path: PathField<Path>,
     pub result_path: PathField<RefPath>,
@@ -80,6 +97,8 @@ pub struct Io {
 #[derive(Debug, Clone)]
 pub enum Template {
     Literal(Value),
+    /// A JSONata state's `"{% ... %}"` string.
+    Expr(Expr),
     Object(Vec<(String, TemplateField)>),
     Array(Vec<Template>),
 }
@@ -129,6 +148,8 @@ pub struct Catcher {
     pub errors: Errors,
     pub next: String,
     pub result_path: PathField<RefPath>,
+    /// JSONata: what the catcher passes on (absent: the Error Output).
+    pub output: Option<Template>,
     /// Variables set from the Error Output when this catcher is taken (in the state's scope).
     pub assign: Option<Template>,
 }
@@ -138,6 +159,7 @@ pub struct Catcher {
 pub enum Seconds {
     Fixed(u64),
     Path(RefPath),
+    Expr(Expr),
 }
 
 #[derive(Debug, Clone)]
@@ -166,9 +188,28 @@ pub struct Choice {
 /// A top-level Choice Rule: where it goes, and the variables it sets, when it matches.
 #[derive(Debug, Clone)]
 pub struct ChoiceRule {
-    pub rule: Rule,
+    pub rule: Cond,
     pub next: String,
     pub assign: Option<Template>,
+    /// JSONata: what the state passes on when this rule matches.
+    pub output: Option<Template>,
+}
+
+/// A top-level Choice Rule's test: a JSONPath rule, or a JSONata `Condition`.
+#[derive(Debug, Clone)]
+pub enum Cond {
+    Rule(Rule),
+    Jsonata(Expr),
+}
+
+impl Cond {
+    /// As written (for graphs).
+    pub fn describe(&self) -> String {
+        match self {
+            Cond::Rule(r) => r.describe(),
+            Cond::Jsonata(e) => format!("{{% {} %}}", e.source()),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -177,6 +218,11 @@ pub enum Wait {
     Timestamp(chrono::DateTime<chrono::Utc>),
     SecondsPath(RefPath),
     TimestampPath(RefPath),
+    /// JSONata: `Seconds` or `Timestamp` (`timestamp`) as an expression.
+    Expr {
+        timestamp: bool,
+        expr: Expr,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -191,6 +237,7 @@ pub struct Parallel {
 pub enum Count {
     Fixed(u64),
     Path(RefPath),
+    Expr(Expr),
 }
 
 /// A percentage (0 to 100) given as it is or read from the state's input.
@@ -198,6 +245,7 @@ pub enum Count {
 pub enum Share {
     Fixed(f64),
     Path(RefPath),
+    Expr(Expr),
 }
 
 /// How many of a Map's iterations may fail before the Map does
@@ -218,6 +266,8 @@ impl Tolerance {
 #[derive(Debug, Clone)]
 pub struct MapState {
     pub items_path: PathField<Path>,
+    /// JSONata: the items (an array, or an expression that makes one; absent: the input).
+    pub items: Option<Template>,
     pub iterator: States,
     /// 0: no limit.
     pub max_concurrency: Count,
@@ -233,6 +283,7 @@ pub enum Text {
     Fixed(String),
     Path(Path),
     Call(Call),
+    Expr(Expr),
 }
 
 impl Text {
@@ -242,6 +293,7 @@ impl Text {
             Text::Fixed(s) => s.clone(),
             Text::Path(p) => p.source().to_string(),
             Text::Call(c) => format!("{}(...)", c.name()),
+            Text::Expr(e) => format!("{{% {} %}}", e.source()),
         }
     }
 }
@@ -311,6 +363,7 @@ pub struct State {
     /// Parallel, Map) or its effective input (Choice when its `Default` is taken, Wait).
     /// Always a [`Template::Object`] keyed by variable name.
     pub assign: Option<Template>,
+    pub lang: Lang,
 }
 
 impl State {

@@ -51,9 +51,24 @@ pub struct Scope {
     /// Distinct for each state visit and attempt: `States.UUID` and `States.MathRandom` draw
     /// from it, so a replay draws the same values.
     pub seed: String,
+    /// JSONata's `$states` (`input`, `context`, `result`, `errorOutput`); `null` in a
+    /// JSONPath state.
+    pub states: Value,
+    /// The time of the input being applied (JSONata's `$now()`).
+    pub now: chrono::DateTime<chrono::Utc>,
 }
 
 impl Scope {
+    /// This scope with `$states.{key}` set (a JSONata state's `result` or `errorOutput`);
+    /// a JSONPath state's scope as it is.
+    pub fn with(&self, key: &str, v: &Value) -> Scope {
+        let mut s = self.clone();
+        if let Value::Object(o) = &mut s.states {
+            o.insert(key.to_string(), v.clone());
+        }
+        s
+    }
+
     /// A scope with this context object and no variables.
     pub fn of(context: Value) -> Scope {
         Scope {

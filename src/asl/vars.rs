@@ -5,7 +5,7 @@
 //! A path reading a variable that no state of its scope or an outer one assigns is warned
 //! about: it fails at run time (`States.Runtime`, or the field's path error) if reached.
 
-use super::model::{Kind, Machine, PathField, State, States, Template, TemplateField, Text};
+use super::model::{Cond, Kind, Machine, PathField, State, States, Template, TemplateField, Text};
 use super::out::{index, member, Out};
 use super::path::Path;
 use super::rules::{Op, Operand, Rule};
@@ -129,7 +129,9 @@ fn reads<'a>(s: &'a State, into: &mut Vec<&'a Path>) {
     match &s.kind {
         Kind::Choice(c) => {
             for r in &c.choices {
-                rule(&r.rule, into);
+                if let Cond::Rule(r) = &r.rule {
+                    rule(r, into);
+                }
                 if let Some(t) = &r.assign {
                     template(t, into);
                 }
@@ -145,7 +147,7 @@ fn reads<'a>(s: &'a State, into: &mut Vec<&'a Path>) {
                 match t {
                     Text::Path(p) => into.push(p),
                     Text::Call(c) => into.extend(c.paths()),
-                    Text::Fixed(_) => {}
+                    Text::Fixed(_) | Text::Expr(_) => {}
                 }
             }
         }
@@ -155,7 +157,7 @@ fn reads<'a>(s: &'a State, into: &mut Vec<&'a Path>) {
 
 fn template<'a>(t: &'a Template, into: &mut Vec<&'a Path>) {
     match t {
-        Template::Literal(_) => {}
+        Template::Literal(_) | Template::Expr(_) => {}
         Template::Array(items) => items.iter().for_each(|i| template(i, into)),
         Template::Object(fields) => {
             for (_, f) in fields {

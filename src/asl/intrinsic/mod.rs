@@ -31,7 +31,7 @@ mod tests;
 pub use dice::Dice;
 pub use error::IntrinsicError;
 
-use crate::asl::data::Failure;
+use crate::asl::failure::Failure;
 use crate::asl::path::Path;
 use funcs::Template;
 use serde_json::Value;
@@ -73,6 +73,14 @@ pub fn is_call(s: &str) -> bool {
 /// Parses a call and checks it as a deploy does (see the module's documentation).
 pub fn parse(s: &str) -> Result<Call, IntrinsicError> {
     parse::call(s)
+}
+
+/// Runs the function named `name` (e.g. `States.Hash`) on arguments already evaluated: the
+/// JSONata functions AWS defines as these (`$hash`, `$partition`, ...). `None`: no such
+/// function.
+pub fn run_named(name: &str, values: &[Value], dice: &mut Dice) -> Option<Result<Value, Failure>> {
+    let f = Func::from_name(name)?;
+    Some(funcs::run(f, values, None, dice).map_err(|why| why.failure(f)))
 }
 
 impl Call {

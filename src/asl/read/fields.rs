@@ -5,6 +5,7 @@ use super::super::intrinsic;
 use super::super::model::*;
 use super::super::out::{index, kind, member, Out};
 use super::super::path::{Path, RefPath, Root};
+use super::jsonata;
 use crate::diag::did_you_mean;
 use serde_json::{Map, Value};
 
@@ -155,6 +156,9 @@ pub(super) fn io(o: &Map<String, Value>, at: &str, ty: &str, out: &mut Out) -> I
         "Parameters"
     };
     Io {
+        jsonata: false,
+        arguments: None,
+        output: None,
         input_path: path_field(o, "InputPath", at, out),
         output_path: path_field(o, "OutputPath", at, out),
         result_path: result_path(o, at, out),
@@ -237,8 +241,19 @@ const TEXT_CALLS: [&str; 7] = [
 ];
 
 /// A Fail state's `k` (`Error` or `Cause`): the string, or `{k}Path`'s path or intrinsic.
-pub(super) fn text(o: &Map<String, Value>, k: &str, at: &str, out: &mut Out) -> Option<Text> {
+pub(super) fn text(
+    o: &Map<String, Value>,
+    k: &str,
+    at: &str,
+    lang: Lang,
+    out: &mut Out,
+) -> Option<Text> {
     let pk = format!("{k}Path");
+    if lang == Lang::Jsonata {
+        if let Some(e) = o.get(k).and_then(|v| jsonata::expr(v, &member(at, k), out)) {
+            return e.ok().map(Text::Expr);
+        }
+    }
     match (o.get(k), o.get(&pk)) {
         (Some(_), Some(_)) => {
             out.error(at, format!("\"{k}\" and \"{pk}\" are both set: keep one"));
@@ -302,6 +317,31 @@ pub(super) fn assign(v: Option<&Value>, at: &str, out: &mut Out) -> Option<Templ
         }
     }
     template(v, at, out)
+}
+
+/// A JSONata state's `Assign`: variable names as keys (no `.$`), values with `{% %}`
+/// expressions at any depth.
+pub(super) fn jsonata_assign(v: Option<&Value>, at: &str, out: &mut Out) -> Option<Template> {
+    let v = v?;
+    let Value::Object(o) = v else {
+        out.error(
+            at,
+            format!(
+                "\"Assign\" must be an object of variable names and values, e.g. {{\"total\": \"{{% $sum($states.result.items) %}}\"}}, found {}",
+                kind(v)
+            ),
+        );
+        return None;
+    };
+    for k in o.keys() {
+        if let Err(why) = var_name(k) {
+            out.error(
+                member(at, k),
+                format!("{k:?} is not a variable name: {why}"),
+            );
+        }
+    }
+    jsonata::template(v, at, out)
 }
 
 /// Why `name` cannot name a variable (Step Functions' rules: a Unicode identifier of at

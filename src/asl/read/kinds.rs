@@ -4,6 +4,7 @@ use super::super::model::*;
 use super::super::out::{index, kind, member, Out};
 use super::super::rules;
 use super::fields::{self, next, non_negative, positive, ref_path, string};
+use super::jsonata;
 use super::recovery::recovery;
 use serde_json::{Map, Value};
 
@@ -11,9 +12,15 @@ pub(super) fn seconds_or_path(
     o: &Map<String, Value>,
     k: &str,
     at: &str,
+    lang: Lang,
     out: &mut Out,
 ) -> Option<Seconds> {
     let pk = format!("{k}Path");
+    if lang == Lang::Jsonata {
+        if let Some(e) = o.get(k).and_then(|v| jsonata::expr(v, &member(at, k), out)) {
+            return e.ok().map(Seconds::Expr);
+        }
+    }
     match (o.get(k), o.get(&pk)) {
         (Some(_), Some(_)) => {
             out.error(at, format!("\"{k}\" and \"{pk}\" are both set: keep one"));
@@ -32,7 +39,7 @@ pub(super) fn seconds_or_path(
     }
 }
 
-pub(super) fn task(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<Task> {
+pub(super) fn task(o: &Map<String, Value>, at: &str, lang: Lang, out: &mut Out) -> Option<Task> {
     let resource = match o.get("Resource") {
         Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
         Some(other) => {
@@ -47,13 +54,13 @@ pub(super) fn task(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<Ta
             None
         }
     };
-    let timeout = seconds_or_path(o, "TimeoutSeconds", at, out);
-    let heartbeat = seconds_or_path(o, "HeartbeatSeconds", at, out);
+    let timeout = seconds_or_path(o, "TimeoutSeconds", at, lang, out);
+    let heartbeat = seconds_or_path(o, "HeartbeatSeconds", at, lang, out);
     if let (Some(Seconds::Fixed(h)), t) = (&heartbeat, &timeout) {
         let t = match t {
             Some(Seconds::Fixed(t)) => *t,
             None => 60,
-            Some(Seconds::Path(_)) => u64::MAX,
+            Some(Seconds::Path(_) | Seconds::Expr(_)) => u64::MAX,
         };
         if *h >= t {
             out.error(
@@ -62,7 +69,7 @@ pub(super) fn task(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<Ta
             );
         }
     }
-    let (retry, catch) = recovery(o, at, out);
+    let (retry, catch) = recovery(o, at, lang, out);
     Some(Task {
         resource: resource?,
         timeout: timeout.unwrap_or(Seconds::Fixed(60)),
@@ -72,7 +79,12 @@ pub(super) fn task(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<Ta
     })
 }
 
-pub(super) fn choice(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<Choice> {
+pub(super) fn choice(
+    o: &Map<String, Value>,
+    at: &str,
+    lang: Lang,
+    out: &mut Out,
+) -> Option<Choice> {
     let at_c = member(at, "Choices");
     let items = match o.get("Choices") {
         Some(Value::Array(a)) if !a.is_empty() => a,
@@ -97,7 +109,26 @@ pub(super) fn choice(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<
     let mut choices = Vec::new();
     for (i, item) in items.iter().enumerate() {
         let at_i = index(&at_c, i);
-        let rule = rules::read(item, &at_i, true, out);
+        let rule = match lang {
+            Lang::JsonPath => rules::read(item, &at_i, true, out).map(Cond::Rule),
+            Lang::Jsonata => {
+                if let Some(r) = item.as_object() {
+                    for k in r.keys() {
+                        if !["Condition", "Next", "Assign", "Output", "Comment"]
+                            .contains(&k.as_str())
+                        {
+                            fields::unknown(
+                                k,
+                                &at_i,
+                                &["Condition", "Next", "Assign", "Output", "Comment"],
+                                out,
+                            );
+                        }
+                    }
+                }
+                jsonata::condition(item, &at_i, out)
+            }
+        };
         let next = next(item.get("Next"), &at_i, out);
         if item.is_object() && item.get("Next").is_none() {
             out.error(
@@ -105,16 +136,29 @@ pub(super) fn choice(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<
                 "a Choice Rule needs \"Next\": the state to go to when it matches",
             );
         }
-        let assign = fields::assign(item.get("Assign"), &member(&at_i, "Assign"), out);
+        let at_a = member(&at_i, "Assign");
+        let assign = match lang {
+            Lang::JsonPath => fields::assign(item.get("Assign"), &at_a, out),
+            Lang::Jsonata => fields::jsonata_assign(item.get("Assign"), &at_a, out),
+        };
+        let output = item
+            .get("Output")
+            .filter(|_| lang == Lang::Jsonata)
+            .and_then(|v| jsonata::template(v, &member(&at_i, "Output"), out));
         if let (Some(rule), Some(next)) = (rule, next) {
-            choices.push(ChoiceRule { rule, next, assign });
+            choices.push(ChoiceRule {
+                rule,
+                next,
+                assign,
+                output,
+            });
         }
     }
     let default = string(o.get("Default"), &member(at, "Default"), out);
     Some(Choice { choices, default })
 }
 
-pub(super) fn wait(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<Wait> {
+pub(super) fn wait(o: &Map<String, Value>, at: &str, lang: Lang, out: &mut Out) -> Option<Wait> {
     let given: Vec<&str> = ["Seconds", "SecondsPath", "Timestamp", "TimestampPath"]
         .into_iter()
         .filter(|k| o.contains_key(*k))
@@ -125,6 +169,14 @@ pub(super) fn wait(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<Wa
     };
     let v = &o[*k];
     let at_k = member(at, k);
+    if lang == Lang::Jsonata {
+        if let Some(e) = jsonata::expr(v, &at_k, out) {
+            return e.ok().map(|expr| Wait::Expr {
+                timestamp: *k == "Timestamp",
+                expr,
+            });
+        }
+    }
     match *k {
         "Seconds" => non_negative(Some(v), &at_k, "seconds", out).map(Wait::Seconds),
         "Timestamp" => match v.as_str().and_then(rules::timestamp) {

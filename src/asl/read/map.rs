@@ -5,14 +5,16 @@ use super::super::model::*;
 use super::super::out::{kind, member, Out};
 use super::super::path::RefPath;
 use super::fields::{path_field, ref_path, unknown};
+use super::jsonata;
 use super::recovery::recovery;
 use serde_json::{Map, Value};
 
 pub(super) fn map_state(
     o: &Map<String, Value>,
     at: &str,
+    (lang, machine): (Lang, Lang),
     out: &mut Out,
-    states: fn(&Map<String, Value>, &str, &mut Out) -> Option<States>,
+    states: fn(&Map<String, Value>, &str, Lang, &mut Out) -> Option<States>,
 ) -> Option<MapState> {
     let (key, v) = match (o.get("ItemProcessor"), o.get("Iterator")) {
         (Some(_), Some(_)) => {
@@ -61,12 +63,19 @@ pub(super) fn map_state(
             ),
         }
     }
-    let iterator = states(po, &at_p, out);
+    let iterator = states(po, &at_p, machine, out);
     let max_concurrency = count_or_path(o, "MaxConcurrency", at, "iterations (0: no limit)", out);
     let tolerated = tolerance(o, at, out);
-    let (retry, catch) = recovery(o, at, out);
+    let items = match lang {
+        Lang::Jsonata => o
+            .get("Items")
+            .and_then(|v| jsonata::template(v, &member(at, "Items"), out)),
+        Lang::JsonPath => None,
+    };
+    let (retry, catch) = recovery(o, at, lang, out);
     Some(MapState {
         items_path: path_field(o, "ItemsPath", at, out),
+        items,
         iterator: iterator?,
         max_concurrency: max_concurrency.unwrap_or(Count::Fixed(0)),
         tolerated,
@@ -88,6 +97,9 @@ fn count_or_path(
         (Some(_), Some(_)) => {
             out.error(at, format!("\"{k}\" and \"{pk}\" are both set: keep one"));
             None
+        }
+        (Some(v), None) if jsonata::expr(v, "", &mut Out::new("")).is_some() => {
+            jsonata::expr(v, &member(at, k), out)?.ok().map(Count::Expr)
         }
         (Some(v), None) => match v.as_u64() {
             Some(n) => Some(Count::Fixed(n)),
@@ -130,6 +142,11 @@ fn tolerance(o: &Map<String, Value>, at: &str, out: &mut Out) -> Tolerance {
         (Some(_), Some(_)) => {
             out.error(at, format!("\"{k}\" and \"{pk}\" are both set: keep one"));
             None
+        }
+        (Some(v), None) if jsonata::expr(v, "", &mut Out::new("")).is_some() => {
+            jsonata::expr(v, &member(at, k), out)
+                .and_then(Result::ok)
+                .map(Share::Expr)
         }
         (Some(v), None) => match v.as_f64().filter(|p| (0.0..=100.0).contains(p)) {
             Some(p) => Some(Share::Fixed(p)),

@@ -7,6 +7,7 @@
 //! templates; [`recovery`]: Retry and Catch; [`kinds`]: Task, Choice and Wait.
 
 mod fields;
+mod jsonata;
 mod kinds;
 mod map;
 mod recovery;
@@ -123,7 +124,7 @@ pub fn machine(v: &Value, out: &mut Out) -> Option<Machine> {
     for k in o.keys() {
         match k.as_str() {
             "StartAt" | "States" | "Comment" | "Version" | "TimeoutSeconds" => {}
-            "QueryLanguage" => query_language(&o[k], "$.QueryLanguage", out),
+            "QueryLanguage" => {}
             _ => unknown(
                 k,
                 "$",
@@ -152,13 +153,24 @@ pub fn machine(v: &Value, out: &mut Out) -> Option<Machine> {
     };
     let timeout_seconds = positive(o.get("TimeoutSeconds"), "$.TimeoutSeconds", out);
     let comment = string(o.get("Comment"), "$.Comment", out);
-    let body = states(o, "$", out)?;
+    let lang = jsonata::lang(
+        o.get("QueryLanguage"),
+        Lang::JsonPath,
+        "$.QueryLanguage",
+        out,
+    );
+    let body = states(o, "$", lang, out)?;
     Some(Machine {
         comment,
         version,
         timeout_seconds,
+        context: if jsonata::any(&body) {
+            ContextUse::Full
+        } else {
+            context_use(v)
+        },
+        jsonata: jsonata::any(&body),
         body,
-        context: context_use(v),
     })
 }
 
@@ -207,7 +219,7 @@ fn context_use(v: &Value) -> ContextUse {
 }
 
 /// `StartAt` and `States` of the top level, a branch or an iterator at `at`.
-fn states(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<States> {
+fn states(o: &Map<String, Value>, at: &str, lang: Lang, out: &mut Out) -> Option<States> {
     let start_at = match o.get("StartAt") {
         Some(Value::String(s)) => Some(s.clone()),
         Some(other) => {
@@ -253,7 +265,7 @@ fn states(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<States> {
         if name.chars().count() > 128 {
             out.error(&at_s, "a state name is at most 128 characters: shorten it");
         }
-        if let Some(s) = state(name, v, &at_s, out) {
+        if let Some(s) = state(name, v, &at_s, lang, out) {
             read.push(s);
         }
     }
@@ -263,7 +275,7 @@ fn states(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<States> {
     })
 }
 
-fn state(name: &str, v: &Value, at: &str, out: &mut Out) -> Option<State> {
+fn state(name: &str, v: &Value, at: &str, machine: Lang, out: &mut Out) -> Option<State> {
     let Value::Object(o) = v else {
         out.error(
             at,
@@ -305,13 +317,32 @@ fn state(name: &str, v: &Value, at: &str, out: &mut Out) -> Option<State> {
             return None;
         }
     };
-    let ok = allowed(ty);
+    let lang = jsonata::lang(
+        o.get("QueryLanguage"),
+        machine,
+        &member(at, "QueryLanguage"),
+        out,
+    );
+    let ok = match lang {
+        Lang::JsonPath => allowed(ty),
+        Lang::Jsonata => jsonata::allowed(ty),
+    };
     for k in o.keys() {
-        if k == "Type" || k == "Comment" || ok.contains(&k.as_str()) {
+        if k == "Type" || k == "Comment" || k == "QueryLanguage" || ok.contains(&k.as_str()) {
             continue;
         }
-        if k == "QueryLanguage" {
-            query_language(&o[k], &member(at, k), out);
+        if lang == Lang::Jsonata && jsonata::JSONPATH_ONLY.contains(&k.as_str()) {
+            out.error(
+                member(at, k),
+                format!("\"{k}\" is a JSONPath field; a JSONata state takes its input as it is and shapes it with \"Arguments\" and \"Output\" expressions"),
+            );
+            continue;
+        }
+        if lang == Lang::JsonPath && jsonata::JSONATA_ONLY.contains(&k.as_str()) {
+            out.error(
+                member(at, k),
+                format!("\"{k}\" is a JSONata field: set \"QueryLanguage\": \"JSONata\" on the state (or the machine) to use it"),
+            );
             continue;
         }
         // a field of another state type: say so, rather than "unknown"
@@ -330,48 +361,51 @@ fn state(name: &str, v: &Value, at: &str, out: &mut Out) -> Option<State> {
         }
     }
     let comment = string(o.get("Comment"), &member(at, "Comment"), out);
-    let io = io(o, at, ty, out);
+    let io = match lang {
+        Lang::JsonPath => io(o, at, ty, out),
+        Lang::Jsonata => {
+            let t = |k: &str, out: &mut Out| {
+                o.get(k)
+                    .and_then(|v| jsonata::template(v, &member(at, k), out))
+            };
+            Io {
+                jsonata: true,
+                arguments: t("Arguments", out),
+                output: t("Output", out),
+                parameters: t("ItemSelector", out),
+                ..Io::default()
+            }
+        }
+    };
     let flow = flow(o, at, ty, out);
     let kind = match ty {
         "Pass" => Some(Kind::Pass {
             result: o.get("Result").cloned(),
         }),
-        "Task" => kinds::task(o, at, out).map(|t| Kind::Task(Box::new(t))),
-        "Choice" => kinds::choice(o, at, out).map(|c| Kind::Choice(Box::new(c))),
-        "Wait" => kinds::wait(o, at, out).map(Kind::Wait),
+        "Task" => kinds::task(o, at, lang, out).map(|t| Kind::Task(Box::new(t))),
+        "Choice" => kinds::choice(o, at, lang, out).map(|c| Kind::Choice(Box::new(c))),
+        "Wait" => kinds::wait(o, at, lang, out).map(Kind::Wait),
         "Succeed" => Some(Kind::Succeed),
         "Fail" => Some(Kind::Fail(Box::new(Fail {
-            error: fields::text(o, "Error", at, out),
-            cause: fields::text(o, "Cause", at, out),
+            error: fields::text(o, "Error", at, lang, out),
+            cause: fields::text(o, "Cause", at, lang, out),
         }))),
-        "Parallel" => parallel(o, at, out).map(|p| Kind::Parallel(Box::new(p))),
-        _ => map::map_state(o, at, out, states).map(|m| Kind::Map(Box::new(m))),
+        "Parallel" => parallel(o, at, (lang, machine), out).map(|p| Kind::Parallel(Box::new(p))),
+        _ => map::map_state(o, at, (lang, machine), out, states).map(|m| Kind::Map(Box::new(m))),
     }?;
+    let assign = match lang {
+        Lang::JsonPath => fields::assign(o.get("Assign"), &member(at, "Assign"), out),
+        Lang::Jsonata => fields::jsonata_assign(o.get("Assign"), &member(at, "Assign"), out),
+    };
     Some(State {
         name: name.to_string(),
         comment,
         kind,
         io,
         flow,
-        assign: fields::assign(o.get("Assign"), &member(at, "Assign"), out),
+        assign,
+        lang,
     })
-}
-
-/// `QueryLanguage`: JSONPath (the default) runs; JSONata is refused.
-fn query_language(v: &Value, at: &str, out: &mut Out) {
-    match v.as_str() {
-        Some("JSONPath") => {}
-        Some("JSONata") => out.error(
-            at,
-            "JSONata is not supported: no well-kept Rust crate implements JSONata fully \
-             (docs/asl.md); write the machine with JSONPath fields (Parameters, \
-             ResultSelector, intrinsic functions, Assign), the default",
-        ),
-        _ => out.error(
-            at,
-            format!("\"QueryLanguage\" is \"JSONPath\" (or \"JSONata\", not supported), found {v}"),
-        ),
-    }
 }
 
 fn allowed_anywhere(k: &str) -> bool {
@@ -431,7 +465,13 @@ fn flow(o: &Map<String, Value>, at: &str, ty: &str, out: &mut Out) -> Option<Flo
     }
 }
 
-fn parallel(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<Parallel> {
+/// A Parallel state (`state_lang`) of a machine whose default language is `lang`.
+fn parallel(
+    o: &Map<String, Value>,
+    at: &str,
+    (state_lang, lang): (Lang, Lang),
+    out: &mut Out,
+) -> Option<Parallel> {
     let at_b = member(at, "Branches");
     let items = match o.get("Branches") {
         Some(Value::Array(a)) if !a.is_empty() => a,
@@ -457,7 +497,7 @@ fn parallel(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<Parallel>
                         unknown(k, &at_i, &["StartAt", "States", "Comment"], out);
                     }
                 }
-                if let Some(s) = states(bo, &at_i, out) {
+                if let Some(s) = states(bo, &at_i, lang, out) {
                     branches.push(s);
                 }
             }
@@ -470,7 +510,7 @@ fn parallel(o: &Map<String, Value>, at: &str, out: &mut Out) -> Option<Parallel>
             ),
         }
     }
-    let (retry, catch) = recovery(o, at, out);
+    let (retry, catch) = recovery(o, at, state_lang, out);
     Some(Parallel {
         branches,
         retry,

@@ -3,6 +3,7 @@
 use super::super::model::*;
 use super::super::out::{index, kind, member, Out};
 use super::fields::{self, next, non_negative, positive, result_path, unknown};
+use super::jsonata;
 use crate::diag::did_you_mean;
 use serde_json::{Map, Value};
 
@@ -70,6 +71,7 @@ pub(super) fn errors(v: Option<&Value>, at: &str, out: &mut Out) -> Option<Error
 pub(super) fn recovery(
     o: &Map<String, Value>,
     at: &str,
+    lang: Lang,
     out: &mut Out,
 ) -> (Vec<Retrier>, Vec<Catcher>) {
     let mut retry = Vec::new();
@@ -108,7 +110,10 @@ pub(super) fn recovery(
                     "Comment",
                 ]
             } else {
-                &["ErrorEquals", "Next", "ResultPath", "Assign", "Comment"]
+                match lang {
+                    Lang::JsonPath => &["ErrorEquals", "Next", "ResultPath", "Assign", "Comment"],
+                    Lang::Jsonata => &["ErrorEquals", "Next", "Output", "Assign", "Comment"],
+                }
             };
             for k in r.keys() {
                 if !known.contains(&k.as_str()) {
@@ -174,7 +179,18 @@ pub(super) fn recovery(
                     errors: errs,
                     next,
                     result_path: result_path(r, &at_i, out),
-                    assign: fields::assign(r.get("Assign"), &member(&at_i, "Assign"), out),
+                    output: r
+                        .get("Output")
+                        .filter(|_| lang == Lang::Jsonata)
+                        .and_then(|v| jsonata::template(v, &member(&at_i, "Output"), out)),
+                    assign: match lang {
+                        Lang::JsonPath => {
+                            fields::assign(r.get("Assign"), &member(&at_i, "Assign"), out)
+                        }
+                        Lang::Jsonata => {
+                            fields::jsonata_assign(r.get("Assign"), &member(&at_i, "Assign"), out)
+                        }
+                    },
                 });
             }
         }

@@ -71,6 +71,8 @@ impl Cx<'_> {
                     context: Value::Null,
                     vars: th.vars.clone(),
                     seed,
+                    states: Value::Null,
+                    now: self.now,
                 }
             }
             ContextUse::WithoutInput => Value::Null,
@@ -86,10 +88,17 @@ impl Cx<'_> {
             "StateMachine": {"Id": self.inst.workflow_id, "Name": self.inst.workflow_id},
             "State": {"Name": th.state, "EnteredTime": th.entered, "RetryCount": th.attempt},
         });
+        let states = if self.m.jsonata {
+            json!({"input": th.input, "context": context})
+        } else {
+            Value::Null
+        };
         Scope {
             context,
             vars: th.vars.clone(),
             seed,
+            states,
+            now: self.now,
         }
     }
 

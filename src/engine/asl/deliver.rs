@@ -218,8 +218,10 @@ fn at(cx: &mut Cx, scope: &States, th: &mut Thread, d: &Delivery) -> Option<Outc
             cx.quiet(th);
             th.doing = Doing::Entering;
             let ctx = cx.context(th);
-            let done = effective_output(&st.io, &th.input, value.clone(), &ctx)
-                .and_then(|v| assign(st.assign.as_ref(), value, &ctx, &mut th.vars).map(|()| v));
+            let done = effective_output(&st.io, &th.input, value.clone(), &ctx).and_then(|v| {
+                let ctx = ctx.with("result", value);
+                assign(st.assign.as_ref(), value, &ctx, &mut th.vars).map(|()| v)
+            });
             Some(match done {
                 Ok(v) => go(st, v),
                 Err(f) => Outcome::error(f),

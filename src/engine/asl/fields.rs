@@ -1,7 +1,10 @@
 //! Fields a state reads from its input when it runs: the `...Path` forms of seconds, counts
-//! and percentages. What one selects must be of the field's kind, else `States.Runtime`.
+//! and percentages, and their JSONata expressions. What one selects must be of the field's
+//! kind, else `States.Runtime` (`States.QueryEvaluationError` for an expression).
 
 use crate::asl::data::Failure;
+use crate::asl::intrinsic::Dice;
+use crate::asl::jsonata::{Expr, QUERY_ERROR};
 use crate::asl::model::{Count, Seconds, Share};
 use crate::asl::path::Scope;
 use serde_json::Value;
@@ -10,6 +13,11 @@ use serde_json::Value;
 pub fn seconds(s: &Seconds, input: &Value, scope: &Scope, field: &str) -> Result<u64, Failure> {
     match s {
         Seconds::Fixed(n) => Ok(*n),
+        Seconds::Expr(e) => whole(e, scope, field).and_then(|n| {
+            (n > 0).then_some(n).ok_or_else(|| {
+                Failure::new(QUERY_ERROR, format!("{field} must be a positive number of seconds, found 0"))
+            })
+        }),
         Seconds::Path(p) => p
             .get(input, scope)
             .and_then(Value::as_u64)
@@ -30,6 +38,7 @@ pub fn seconds(s: &Seconds, input: &Value, scope: &Scope, field: &str) -> Result
 pub fn count(c: &Count, input: &Value, scope: &Scope, field: &str) -> Result<u64, Failure> {
     match c {
         Count::Fixed(n) => Ok(*n),
+        Count::Expr(e) => whole(e, scope, field),
         Count::Path(p) => p.get(input, scope).and_then(Value::as_u64).ok_or_else(|| {
             Failure::new(
                 "States.Runtime",
@@ -44,6 +53,12 @@ pub fn count(c: &Count, input: &Value, scope: &Scope, field: &str) -> Result<u64
 pub fn share(s: &Share, input: &Value, scope: &Scope, field: &str) -> Result<f64, Failure> {
     match s {
         Share::Fixed(p) => Ok(*p),
+        Share::Expr(e) => {
+            let v = eval(e, scope, field)?;
+            v.as_f64()
+                .filter(|p| (0.0..=100.0).contains(p))
+                .ok_or_else(|| Failure::new(QUERY_ERROR, format!("{field} must be a number from 0 to 100, found {v}")))
+        }
         Share::Path(p) => p
             .get(input, scope)
             .and_then(Value::as_f64)
@@ -55,4 +70,30 @@ pub fn share(s: &Share, input: &Value, scope: &Scope, field: &str) -> Result<f64
                 )
             }),
     }
+}
+
+/// A field's expression, evaluated.
+pub fn eval(e: &Expr, scope: &Scope, field: &str) -> Result<Value, Failure> {
+    e.eval(
+        scope,
+        field,
+        &mut Dice::new(&format!("{}/{field}", scope.seed)),
+    )
+}
+
+/// A field's expression, which must make a whole number, 0 or more.
+fn whole(e: &Expr, scope: &Scope, field: &str) -> Result<u64, Failure> {
+    let v = eval(e, scope, field)?;
+    v.as_u64()
+        .or_else(|| {
+            v.as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                .map(|f| f as u64)
+        })
+        .ok_or_else(|| {
+            Failure::new(
+                QUERY_ERROR,
+                format!("{field} must be a whole number, 0 or more, found {v}"),
+            )
+        })
 }

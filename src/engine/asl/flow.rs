@@ -7,7 +7,7 @@ use super::keys::{self, Timer};
 use super::outcome::{Ended, Fault, Outcome};
 use super::states;
 use super::thread::{Doing, Lane, Thread};
-use crate::asl::data::{assign, error_output, place, Failure};
+use crate::asl::data::{assign, error_output, fill, place, Failure};
 use crate::asl::model::{Errors, Flow, Retrier, State, States};
 use crate::engine::MAX_STATES_PER_INPUT;
 use serde_json::Value;
@@ -168,9 +168,12 @@ fn recover(cx: &mut Cx, scope: &States, th: &mut Thread, fault: Fault) -> Result
         Some(c) => {
             let f = &fault.failure;
             let error = error_output(&f.error, &f.cause);
-            let ctx = cx.context(th);
+            let ctx = cx.context(th).with("errorOutput", &error);
             assign(c.assign.as_ref(), &error, &ctx, &mut th.vars)?;
-            let out = place(&c.result_path, &th.input, error)?;
+            let out = match &c.output {
+                Some(t) => fill(t, &error, &ctx, "Output")?,
+                None => place(&c.result_path, &th.input, error)?,
+            };
             Ok(Outcome::Go(Flow::Next(c.next.clone()), out))
         }
         None => Err(fault.failure),

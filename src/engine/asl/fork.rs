@@ -38,9 +38,10 @@ pub fn start(st: &State, th: &mut Thread, ctx: &Scope) -> Result<Outcome, Failur
         }
         Kind::Map(m) => {
             let selected = input_path(&st.io, &th.input, ctx)?;
-            let items = match &m.items_path {
-                PathField::Path(p) => select(p, &selected, ctx, "ItemsPath")?,
-                PathField::Default | PathField::Null => selected.clone(),
+            let items = match (&m.items, &m.items_path) {
+                (Some(t), _) => fill(t, &selected, ctx, "Items")?,
+                (None, PathField::Path(p)) => select(p, &selected, ctx, "ItemsPath")?,
+                (None, PathField::Default | PathField::Null) => selected.clone(),
             };
             let Value::Array(items) = items else {
                 return Err(Failure::new(
@@ -57,7 +58,11 @@ pub fn start(st: &State, th: &mut Thread, ctx: &Scope) -> Result<Outcome, Failur
                 let input = match &st.io.parameters {
                     Some(t) => {
                         let mut c = ctx.clone();
-                        c.context["Map"] = json!({"Item": {"Index": i, "Value": item}});
+                        let map = json!({"Item": {"Index": i, "Value": item}});
+                        if let Some(sc) = c.states.get_mut("context") {
+                            sc["Map"] = map.clone();
+                        }
+                        c.context["Map"] = map;
                         fill(t, &selected, &c, "ItemSelector")?
                     }
                     None => item,
@@ -149,8 +154,10 @@ pub fn finish(cx: &mut Cx, st: &State, th: &mut Thread) -> Outcome {
     th.doing = Doing::Entering;
     let ctx = cx.context(th);
     let results = Value::Array(results);
-    let done = effective_output(&st.io, &th.input, results.clone(), &ctx)
-        .and_then(|v| assign(st.assign.as_ref(), &results, &ctx, &mut th.vars).map(|()| v));
+    let done = effective_output(&st.io, &th.input, results.clone(), &ctx).and_then(|v| {
+        let ctx = ctx.with("result", &results);
+        assign(st.assign.as_ref(), &results, &ctx, &mut th.vars).map(|()| v)
+    });
     match done {
         Ok(v) => go(st, v),
         Err(f) => Outcome::error(f),

@@ -8,7 +8,8 @@ use super::keys::{self, Timer, TASK_EVENT};
 use super::outcome::{go, Outcome};
 use super::thread::{Doing, Thread};
 use crate::asl::data::{self, assign, effective_input, effective_output, output, Failure};
-use crate::asl::model::{Flow, Kind, State, States, Task, Text, Wait};
+use crate::asl::jsonata::QUERY_ERROR;
+use crate::asl::model::{Cond, Flow, Kind, State, States, Task, Text, Wait};
 use crate::asl::path::Scope;
 use crate::engine::produce::emit;
 use crate::engine::Action;
@@ -40,12 +41,28 @@ fn run_state(cx: &mut Cx, st: &State, th: &mut Thread) -> Result<Outcome, Failur
         Kind::Choice(c) => {
             let eff = effective_input(&st.io, &th.input, &ctx)?;
             for r in &c.choices {
-                let hit = r
-                    .rule
-                    .eval(&eff, &ctx)
-                    .map_err(|m| Failure::new("States.Runtime", m.to_string()))?;
+                let hit = match &r.rule {
+                    Cond::Rule(rule) => rule
+                        .eval(&eff, &ctx)
+                        .map_err(|m| Failure::new("States.Runtime", m.to_string()))?,
+                    Cond::Jsonata(e) => match fields::eval(e, &ctx, "Condition")? {
+                        Value::Bool(b) => b,
+                        other => {
+                            return Err(Failure::new(
+                                QUERY_ERROR,
+                                format!(
+                                    "The Condition '{}' must be true or false, found {other}",
+                                    e.source()
+                                ),
+                            ))
+                        }
+                    },
+                };
                 if hit {
-                    let out = output(&st.io, &eff, &ctx)?;
+                    let out = match &r.output {
+                        Some(t) => data::fill(t, &eff, &ctx, "Output")?,
+                        None => output(&st.io, &eff, &ctx)?,
+                    };
                     assign(r.assign.as_ref(), &eff, &ctx, &mut th.vars)?;
                     return Ok(Outcome::Go(Flow::Next(r.next.clone()), out));
                 }
@@ -124,6 +141,25 @@ fn wait_until(
                 )
             })?;
             now + chrono::Duration::seconds(s.min(i64::MAX as u64 / 1000) as i64)
+        }
+        Wait::Expr { timestamp, expr } => {
+            let field = if *timestamp { "Timestamp" } else { "Seconds" };
+            let v = fields::eval(expr, scope, field)?;
+            let bad = || {
+                Failure::new(
+                    QUERY_ERROR,
+                    format!("{field} must be {}, found {v}", if *timestamp { "an RFC 3339 timestamp" } else { "a whole number of seconds, 0 or more" }),
+                )
+            };
+            if *timestamp {
+                v.as_str().and_then(crate::asl::rules::timestamp).ok_or_else(bad)?
+            } else {
+                let s = v
+                    .as_u64()
+                    .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
+                    .ok_or_else(bad)?;
+                now + chrono::Duration::seconds(s.min(i64::MAX as u64 / 1000) as i64)
+            }
         }
         Wait::TimestampPath(p) => p
             .get(input, scope)

@@ -3,7 +3,7 @@
 //! function gives (a runtime `States.IntrinsicFailure`, or a deploy-time error when the
 //! arguments are literals).
 
-use crate::asl::data::Failure;
+use crate::asl::failure::Failure;
 use crate::asl::intrinsic::sig::Func;
 use crate::asl::intrinsic::{IntrinsicError, INTRINSIC_FAILURE};
 use serde_json::{Map, Value};

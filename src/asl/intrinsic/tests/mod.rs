@@ -9,7 +9,7 @@ mod nesting;
 mod text;
 
 use super::{parse, Dice, IntrinsicError, INTRINSIC_FAILURE};
-use crate::asl::data::Failure;
+use crate::asl::failure::Failure;
 use crate::asl::path::{Path, Scope};
 use serde_json::{json, Value};
 
