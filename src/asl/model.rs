@@ -141,6 +141,8 @@ pub struct Retrier {
     pub backoff_rate: f64,
     /// `MaxDelaySeconds`: no wait is longer.
     pub max_delay_seconds: Option<u64>,
+    /// `JitterStrategy: FULL`: each wait is drawn between 0 and the computed one.
+    pub jitter: bool,
 }
 
 #[derive(Debug, Clone)]

@@ -152,11 +152,17 @@ pub(super) fn recovery(
                     &member(&at_i, "MaxDelaySeconds"),
                     out,
                 );
-                if let Some(j) = r.get("JitterStrategy") {
-                    if j != "NONE" {
-                        out.error(member(&at_i, "JitterStrategy"), "only \"NONE\" is supported: retries wait exactly IntervalSeconds x BackoffRate^n (timers are deterministic)");
+                let jitter = match r.get("JitterStrategy").map(|j| j.as_str()) {
+                    None | Some(Some("NONE")) => false,
+                    Some(Some("FULL")) => true,
+                    Some(_) => {
+                        out.error(
+                            member(&at_i, "JitterStrategy"),
+                            "\"JitterStrategy\" is \"FULL\" or \"NONE\"",
+                        );
+                        false
                     }
-                }
+                };
                 if let (Some(interval_seconds), Some(max_attempts), Some(backoff_rate)) =
                     (interval, attempts, backoff)
                 {
@@ -166,6 +172,7 @@ pub(super) fn recovery(
                         max_attempts,
                         backoff_rate,
                         max_delay_seconds: max_delay,
+                        jitter,
                     });
                 }
             } else {

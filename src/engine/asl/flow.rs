@@ -8,6 +8,7 @@ use super::outcome::{Ended, Fault, Outcome};
 use super::states;
 use super::thread::{Doing, Lane, Thread};
 use crate::asl::data::{assign, error_output, fill, place, Failure};
+use crate::asl::intrinsic::Dice;
 use crate::asl::model::{Errors, Flow, Retrier, State, States};
 use crate::engine::MAX_STATES_PER_INPUT;
 use serde_json::Value;
@@ -159,7 +160,8 @@ fn recover(cx: &mut Cx, scope: &States, th: &mut Thread, fault: Fault) -> Result
             th.retries[i] += 1;
             th.attempt += 1;
             let id = keys::timer(&cx.inst.id, th.visit, Timer::Retry, th.attempt);
-            cx.arm(id, cx.now + delay(&retriers[i], used));
+            let seed = format!("{}/{}/{}/jitter", cx.inst.id, th.visit, th.attempt);
+            cx.arm(id, cx.now + delay(&retriers[i], used, &seed));
             th.doing = Doing::Retry;
             return Ok(Outcome::Waiting);
         }
@@ -181,14 +183,20 @@ fn recover(cx: &mut Cx, scope: &States, th: &mut Thread, fault: Fault) -> Result
 }
 
 /// The wait before retry `n` (0: the first): `IntervalSeconds x BackoffRate^n`, at most
-/// `MaxDelaySeconds`, to the millisecond.
-pub fn delay(r: &Retrier, n: u32) -> chrono::Duration {
+/// `MaxDelaySeconds`, to the millisecond; with `JitterStrategy: FULL`, a wait drawn between
+/// 0 and that from `seed` (the instance, visit and attempt: a replay draws the same).
+pub fn delay(r: &Retrier, n: u32, seed: &str) -> chrono::Duration {
     let mut secs = r.interval_seconds as f64 * r.backoff_rate.powi(n.min(1000) as i32);
     if let Some(max) = r.max_delay_seconds {
         secs = secs.min(max as f64);
     }
     // a year is more than any retry should wait; it also keeps the arithmetic finite
     let ms = (secs * 1000.0).min(365.0 * 86_400_000.0).round() as i64;
+    let ms = if r.jitter {
+        Dice::new(seed).below(ms as u64 + 1) as i64
+    } else {
+        ms
+    };
     chrono::Duration::milliseconds(ms)
 }
 
@@ -205,8 +213,19 @@ mod tests {
             max_attempts: 5,
             backoff_rate: 1.5,
             max_delay_seconds: Some(6),
+            jitter: false,
         };
-        let waits: Vec<i64> = (0..4).map(|n| delay(&r, n).num_milliseconds()).collect();
+        let waits: Vec<i64> = (0..4)
+            .map(|n| delay(&r, n, "s").num_milliseconds())
+            .collect();
         assert_eq!(waits, vec![3000, 4500, 6000, 6000]);
+        // full jitter: between 0 and the wait, the same for the same seed, not for another
+        let j = Retrier { jitter: true, ..r };
+        let drawn: Vec<i64> = (0..20)
+            .map(|k| delay(&j, 1, &format!("i/1/{k}")).num_milliseconds())
+            .collect();
+        assert!(drawn.iter().all(|ms| (0..=4500).contains(ms)), "{drawn:?}");
+        assert!(drawn.iter().any(|ms| *ms != drawn[0]), "{drawn:?}");
+        assert_eq!(delay(&j, 1, "i/1/3"), delay(&j, 1, "i/1/3"));
     }
 }
