@@ -223,3 +223,33 @@ fn query_language_is_jsonpath_or_jsonata() {
     env.start(json!({"a": 1}));
     assert_eq!(env.output(), json!({"a": 1}));
 }
+
+#[test]
+fn each_item_draws_its_own_random_values() {
+    let mut env = Env::asl(
+        r#"{"StartAt": "M", "States": {"M": {"Type": "Map",
+        "ItemSelector": {"id.$": "States.UUID()", "n.$": "$$.Map.Item.Value"},
+        "ItemProcessor": {"StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}},
+        "End": true}}}"#,
+    );
+    env.start(json!([1, 2, 3]));
+    let out = env.output();
+    let ids: std::collections::BTreeSet<String> = out
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 3, "{out}");
+}
+
+#[test]
+fn a_time_past_what_can_be_represented_fails_the_state_not_the_broker() {
+    let mut env = Env::asl(
+        r#"{"StartAt": "W", "States": {"W": {"Type": "Wait", "SecondsPath": "$.s", "End": true}}}"#,
+    );
+    env.start(json!({"s": 1_000_000_000_000_000u64}));
+    let (name, cause) = failure(&env);
+    assert_eq!(name, "States.Runtime");
+    assert!(cause.contains("past the last time"), "{cause}");
+}

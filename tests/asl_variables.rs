@@ -207,3 +207,47 @@ fn reading_a_variable_no_state_assigns_is_warned_at_deploy() {
         "{w:?}"
     );
 }
+
+#[test]
+fn result_path_cannot_name_a_variable() {
+    let d = invalid(
+        r#"{"StartAt": "P", "States": {"P": {"Type": "Pass", "ResultPath": "$result", "End": true}}}"#,
+    );
+    assert!(
+        d.iter()
+            .any(|(p, m)| p == "$.States.P.ResultPath" && m.contains("names a variable")),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn an_iteration_stores_only_its_own_variables() {
+    let mut env = Env::asl(
+        r#"{"StartAt": "Init", "States": {
+        "Init": {"Type": "Pass", "Assign": {"big.$": "$.big"}, "Next": "Fan"},
+        "Fan": {"Type": "Map", "ItemsPath": "$.xs",
+                "ItemProcessor": {"StartAt": "Own", "States": {
+                    "Own": {"Type": "Pass", "Assign": {"mine.$": "$"}, "Next": "Call"},
+                    "Call": {"Type": "Task", "Resource": "arn:aws:lambda:::function:f",
+                             "Parameters": {"big.$": "$big", "mine.$": "$mine"}, "End": true}
+                }}, "End": true}
+    }}"#,
+    );
+    let big = "x".repeat(10_000);
+    let acts = env.start(json!({"big": big, "xs": [1, 2, 3]}));
+    let calls = invokes(&acts);
+    assert_eq!(calls.len(), 3);
+    for (n, c) in calls.iter().enumerate() {
+        assert_eq!(c.2, json!({"big": big, "mine": n + 1}));
+    }
+    // the outer variable is stored once, in the root thread, not in every iteration: the
+    // record holds the input three times (the instance's, the execution's, the Map state's)
+    // and $big once; a copy per iteration would make it 7
+    let stored = serde_json::to_string(&env.inst).unwrap();
+    assert_eq!(stored.matches(&big).count(), 4);
+    // after the store round trip the iterations still read it
+    env.result(&calls[2].0, json!("c"));
+    env.result(&calls[0].0, json!("a"));
+    env.result(&calls[1].0, json!("b"));
+    assert_eq!(env.output(), json!(["a", "b", "c"]));
+}

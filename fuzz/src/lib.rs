@@ -14,8 +14,9 @@ pub const TARGETS: &[(&str, fn(&[u8]))] = &[
     ("config", config),
 ];
 
-/// A workflow file: the first byte picks JSON (even) or YAML (odd), the rest is the text.
-/// A definition that loads is validated and compiled, as a deployment would.
+/// A workflow file: the first byte picks JSON (even) or YAML (odd), and a Serverless Workflow
+/// (bit 1 clear) or an ASL machine (set); the rest is the text. A definition that loads is
+/// validated and compiled, as a deployment would.
 pub fn workflow(data: &[u8]) {
     let Some((&pick, text)) = data.split_first() else {
         return;
@@ -26,6 +27,10 @@ pub fn workflow(data: &[u8]) {
         Format::Yaml
     };
     let text = String::from_utf8_lossy(text);
+    if pick & 2 != 0 {
+        let _ = flowbroker::asl::parse("fuzz.asl.json", &text, format);
+        return;
+    }
     let parsed = flowbroker::load::parse_workflow("fuzz", &text, format);
     if let Some(wf) = parsed.workflow {
         let _ = flowbroker::validate::validate("fuzz", &wf);
@@ -54,6 +59,30 @@ pub fn expr(data: &[u8]) {
         let _ = e.is_true(&doc);
         let _ = e.stray_text();
     }
+    asl_expr(&source, &doc);
+}
+
+/// The same text as an ASL path, Reference Path, intrinsic function call and JSONata
+/// expression (compiled only: an evaluation may run for its full second).
+fn asl_expr(source: &str, doc: &serde_json::Value) {
+    use flowbroker::asl::{intrinsic, jsonata, path};
+    let mut scope = path::Scope::default();
+    scope.vars.insert("v".into(), doc.clone());
+    if let Ok(p) = path::Path::compile(source) {
+        let _ = p.select(doc, &scope);
+    }
+    if let Ok(p) = path::RefPath::compile(source) {
+        let _ = p.get(doc, &scope);
+        let _ = p.put(doc.clone(), serde_json::json!(1));
+    }
+    if let Ok(c) = intrinsic::parse(source) {
+        let mut select = |p: &path::Path| {
+            p.select(doc, &scope)
+                .ok_or_else(|| flowbroker::asl::failure::Failure::new("States.Runtime", "none"))
+        };
+        let _ = c.eval(&mut select, &mut intrinsic::Dice::new("fuzz"));
+    }
+    let _ = jsonata::Expr::parse(source);
 }
 
 /// Reads length-prefixed fields off the front of the input.

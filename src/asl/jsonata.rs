@@ -111,6 +111,26 @@ impl Expr {
     }
 }
 
+/// Milliseconds since the epoch of an ISO 8601 timestamp: a full one with its offset, or a
+/// date and time without one (UTC), or a date, a month or a year alone (its start, UTC), as
+/// JSONata's `$toMillis` takes them.
+fn iso_millis(text: &str) -> Option<i64> {
+    use chrono::{NaiveDate, NaiveDateTime};
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(text) {
+        return Some(t.timestamp_millis());
+    }
+    for f in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(text, f) {
+            return Some(t.and_utc().timestamp_millis());
+        }
+    }
+    let date = NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        .or_else(|_| NaiveDate::parse_from_str(&format!("{text}-01"), "%Y-%m-%d"))
+        .or_else(|_| NaiveDate::parse_from_str(&format!("{text}-01-01"), "%Y-%m-%d"))
+        .ok()?;
+    Some(date.and_hms_opt(0, 0, 0)?.and_utc().timestamp_millis())
+}
+
 fn err(message: impl Into<String>) -> EvaluatorError {
     EvaluatorError::EvaluationError(message.into())
 }
@@ -122,10 +142,13 @@ fn to_value(v: &JValue) -> Result<Value, EvaluatorError> {
 /// Replaces what reads a clock or a random source, and adds AWS's functions.
 fn pure(ev: &mut Evaluator, scope: &Scope, dice: &Rc<RefCell<Dice>>) -> Result<(), EvaluatorError> {
     let now = scope.now;
-    ev.register_fn_override("now", move |_: &[JValue]| {
-        Ok(JValue::from(
-            now.to_rfc3339_opts(SecondsFormat::Millis, true),
-        ))
+    ev.register_fn_override("now", move |args: &[JValue]| {
+        if !args.is_empty() {
+            return Err(err(
+                "$now with a picture is not supported here: write $fromMillis($millis(), picture, timezone)",
+            ));
+        }
+        Ok(JValue::from(now.to_rfc3339_opts(SecondsFormat::Millis, true)))
     })?;
     ev.register_fn_override("millis", move |_: &[JValue]| {
         Ok(JValue::Number(now.timestamp_millis() as f64))
@@ -143,9 +166,13 @@ fn pure(ev: &mut Evaluator, scope: &Scope, dice: &Rc<RefCell<Dice>>) -> Result<(
             Some(JValue::String(s)) => s.to_string(),
             _ => return Ok(JValue::Undefined),
         };
-        chrono::DateTime::parse_from_rfc3339(&text)
-            .map(|t| JValue::Number(t.timestamp_millis() as f64))
-            .map_err(|e| err(format!("$toMillis: {text:?} is not an ISO 8601 timestamp: {e}")))
+        iso_millis(&text)
+            .map(|ms| JValue::Number(ms as f64))
+            .ok_or_else(|| {
+                err(format!(
+                    "D3110: The argument of the toMillis function must be an ISO 8601 formatted timestamp. Given {text:?}"
+                ))
+            })
     })?;
     let d = dice.clone();
     ev.register_fn_override("random", move |args: &[JValue]| {
@@ -247,6 +274,18 @@ mod tests {
         );
         assert_eq!(run("$range(0, 10, 5)", &s).unwrap(), json!([0, 5, 10]));
         assert_eq!(run("$parse('{\"a\": 1}')", &s).unwrap(), json!({"a": 1}));
+        assert_eq!(
+            run("$toMillis('2024-01-01')", &s).unwrap(),
+            json!(1704067200000u64)
+        );
+        assert_eq!(
+            run("$toMillis('2024-01-01T00:00:01.5Z')", &s).unwrap(),
+            json!(1704067201500u64)
+        );
+        assert!(
+            run("$toMillis('10', '[M01]')", &s).is_err(),
+            "a picture can read the clock"
+        );
         assert!(run("$eval('1')", &s).is_err());
     }
 

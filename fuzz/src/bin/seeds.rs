@@ -33,11 +33,12 @@ fn main() {
     walk(&root.join("tests/fixtures"), &mut wf);
     for (i, f) in wf.iter().enumerate() {
         let ext = f.extension().and_then(|e| e.to_str()).unwrap_or_default();
+        let asl = f.to_string_lossy().contains(".asl.");
         let pick = match ext {
             "json" => 0u8,
             "yaml" | "yml" => 1,
             _ => continue,
-        };
+        } | if asl { 2 } else { 0 };
         let text = std::fs::read(f).unwrap();
         if text.len() < 60_000 {
             let mut data = vec![pick];
@@ -55,6 +56,13 @@ fn main() {
         "{{ $.a.length() }}",
         "{{ $..b }}",
         "$.a[*]",
+        "$.a[-1]",
+        "$v.a[(@.length-1)]",
+        "$['it\\'s']",
+        "States.Format('{} and {}', $.s, States.ArrayLength($.a))",
+        "States.ArrayPartition(States.ArrayRange(1, 9, 2), 2)",
+        "States.Hash($.s, 'SHA-256')",
+        "$sum($states.input.a[b = 'x'].n) > 1 ? 'big' : 'small'",
     ];
     for (i, e) in exprs.iter().enumerate() {
         let mut data = e.as_bytes().to_vec();

@@ -1,11 +1,14 @@
 //! Deploy-time checks of one parsed call: the number of arguments, the type of each literal
 //! argument and of each nested call's result, the values of literal arguments (a chunk size
 //! of 0, an unknown hash algorithm, a deep merge...), `States.Format`'s placeholders against
-//! its values, and, when every argument is a literal, the call itself run once.
+//! its values, and, when every argument is known (a literal, or a nested call of known
+//! arguments whose result is not random), the call itself run once.
 
+use super::call::{Arg, Call};
+use super::dice::Dice;
+use super::error::IntrinsicError;
 use super::funcs::{self, args::describe};
-use super::sig::Ty;
-use super::{Arg, Call, Dice, IntrinsicError};
+use super::sig::{Func, Ty};
 use serde_json::Value;
 
 /// Checks `call` (its nested calls were checked when they were read).
@@ -64,19 +67,39 @@ pub(crate) fn call(call: &Call) -> Result<(), IntrinsicError> {
             });
         }
     }
-    // Every argument known: run it once, so what would fail at every run fails now. Pure,
-    // and cheap (results are bounded: ArrayRange makes at most 1000 items).
-    let literals: Option<Vec<Value>> = call
-        .args
-        .iter()
-        .map(|a| match a {
-            Arg::Literal(v) => Some(v.clone()),
-            _ => None,
-        })
-        .collect();
-    if let Some(values) = literals {
+    // Every argument known: run it once, so what would fail at every run fails now, with the
+    // message the run would give. Pure, and cheap (results are bounded: ArrayRange makes at
+    // most 1000 items).
+    let known: Option<Vec<Value>> = call.args.iter().map(known).collect();
+    if let Some(values) = known {
         let mut dice = Dice::new("deploy-time check");
         funcs::run(f, &values, call.template.as_ref(), &mut dice).map_err(|why| why.deploy(f))?;
     }
     Ok(())
+}
+
+/// The value `arg` has at every run, if it is known at deploy time: a literal, or a nested
+/// call whose arguments are all known and whose result does not depend on the dice
+/// (`States.UUID()` and `States.MathRandom` without a seed differ at every run, so a call
+/// taking their result is left to run time).
+fn known(arg: &Arg) -> Option<Value> {
+    match arg {
+        Arg::Literal(v) => Some(v.clone()),
+        Arg::Path(_) => None,
+        Arg::Call(inner) => {
+            let random = match inner.func {
+                Func::Uuid => true,
+                Func::MathRandom => inner.args.len() < 3,
+                _ => false,
+            };
+            if random {
+                return None;
+            }
+            let values: Vec<Value> = inner.args.iter().map(known).collect::<Option<_>>()?;
+            // The nested call was checked when it was read: had it failed on these values,
+            // the parse would have stopped there.
+            let mut dice = Dice::new("deploy-time check");
+            funcs::run(inner.func, &values, inner.template.as_ref(), &mut dice).ok()
+        }
+    }
 }

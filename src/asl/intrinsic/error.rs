@@ -2,11 +2,18 @@
 //! name, the number and the types of its arguments, and literal arguments whose value can
 //! never work. Each message says what to write instead.
 
+use super::sig::Func;
 use crate::asl::path::PathError;
+
+/// The error a call raises when it fails at runtime.
+pub const INTRINSIC_FAILURE: &str = "States.IntrinsicFailure";
+
+/// How deep calls may nest: AWS allows "up to 10 intrinsic functions within a field".
+pub const MAX_NESTING: usize = 10;
 
 /// The functions' names, for messages.
 fn names() -> String {
-    let all: Vec<&str> = super::sig::Func::ALL.iter().map(|f| f.name()).collect();
+    let all: Vec<&str> = Func::ALL.iter().map(|f| f.name()).collect();
     all.join(", ")
 }
 

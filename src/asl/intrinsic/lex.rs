@@ -2,7 +2,7 @@
 //! quoted strings (with their escapes and `{}` placeholders), numbers and paths. The grammar
 //! that puts them together is in [`super::parse`].
 
-use super::IntrinsicError;
+use super::error::IntrinsicError;
 use serde_json::Value;
 
 /// A quoted string: its value (escapes resolved) and where its unescaped `{}` placeholders

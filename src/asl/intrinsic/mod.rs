@@ -15,9 +15,14 @@
 //!   function and the argument: "States.ArrayGetItem: argument 2 (index) is 9, but the array
 //!   has 3 items (indexes 0 to 2)".
 //!
-//! Files: `lex` (tokens), `parse` (grammar), `check` (deploy checks), `sig` (the functions'
-//! signatures), `funcs` (the implementations), `dice` (entropy) and `error`.
+//! Files, each importing only those after it in this list (`mod.rs` declares and re-exports
+//! them; of the files here only `tests`, which go through the public API, import it): `parse` (the grammar; it checks each call as it reads it),
+//! `lex` (tokens), `check` (deploy checks), `call` ([`Call`], [`Arg`] and [`Call::eval`]),
+//! `funcs` (the implementations), `dice` (entropy), `error` ([`IntrinsicError`] and the
+//! constants [`INTRINSIC_FAILURE`] and [`MAX_NESTING`]) and `sig` (the functions'
+//! signatures).
 
+mod call;
 mod check;
 mod dice;
 mod error;
@@ -28,41 +33,13 @@ mod sig;
 #[cfg(test)]
 mod tests;
 
+pub use call::{Arg, Call};
 pub use dice::Dice;
-pub use error::IntrinsicError;
+pub use error::{IntrinsicError, INTRINSIC_FAILURE, MAX_NESTING};
 
 use crate::asl::failure::Failure;
-use crate::asl::path::Path;
-use funcs::Template;
 use serde_json::Value;
 use sig::Func;
-
-/// The error a call raises when it fails at runtime.
-pub const INTRINSIC_FAILURE: &str = "States.IntrinsicFailure";
-
-/// How deep calls may nest: AWS allows "up to 10 intrinsic functions within a field".
-pub const MAX_NESTING: usize = 10;
-
-/// A parsed, validated call such as `States.Format('Hello {}', $.name)`.
-#[derive(Debug, Clone)]
-pub struct Call {
-    func: Func,
-    args: Vec<Arg>,
-    /// `States.Format`'s template, when it is written in the call (its `\{` and `\}` are
-    /// braces, not placeholders).
-    template: Option<Template>,
-}
-
-/// An argument of a call.
-#[derive(Debug, Clone)]
-pub enum Arg {
-    /// A string, number, `true`, `false` or `null` written in the call.
-    Literal(Value),
-    /// A path (`$.a`, `$$.Execution.Id`, `$`, `$var`), resolved by the caller.
-    Path(Path),
-    /// A nested call.
-    Call(Box<Call>),
-}
 
 /// Whether a `.$` field's string is an intrinsic call (it starts with `States.` after leading
 /// whitespace) rather than a path.
@@ -81,54 +58,4 @@ pub fn parse(s: &str) -> Result<Call, IntrinsicError> {
 pub fn run_named(name: &str, values: &[Value], dice: &mut Dice) -> Option<Result<Value, Failure>> {
     let f = Func::from_name(name)?;
     Some(funcs::run(f, values, None, dice).map_err(|why| why.failure(f)))
-}
-
-impl Call {
-    /// Evaluates the call: its arguments left to right (nested calls first), then the
-    /// function. `select` resolves a path argument (the caller decides what `$`, `$$` and
-    /// `$var` read and what error a path that selects nothing raises); `dice` gives
-    /// `States.UUID`'s and an unseeded `States.MathRandom`'s randomness.
-    pub fn eval(
-        &self,
-        select: &mut dyn FnMut(&Path) -> Result<Value, Failure>,
-        dice: &mut Dice,
-    ) -> Result<Value, Failure> {
-        let mut values = Vec::with_capacity(self.args.len());
-        for arg in &self.args {
-            values.push(match arg {
-                Arg::Literal(v) => v.clone(),
-                Arg::Path(p) => select(p)?,
-                Arg::Call(c) => c.eval(select, dice)?,
-            });
-        }
-        funcs::run(self.func, &values, self.template.as_ref(), dice)
-            .map_err(|why| why.failure(self.func))
-    }
-
-    /// Every path argument, nested calls' included, in the order they are written.
-    pub fn paths(&self) -> Vec<&Path> {
-        let mut out = Vec::new();
-        self.collect_paths(&mut out);
-        out
-    }
-
-    fn collect_paths<'a>(&'a self, out: &mut Vec<&'a Path>) {
-        for arg in &self.args {
-            match arg {
-                Arg::Path(p) => out.push(p),
-                Arg::Call(c) => c.collect_paths(out),
-                Arg::Literal(_) => {}
-            }
-        }
-    }
-
-    /// The function's name, e.g. `States.Format`.
-    pub fn name(&self) -> &str {
-        self.func.name()
-    }
-
-    /// The arguments, as written.
-    pub fn args(&self) -> &[Arg] {
-        &self.args
-    }
 }

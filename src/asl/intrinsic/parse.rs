@@ -3,10 +3,12 @@
 //! around each. Every call is checked ([`super::check`]) as soon as it is read, innermost
 //! first.
 
+use super::call::{Arg, Call};
+use super::check;
+use super::error::{IntrinsicError, MAX_NESTING};
 use super::funcs::Template;
 use super::lex::Cursor;
 use super::sig::Func;
-use super::{check, Arg, Call, IntrinsicError, MAX_NESTING};
 use crate::asl::path::Path;
 use serde_json::Value;
 

@@ -13,12 +13,15 @@ use serde_json::{Map, Value};
 const UNSUPPORTED: [(&str, &str); 7] = [
     (
         "QueryLanguage",
-        "JSONata is not supported (no Rust crate implements it fully, docs/asl.md); write JSONPath fields (the default)",
+        "it is set on the machine or on a state, not on a branch or an iterator",
     ),
-    ("Arguments", "a JSONata field; use Parameters"),
+    (
+        "Arguments",
+        "a JSONata field: set \"QueryLanguage\": \"JSONata\" to use it, or use Parameters",
+    ),
     (
         "Output",
-        "a JSONata field; use OutputPath and ResultSelector",
+        "a JSONata field: set \"QueryLanguage\": \"JSONata\" on the state to use it",
     ),
     (
         "Credentials",
@@ -136,9 +139,17 @@ pub(super) fn result_path(o: &Map<String, Value>, at: &str, out: &mut Out) -> Pa
     match o.get("ResultPath") {
         None => PathField::Default,
         Some(Value::Null) => PathField::Null,
-        Some(Value::String(s)) => ref_path(s, &member(at, "ResultPath"), out)
-            .map(PathField::Path)
-            .unwrap_or_default(),
+        Some(Value::String(s)) => match ref_path(s, &member(at, "ResultPath"), out) {
+            Some(p) if p.root.var().is_some() => {
+                out.error(
+                    member(at, "ResultPath"),
+                    format!("{s:?} names a variable, which \"ResultPath\" cannot set: write \"$.{}\" for a field of the data, or set the variable with \"Assign\"", p.root.var().unwrap_or_default()),
+                );
+                PathField::Default
+            }
+            Some(p) => PathField::Path(p),
+            None => PathField::Default,
+        },
         Some(other) => {
             out.error(member(at, "ResultPath"), format!("\"ResultPath\" must be a Reference Path such as \"$.result\" or null, found {}", kind(other)));
             PathField::Default

@@ -103,9 +103,14 @@ pub(super) fn lang(v: Option<&Value>, machine: Lang, at: &str, out: &mut Out) ->
     }
 }
 
+/// The text inside a `{% ... %}` string value.
+pub(super) fn inner_of(v: &Value) -> Option<&str> {
+    inner(v.as_str()?.trim())
+}
+
 /// A `{% ... %}` string's expression; `None` (nothing reported) for any other value.
 pub(super) fn expr(v: &Value, at: &str, out: &mut Out) -> Option<Result<Expr, ()>> {
-    let src = inner(v.as_str()?.trim())?;
+    let src = inner_of(v)?;
     Some(Expr::parse(src).map_err(|e| out.error(at, e)))
 }
 

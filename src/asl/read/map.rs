@@ -64,8 +64,14 @@ pub(super) fn map_state(
         }
     }
     let iterator = states(po, &at_p, machine, out);
-    let max_concurrency = count_or_path(o, "MaxConcurrency", at, "iterations (0: no limit)", out);
-    let tolerated = tolerance(o, at, out);
+    let max_concurrency = count_or_path(
+        o,
+        ("MaxConcurrency", "iterations (0: no limit)"),
+        at,
+        lang,
+        out,
+    );
+    let tolerated = tolerance(o, at, lang, out);
     let items = match lang {
         Lang::Jsonata => o
             .get("Items")
@@ -87,9 +93,9 @@ pub(super) fn map_state(
 /// A whole number field `k` (0 or more, of `what`), or its `...Path` form.
 fn count_or_path(
     o: &Map<String, Value>,
-    k: &str,
+    (k, what): (&str, &str),
     at: &str,
-    what: &str,
+    lang: Lang,
     out: &mut Out,
 ) -> Option<Count> {
     let pk = format!("{k}Path");
@@ -98,7 +104,7 @@ fn count_or_path(
             out.error(at, format!("\"{k}\" and \"{pk}\" are both set: keep one"));
             None
         }
-        (Some(v), None) if jsonata::expr(v, "", &mut Out::new("")).is_some() => {
+        (Some(v), None) if lang == Lang::Jsonata && jsonata::inner_of(v).is_some() => {
             jsonata::expr(v, &member(at, k), out)?.ok().map(Count::Expr)
         }
         (Some(v), None) => match v.as_u64() {
@@ -134,8 +140,14 @@ fn ref_field(v: &Value, k: &str, at: &str, out: &mut Out) -> Option<RefPath> {
 }
 
 /// `ToleratedFailureCount` and `ToleratedFailurePercentage` (or their `...Path` forms).
-fn tolerance(o: &Map<String, Value>, at: &str, out: &mut Out) -> Tolerance {
-    let count = count_or_path(o, "ToleratedFailureCount", at, "failed iterations", out);
+fn tolerance(o: &Map<String, Value>, at: &str, lang: Lang, out: &mut Out) -> Tolerance {
+    let count = count_or_path(
+        o,
+        ("ToleratedFailureCount", "failed iterations"),
+        at,
+        lang,
+        out,
+    );
     let k = "ToleratedFailurePercentage";
     let pk = "ToleratedFailurePercentagePath";
     let percentage = match (o.get(k), o.get(pk)) {

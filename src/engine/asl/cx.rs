@@ -10,7 +10,7 @@ use crate::asl::Machine;
 use crate::engine::instance::{ErrorInfo, Instance, Status};
 use crate::engine::{timers, Action, Limits};
 use chrono::{DateTime, SecondsFormat, Utc};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 /// Working context of one `apply`.
 pub(crate) struct Cx<'a> {
@@ -23,6 +23,10 @@ pub(crate) struct Cx<'a> {
     pub path: Vec<String>,
     pub entered: u32,
     pub limits: Limits,
+    /// The variables of the threads above the one being run, outermost first: a Parallel
+    /// branch or Map iteration reads them (they cannot change while it runs) and stores only
+    /// its own.
+    pub outer: Vec<Map<String, Value>>,
     /// `$$.Execution.Input` and `.StartTime`.
     pub input: Value,
     pub started: String,
@@ -69,7 +73,7 @@ impl Cx<'_> {
             ContextUse::None => {
                 return Scope {
                     context: Value::Null,
-                    vars: th.vars.clone(),
+                    vars: self.vars(th),
                     seed,
                     states: Value::Null,
                     now: self.now,
@@ -95,11 +99,21 @@ impl Cx<'_> {
         };
         Scope {
             context,
-            vars: th.vars.clone(),
+            vars: self.vars(th),
             seed,
             states,
             now: self.now,
         }
+    }
+
+    /// The variables `th` sees: the outer threads', then its own.
+    fn vars(&self, th: &Thread) -> Map<String, Value> {
+        let mut all = Map::new();
+        for scope in &self.outer {
+            all.extend(scope.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        all.extend(th.vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        all
     }
 
     /// Disarms every timer of the run (it ends: the machine's deadline among them).

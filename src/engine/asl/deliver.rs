@@ -10,9 +10,9 @@ use super::fork;
 use super::keys::{self, Timer, TASK_FAILURE, TASK_HEARTBEAT, TASK_SUCCESS};
 use super::outcome::{go, Ended, Outcome};
 use super::states;
-use super::thread::{Doing, Lane, Thread};
+use super::thread::{Doing, Lane, Thread, Tolerated};
 use crate::asl::data::{assign, effective_output, Failure};
-use crate::asl::model::{Kind, States};
+use crate::asl::model::{Kind, State, States};
 use crate::engine::instance::{Event, Status};
 use crate::engine::{Action, EngineError, Input};
 use serde_json::Value;
@@ -171,12 +171,35 @@ fn find(cx: &mut Cx, scope: &States, th: &mut Thread, visit: u64, d: &Delivery) 
         return at(cx, scope, th, d);
     }
     let st = scope.get(&th.state)?;
+    let vars = th.vars.clone();
     let Doing::Fork {
         lanes, tolerate, ..
     } = &mut th.doing
     else {
         return None;
     };
+    // the lane reads this thread's variables (and those above it)
+    cx.outer.push(vars);
+    let moved = into_lane(cx, st, lanes, tolerate, visit, d);
+    cx.outer.pop();
+    match moved? {
+        None => Some(Outcome::Waiting),
+        Some(Ok(())) => Some(Outcome::Lanes),
+        Some(Err(f)) => Some(fork::failed(cx, th, f)),
+    }
+}
+
+/// Delivers `d` to the lane of fork state `st` whose threads hold visit `visit`: `None` when
+/// it moved nothing; else whether that lane still runs (`None`), is done (`Ok`), or failed
+/// the state (`Err`).
+fn into_lane(
+    cx: &mut Cx,
+    st: &State,
+    lanes: &mut [Lane],
+    tolerate: &mut Option<Tolerated>,
+    visit: u64,
+    d: &Delivery,
+) -> Option<Option<Result<(), Failure>>> {
     let total = lanes.len();
     let mut moved = None;
     for (i, lane) in lanes.iter_mut().enumerate() {
@@ -201,11 +224,7 @@ fn find(cx: &mut Cx, scope: &States, th: &mut Thread, visit: u64, d: &Delivery) 
         });
         break;
     }
-    match moved? {
-        None => Some(Outcome::Waiting),
-        Some(Ok(())) => Some(Outcome::Lanes),
-        Some(Err(f)) => Some(fork::failed(cx, th, f)),
-    }
+    moved
 }
 
 /// `d` at the state of `th` itself.
@@ -235,14 +254,13 @@ fn at(cx: &mut Cx, scope: &States, th: &mut Thread, d: &Delivery) -> Option<Outc
         Delivery::Heartbeat { attempt } if tasking => {
             if let Kind::Task(t) = &st.kind {
                 let scope = cx.context(th);
-                if let Some(Ok(s)) = t
-                    .heartbeat
-                    .as_ref()
-                    .map(|h| fields::seconds(h, &th.input, &scope, "HeartbeatSeconds"))
-                {
+                if let Some(Ok(due)) = t.heartbeat.as_ref().map(|h| {
+                    fields::seconds(h, &th.input, &scope, "HeartbeatSeconds")
+                        .and_then(|s| fields::due(cx.now, s, "HeartbeatSeconds"))
+                }) {
                     let id = keys::timer(&cx.inst.id, th.visit, Timer::Heartbeat, *attempt);
                     cx.disarm(&id);
-                    cx.arm(id, cx.now + chrono::Duration::seconds(s as i64));
+                    cx.arm(id, due);
                 }
             }
             Some(Outcome::Waiting)

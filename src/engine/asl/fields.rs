@@ -7,6 +7,7 @@ use crate::asl::intrinsic::Dice;
 use crate::asl::jsonata::{Expr, QUERY_ERROR};
 use crate::asl::model::{Count, Seconds, Share};
 use crate::asl::path::Scope;
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 /// A seconds field's value: fixed, or read from the state's input.
@@ -94,6 +95,23 @@ fn whole(e: &Expr, scope: &Scope, field: &str) -> Result<u64, Failure> {
             Failure::new(
                 QUERY_ERROR,
                 format!("{field} must be a whole number, 0 or more, found {v}"),
+            )
+        })
+}
+
+/// `secs` seconds after `now`: `States.Runtime` past the last time that can be represented
+/// (a `Seconds` of 10^15 must fail the state, not the broker).
+pub fn due(now: DateTime<Utc>, secs: u64, field: &str) -> Result<DateTime<Utc>, Failure> {
+    i64::try_from(secs)
+        .ok()
+        .and_then(chrono::Duration::try_seconds)
+        .and_then(|d| now.checked_add_signed(d))
+        .ok_or_else(|| {
+            Failure::new(
+                "States.Runtime",
+                format!(
+                    "{field} of {secs} seconds reaches past the last time that can be represented"
+                ),
             )
         })
 }

@@ -2,6 +2,7 @@
 //! does to a state (its Retry, then its Catch, else the thread fails).
 
 use super::cx::Cx;
+use super::fields;
 use super::fork;
 use super::keys::{self, Timer};
 use super::outcome::{Ended, Fault, Outcome};
@@ -18,9 +19,13 @@ pub fn start(cx: &mut Cx, input: Value) -> Thread {
     cx.input = input.clone();
     cx.started = cx.stamp();
     let m = cx.m;
-    if let Some(s) = m.timeout_seconds {
+    // a deadline past the last representable time is no deadline
+    if let Some(due) = m
+        .timeout_seconds
+        .and_then(|s| fields::due(cx.now, s, "TimeoutSeconds").ok())
+    {
         let id = keys::timer(&cx.inst.id, 0, Timer::Deadline, 0);
-        cx.arm(id, cx.now + chrono::Duration::seconds(s as i64));
+        cx.arm(id, due);
     }
     let mut root = Thread::blank();
     let o = enter(cx, &m.body, &mut root, &m.body.start_at, input);
@@ -90,17 +95,28 @@ pub fn settle(cx: &mut Cx, scope: &States, th: &mut Thread, o: Outcome) -> Ended
 /// Starts a fork's waiting lanes while `MaxConcurrency` allows (each runs until it waits or
 /// ends), then finishes the state if every lane is done, or fails it if one failed.
 pub fn pump(cx: &mut Cx, st: &State, th: &mut Thread) -> Outcome {
+    cx.outer.push(th.vars.clone());
+    let failure = start_lanes(cx, st, th);
+    cx.outer.pop();
+    if let Some(f) = failure {
+        return fork::failed(cx, th, f);
+    }
+    fork::finish(cx, st, th)
+}
+
+/// Starts the waiting lanes of `th`'s fork as far as `MaxConcurrency` allows; the error that
+/// fails the state, if one of them failed past what it tolerates.
+fn start_lanes(cx: &mut Cx, st: &State, th: &mut Thread) -> Option<Failure> {
     let Doing::Fork {
         lanes,
         limit,
         tolerate,
     } = &mut th.doing
     else {
-        return Outcome::Waiting;
+        return None;
     };
     let limit = *limit;
     let total = lanes.len();
-    let outer = &th.vars;
     let mut running = lanes
         .iter()
         .filter(|l| matches!(l, Lane::Running { .. }))
@@ -118,7 +134,6 @@ pub fn pump(cx: &mut Cx, st: &State, th: &mut Thread) -> Outcome {
             continue;
         };
         let mut t = Thread::blank();
-        t.vars = outer.clone();
         let o = enter(cx, scope, &mut t, &scope.start_at, input);
         match settle(cx, scope, &mut t, o) {
             Ended::No => {
@@ -136,10 +151,7 @@ pub fn pump(cx: &mut Cx, st: &State, th: &mut Thread) -> Outcome {
             }
         }
     }
-    if let Some(f) = failure {
-        return fork::failed(cx, th, f);
-    }
-    fork::finish(cx, st, th)
+    failure
 }
 
 /// The state's answer to an error: the first retrier that matches it, while it has

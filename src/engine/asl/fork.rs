@@ -58,6 +58,7 @@ pub fn start(st: &State, th: &mut Thread, ctx: &Scope) -> Result<Outcome, Failur
                 let input = match &st.io.parameters {
                     Some(t) => {
                         let mut c = ctx.clone();
+                        c.seed = format!("{}/item{i}", ctx.seed);
                         let map = json!({"Item": {"Index": i, "Value": item}});
                         if let Some(sc) = c.states.get_mut("context") {
                             sc["Map"] = map.clone();

@@ -51,6 +51,7 @@ pub fn apply(
         path: Vec::new(),
         entered: 0,
         limits,
+        outer: Vec::new(),
         input: Value::Null,
         started: String::new(),
     };

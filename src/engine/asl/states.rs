@@ -40,23 +40,25 @@ fn run_state(cx: &mut Cx, st: &State, th: &mut Thread) -> Result<Outcome, Failur
         Kind::Task(t) => task(cx, st, t, th, ctx),
         Kind::Choice(c) => {
             let eff = effective_input(&st.io, &th.input, &ctx)?;
-            for r in &c.choices {
+            for (i, r) in c.choices.iter().enumerate() {
                 let hit = match &r.rule {
                     Cond::Rule(rule) => rule
                         .eval(&eff, &ctx)
                         .map_err(|m| Failure::new("States.Runtime", m.to_string()))?,
-                    Cond::Jsonata(e) => match fields::eval(e, &ctx, "Condition")? {
-                        Value::Bool(b) => b,
-                        other => {
-                            return Err(Failure::new(
-                                QUERY_ERROR,
-                                format!(
-                                    "The Condition '{}' must be true or false, found {other}",
-                                    e.source()
-                                ),
-                            ))
+                    Cond::Jsonata(e) => {
+                        match fields::eval(e, &ctx, &format!("Choices[{i}].Condition"))? {
+                            Value::Bool(b) => b,
+                            other => {
+                                return Err(Failure::new(
+                                    QUERY_ERROR,
+                                    format!(
+                                        "The Condition '{}' must be true or false, found {other}",
+                                        e.source()
+                                    ),
+                                ))
+                            }
                         }
-                    },
+                    }
                 };
                 if hit {
                     let out = match &r.output {
@@ -131,7 +133,7 @@ fn wait_until(
     scope: &Scope,
 ) -> Result<DateTime<Utc>, Failure> {
     Ok(match w {
-        Wait::Seconds(s) => now + chrono::Duration::seconds(*s as i64),
+        Wait::Seconds(s) => fields::due(now, *s, "Seconds")?,
         Wait::Timestamp(t) => *t,
         Wait::SecondsPath(p) => {
             let s = p.get(input, scope).and_then(Value::as_u64).ok_or_else(|| {
@@ -140,7 +142,7 @@ fn wait_until(
                     format!("SecondsPath {p} does not select a non-negative whole number in the state's input"),
                 )
             })?;
-            now + chrono::Duration::seconds(s.min(i64::MAX as u64 / 1000) as i64)
+            fields::due(now, s, "SecondsPath")?
         }
         Wait::Expr { timestamp, expr } => {
             let field = if *timestamp { "Timestamp" } else { "Seconds" };
@@ -158,7 +160,7 @@ fn wait_until(
                     .as_u64()
                     .or_else(|| v.as_f64().filter(|f| f.fract() == 0.0 && *f >= 0.0).map(|f| f as u64))
                     .ok_or_else(bad)?;
-                now + chrono::Duration::seconds(s.min(i64::MAX as u64 / 1000) as i64)
+                fields::due(now, s, "Seconds")?
             }
         }
         Wait::TimestampPath(p) => p
@@ -194,6 +196,11 @@ fn task(
         Some(h) => Some(fields::seconds(h, &th.input, &ctx, "HeartbeatSeconds")?),
         None => None,
     };
+    let due = fields::due(cx.now, timeout, "TimeoutSeconds")?;
+    let beat = match heartbeat {
+        Some(s) => Some(fields::due(cx.now, s, "HeartbeatSeconds")?),
+        None => None,
+    };
     if token {
         let resource = t.resource.trim_end_matches(".waitForTaskToken");
         produce_task(cx, &key, resource, eff)?;
@@ -211,10 +218,6 @@ fn task(
         th.doing = Doing::Call;
     }
     let (id, visit, attempt) = (cx.inst.id.clone(), th.visit, th.attempt);
-    let now = cx.now;
-    let after = |s: u64| now + chrono::Duration::seconds(s.min(i64::MAX as u64 / 1000) as i64);
-    let due = after(timeout);
-    let beat = heartbeat.map(after);
     cx.arm(keys::timer(&id, visit, Timer::Timeout, attempt), due);
     if let Some(due) = beat {
         cx.arm(keys::timer(&id, visit, Timer::Heartbeat, attempt), due);

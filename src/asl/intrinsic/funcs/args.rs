@@ -3,9 +3,9 @@
 //! function gives (a runtime `States.IntrinsicFailure`, or a deploy-time error when the
 //! arguments are literals).
 
+use super::super::error::{IntrinsicError, INTRINSIC_FAILURE};
+use super::super::sig::Func;
 use crate::asl::failure::Failure;
-use crate::asl::intrinsic::sig::Func;
-use crate::asl::intrinsic::{IntrinsicError, INTRINSIC_FAILURE};
 use serde_json::{Map, Value};
 
 /// Why a function cannot give a result: about one argument (0-based `index`) or the call.

@@ -1,8 +1,8 @@
 //! The array functions: `States.Array`, `States.ArrayPartition`, `States.ArrayContains`,
 //! `States.ArrayRange`, `States.ArrayGetItem`, `States.ArrayLength` and `States.ArrayUnique`.
 
+use super::super::sig::Func;
 use super::args::{describe, rounded, whole, Args, Why};
-use crate::asl::intrinsic::sig::Func;
 use serde_json::Value;
 use std::collections::HashSet;
 

@@ -1,8 +1,8 @@
 //! Encoding and hashing: `States.Base64Encode`, `States.Base64Decode` and `States.Hash`.
 //! AWS limits each input to 10,000 characters.
 
+use super::super::sig::Func;
 use super::args::{string, Args, Why};
-use crate::asl::intrinsic::sig::Func;
 use base64::alphabet;
 use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig, STANDARD};
 use base64::engine::DecodePaddingMode;

@@ -1,9 +1,9 @@
 //! Numbers and identifiers: `States.MathRandom`, `States.MathAdd` and `States.UUID`. Their
 //! randomness comes from the caller's [`Dice`], or from the seed argument alone.
 
+use super::super::dice::Dice;
+use super::super::sig::Func;
 use super::args::{rounded, Args, Why};
-use crate::asl::intrinsic::sig::Func;
-use crate::asl::intrinsic::Dice;
 use serde_json::Value;
 
 /// An argument of `States.MathAdd`: rounded, and within a 32-bit integer as AWS requires

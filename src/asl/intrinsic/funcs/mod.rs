@@ -12,8 +12,8 @@ mod text;
 pub(crate) use args::Why;
 pub(crate) use text::Template;
 
+use super::dice::Dice;
 use super::sig::Func;
-use super::Dice;
 use args::Args;
 use serde_json::Value;
 

@@ -1,8 +1,8 @@
 //! The string and JSON functions: `States.Format`, `States.StringSplit`,
 //! `States.StringToJson`, `States.JsonToString` and `States.JsonMerge`.
 
+use super::super::sig::Func;
 use super::args::{describe, string, Args, Why};
-use crate::asl::intrinsic::sig::Func;
 use serde_json::Value;
 
 /// A `States.Format` template: its text and where each `{}` placeholder starts (byte offsets).

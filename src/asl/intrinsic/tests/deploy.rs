@@ -1,8 +1,9 @@
 //! Deploy-time errors: syntax, names, argument counts and types, literal values.
 
-use super::rejected;
+use super::{fails, rejected};
 use crate::asl::intrinsic::{parse, IntrinsicError};
 use crate::asl::path::PathError;
+use serde_json::json;
 
 #[test]
 fn syntax_errors_say_where_and_what() {
@@ -193,6 +194,47 @@ fn literal_values_that_can_never_work() {
     assert!(message("States.MathRandom(5, 1)").contains("must be less than end"));
     assert!(message("States.StringToJson('{')").contains("is not JSON text"));
     assert!(message("States.Base64Decode('***')").contains("is not Base64"));
+}
+
+#[test]
+fn nested_calls_of_literals_that_always_fail_are_rejected() {
+    // the nested call's value is known at deploy time, so the call is run there, and fails
+    // with the message a run would give
+    let e = rejected("States.ArrayGetItem(States.Array(1,2), 5)");
+    assert!(matches!(e, IntrinsicError::BadArg { .. }), "{e:?}");
+    assert_eq!(
+        e.to_string(),
+        fails("States.ArrayGetItem($.a, 5)", json!({"a": [1, 2]}))
+    );
+    // however deep, and with a seeded States.MathRandom, whose value is always the same
+    let e = rejected(
+        "States.Format('{}', States.ArrayGetItem(States.StringSplit(States.Format('{}-{}', 'a', \
+         'b'), '-'), States.MathAdd(States.ArrayLength(States.Array(1)), 1)))",
+    );
+    assert!(
+        e.to_string()
+            .starts_with("States.ArrayGetItem: argument 2 (index) is 2"),
+        "{e}"
+    );
+    assert!(
+        rejected("States.ArrayGetItem(States.Array(1), States.MathRandom(5, 9, 1))")
+            .to_string()
+            .starts_with("States.ArrayGetItem: argument 2 (index) is ")
+    );
+    let e = rejected("States.ArrayLength(States.StringToJson('{\"a\": 1}'))");
+    assert_eq!(
+        e.to_string(),
+        fails(
+            "States.ArrayLength(States.StringToJson($.s))",
+            json!({"s": "{\"a\": 1}"})
+        )
+    );
+    // a path anywhere, or a random value, is known only at run time
+    assert!(parse("States.ArrayGetItem(States.Array($.a, 2), 5)").is_ok());
+    assert!(parse("States.ArrayGetItem(States.Array(States.UUID()), 0)").is_ok());
+    assert!(parse("States.MathAdd(States.MathRandom(1, 3), 2147483647)").is_ok());
+    assert!(parse("States.UUID()").is_ok());
+    assert!(parse("States.ArrayGetItem(States.Array(1,2), 1)").is_ok());
 }
 
 #[test]
