@@ -14,6 +14,7 @@
 //! - [`jsonata`]: JSONata expressions (`{% %}`) in JSONata states, pure.
 //! - [`failure`]: a runtime error (name and cause).
 //! - [`intrinsic`]: intrinsic functions (`States.Format(...)` and 17 more), checked at deploy.
+//! - [`steps`]: the steps of a path naming one node, parsed and walked.
 //! - [`vars`]: variables (`Assign`, `$name`) across scopes, checked at deploy.
 //! - [`out`]: diagnostics and JSON paths while reading.
 
@@ -27,6 +28,7 @@ pub mod out;
 pub mod path;
 pub mod read;
 pub mod rules;
+pub mod steps;
 pub mod vars;
 
 use crate::definition::Invalid;

@@ -3,6 +3,7 @@
 use super::super::model::*;
 use super::super::out::{index, kind, member, Out};
 use super::super::rules;
+use super::assign;
 use super::fields::{self, next, non_negative, positive, ref_path, string};
 use super::jsonata;
 use super::recovery::recovery;
@@ -137,10 +138,7 @@ pub(super) fn choice(
             );
         }
         let at_a = member(&at_i, "Assign");
-        let assign = match lang {
-            Lang::JsonPath => fields::assign(item.get("Assign"), &at_a, out),
-            Lang::Jsonata => fields::jsonata_assign(item.get("Assign"), &at_a, out),
-        };
+        let assign = assign::read(item.get("Assign"), &at_a, lang, out);
         let output = item
             .get("Output")
             .filter(|_| lang == Lang::Jsonata)

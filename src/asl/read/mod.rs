@@ -3,14 +3,20 @@
 //! by its JSON path, with what to write instead. Checks that need the whole machine
 //! (transitions, reachability) are [`super::check`]'s.
 //!
-//! Here the top level, the states and their flow; [`fields`]: typed fields, paths and
-//! templates; [`recovery`]: Retry and Catch; [`kinds`]: Task, Choice and Wait.
+//! Here the top level, the states and their flow; [`allowed`]: which fields each JSONPath
+//! state type takes; [`fields`]: typed fields, paths and templates; [`assign`]: `Assign`;
+//! [`text`]: a Fail state's error and cause; [`jsonata`]: JSONata states' fields and
+//! expressions; [`recovery`]: Retry and Catch; [`kinds`]: Task, Choice and Wait; [`map`]: a
+//! Map's iterator, concurrency and tolerated failures.
 
+mod allowed;
+mod assign;
 mod fields;
 mod jsonata;
 mod kinds;
 mod map;
 mod recovery;
+mod text;
 
 pub use fields::template;
 pub use recovery::PREDEFINED;
@@ -18,96 +24,11 @@ pub use recovery::PREDEFINED;
 use super::model::*;
 use super::out::{index, kind, member, Out};
 use crate::diag::did_you_mean;
+pub use allowed::STATE_TYPES;
+use allowed::{allowed, allowed_anywhere, why_not};
 use fields::{io, next, positive, string, unknown};
 use recovery::recovery;
 use serde_json::{Map, Value};
-
-pub const STATE_TYPES: [&str; 8] = [
-    "Pass", "Task", "Choice", "Wait", "Succeed", "Fail", "Parallel", "Map",
-];
-
-/// The fields each state type may have besides `Type` and `Comment`.
-fn allowed(ty: &str) -> &'static [&'static str] {
-    match ty {
-        "Pass" => &[
-            "Assign",
-            "InputPath",
-            "OutputPath",
-            "Parameters",
-            "ResultPath",
-            "Result",
-            "Next",
-            "End",
-        ],
-        "Task" => &[
-            "Assign",
-            "InputPath",
-            "OutputPath",
-            "Parameters",
-            "ResultSelector",
-            "ResultPath",
-            "Resource",
-            "TimeoutSeconds",
-            "TimeoutSecondsPath",
-            "HeartbeatSeconds",
-            "HeartbeatSecondsPath",
-            "Retry",
-            "Catch",
-            "Next",
-            "End",
-        ],
-        "Choice" => &["Assign", "InputPath", "OutputPath", "Choices", "Default"],
-        "Wait" => &[
-            "Assign",
-            "InputPath",
-            "OutputPath",
-            "Seconds",
-            "SecondsPath",
-            "Timestamp",
-            "TimestampPath",
-            "Next",
-            "End",
-        ],
-        "Succeed" => &["InputPath", "OutputPath"],
-        "Fail" => &["Error", "ErrorPath", "Cause", "CausePath"],
-        "Parallel" => &[
-            "Assign",
-            "InputPath",
-            "OutputPath",
-            "Parameters",
-            "ResultSelector",
-            "ResultPath",
-            "Branches",
-            "Retry",
-            "Catch",
-            "Next",
-            "End",
-        ],
-        "Map" => &[
-            "Assign",
-            "InputPath",
-            "OutputPath",
-            "ItemsPath",
-            "Iterator",
-            "ItemProcessor",
-            "MaxConcurrency",
-            "MaxConcurrencyPath",
-            "ToleratedFailureCount",
-            "ToleratedFailureCountPath",
-            "ToleratedFailurePercentage",
-            "ToleratedFailurePercentagePath",
-            "Parameters",
-            "ItemSelector",
-            "ResultSelector",
-            "ResultPath",
-            "Retry",
-            "Catch",
-            "Next",
-            "End",
-        ],
-        _ => &[],
-    }
-}
 
 /// Reads a whole machine; `None` when its shape is too broken to check further.
 pub fn machine(v: &Value, out: &mut Out) -> Option<Machine> {
@@ -387,16 +308,13 @@ fn state(name: &str, v: &Value, at: &str, machine: Lang, out: &mut Out) -> Optio
         "Wait" => kinds::wait(o, at, lang, out).map(Kind::Wait),
         "Succeed" => Some(Kind::Succeed),
         "Fail" => Some(Kind::Fail(Box::new(Fail {
-            error: fields::text(o, "Error", at, lang, out),
-            cause: fields::text(o, "Cause", at, lang, out),
+            error: text::text(o, "Error", at, lang, out),
+            cause: text::text(o, "Cause", at, lang, out),
         }))),
         "Parallel" => parallel(o, at, (lang, machine), out).map(|p| Kind::Parallel(Box::new(p))),
         _ => map::map_state(o, at, (lang, machine), out, states).map(|m| Kind::Map(Box::new(m))),
     }?;
-    let assign = match lang {
-        Lang::JsonPath => fields::assign(o.get("Assign"), &member(at, "Assign"), out),
-        Lang::Jsonata => fields::jsonata_assign(o.get("Assign"), &member(at, "Assign"), out),
-    };
+    let assign = assign::read(o.get("Assign"), &member(at, "Assign"), lang, out);
     Some(State {
         name: name.to_string(),
         comment,
@@ -406,26 +324,6 @@ fn state(name: &str, v: &Value, at: &str, machine: Lang, out: &mut Out) -> Optio
         assign,
         lang,
     })
-}
-
-fn allowed_anywhere(k: &str) -> bool {
-    STATE_TYPES.iter().any(|t| allowed(t).contains(&k))
-}
-
-fn why_not(ty: &str, k: &str) -> &'static str {
-    match (ty, k) {
-        ("Choice", "Next" | "End") => " (a Choice goes where its Choices or Default say)",
-        ("Succeed" | "Fail", "Next" | "End") => " (it ends the machine)",
-        ("Fail", "InputPath" | "OutputPath") => " (it has no output)",
-        ("Succeed" | "Fail", "Assign") => {
-            " (the run ends here: there is no later state to read it)"
-        }
-        (_, "Retry" | "Catch") => " (only Task, Parallel and Map states retry and catch)",
-        (_, "ResultPath" | "Parameters" | "ResultSelector") => {
-            " (only states that produce a result have it)"
-        }
-        _ => "",
-    }
 }
 
 fn flow(o: &Map<String, Value>, at: &str, ty: &str, out: &mut Out) -> Option<Flow> {

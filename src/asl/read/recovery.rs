@@ -2,7 +2,8 @@
 
 use super::super::model::*;
 use super::super::out::{index, kind, member, Out};
-use super::fields::{self, next, non_negative, positive, result_path, unknown};
+use super::assign;
+use super::fields::{next, non_negative, positive, result_path, unknown};
 use super::jsonata;
 use crate::diag::did_you_mean;
 use serde_json::{Map, Value};
@@ -190,14 +191,7 @@ pub(super) fn recovery(
                         .get("Output")
                         .filter(|_| lang == Lang::Jsonata)
                         .and_then(|v| jsonata::template(v, &member(&at_i, "Output"), out)),
-                    assign: match lang {
-                        Lang::JsonPath => {
-                            fields::assign(r.get("Assign"), &member(&at_i, "Assign"), out)
-                        }
-                        Lang::Jsonata => {
-                            fields::jsonata_assign(r.get("Assign"), &member(&at_i, "Assign"), out)
-                        }
-                    },
+                    assign: assign::read(r.get("Assign"), &member(&at_i, "Assign"), lang, out),
                 });
             }
         }
