@@ -1,7 +1,8 @@
 //! Engine throughput: inputs applied per second through a representative workflow (event start,
 //! two sequential function calls with filters, a data switch, an end event), including the
 //! instance's serde round trip a store would do per input; then the same shape as an Amazon
-//! States Language machine (two Tasks with paths, a Choice, a Pass), measured in the same run.
+//! States Language machine (two Tasks with paths, a Choice, a Pass), and the machine written
+//! in JSONata (`Arguments`, `Output`, `Condition`), measured in the same run.
 //!
 //! `cargo bench --bench engine` measures; under `cargo test` it runs a few iterations only.
 
@@ -47,6 +48,17 @@ const MACHINE: &str = r#"{"StartAt": "Price", "States": {
             "Default": "Small"},
   "Big": {"Type": "Pass", "Result": "big", "ResultPath": "$.size", "End": true},
   "Small": {"Type": "Pass", "Result": "small", "ResultPath": "$.size", "End": true}
+}}"#;
+
+const JSONATA: &str = r#"{"QueryLanguage": "JSONata", "StartAt": "Price", "States": {
+  "Price": {"Type": "Task", "Resource": "http://x/price", "Arguments": {"items": "{% $states.input.order.items %}"},
+            "Output": "{% $merge([$states.input, {'price': {'total': $states.result.total}}]) %}", "Next": "Reserve"},
+  "Reserve": {"Type": "Task", "Resource": "http://x/reserve", "Arguments": {"id": "{% $states.input.orderid %}"},
+              "Output": "{% $merge([$states.input, {'reserved': $states.result}]) %}", "Next": "Route"},
+  "Route": {"Type": "Choice", "Choices": [{"Condition": "{% $states.input.price.total > 100 %}", "Next": "Big"}],
+            "Default": "Small"},
+  "Big": {"Type": "Pass", "Output": "{% $merge([$states.input, {'size': 'big'}]) %}", "End": true},
+  "Small": {"Type": "Pass", "Output": "{% $merge([$states.input, {'size': 'small'}]) %}", "End": true}
 }}"#;
 
 fn step(
@@ -102,7 +114,16 @@ fn main() {
         &machine,
         instances,
         now,
-        start,
+        &start,
+        big,
+    );
+    let jsonata = Definition::parse("bench.asl.json", JSONATA, Format::Json).unwrap();
+    run(
+        "engine (ASL machine in JSONata, same shape)",
+        &jsonata,
+        instances,
+        now,
+        &start,
         big,
     );
 }
