@@ -114,7 +114,7 @@ fn main() {
         &machine,
         instances,
         now,
-        &start,
+        start,
         big,
     );
     let jsonata = Definition::parse("bench.asl.json", JSONATA, Format::Json).unwrap();
@@ -123,7 +123,7 @@ fn main() {
         &jsonata,
         instances,
         now,
-        &start,
+        start,
         big,
     );
 }

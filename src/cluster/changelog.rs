@@ -28,16 +28,33 @@ pub enum Entry {
     Batch { fence: i64, writes: Vec<Write> },
 }
 
+/// The changelog record format this broker writes and the newest it reads. A record of a
+/// newer format is refused, never guessed at.
+pub const FORMAT: u32 = 1;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ChangelogError {
     #[error("changelog record at offset {offset} is not readable: {why}")]
     Corrupt { offset: i64, why: String },
+    #[error(
+        "changelog record at offset {offset} has format {found}, written by a newer flowbroker; \
+         this broker reads format {FORMAT} and older: upgrade every broker of the cluster to the \
+         version that wrote it (this partition is not taken over until then)"
+    )]
+    Version { offset: i64, found: u32 },
+}
+
+fn format_one() -> u32 {
+    1
 }
 
 /// The record as JSON. A plain struct, not a tagged enum: values are embedded as raw JSON,
 /// which serde cannot buffer through an internally tagged enum.
 #[derive(Serialize, Deserialize)]
 struct Wire<'a> {
+    /// The record format ([`FORMAT`]); records from before it was written are format 1.
+    #[serde(default = "format_one")]
+    v: u32,
     kind: Kind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     owner: Option<String>,
@@ -68,6 +85,7 @@ impl Entry {
         let wire = match self {
             Entry::Fence { owner, provisional } => {
                 return serde_json::to_vec(&Wire {
+                    v: FORMAT,
                     kind: Kind::Fence,
                     owner: Some(owner.clone()),
                     fence: None,
@@ -90,6 +108,7 @@ impl Entry {
             })
             .collect();
         serde_json::to_vec(&Wire {
+            v: FORMAT,
             kind: Kind::Batch,
             owner: None,
             fence: Some(*fence),
@@ -110,6 +129,12 @@ impl Entry {
     pub fn decode(offset: i64, bytes: &[u8]) -> Result<Entry, ChangelogError> {
         let corrupt = |why: String| ChangelogError::Corrupt { offset, why };
         let wire: Wire<'_> = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
+        if wire.v > FORMAT {
+            return Err(ChangelogError::Version {
+                offset,
+                found: wire.v,
+            });
+        }
         if wire.kind == Kind::Fence {
             return Ok(Entry::Fence {
                 owner: wire.owner.unwrap_or_default(),
@@ -191,6 +216,28 @@ mod tests {
                 value: value.map(|v| v.as_bytes().to_vec()),
             }],
         }
+    }
+
+    #[test]
+    fn records_carry_their_format_and_a_newer_one_is_refused() {
+        let bytes = fence("a").encode();
+        assert!(String::from_utf8_lossy(&bytes).contains("\"v\":1"));
+        // a record from before the format was written reads as format 1
+        let old = br#"{"kind":"batch","fence":4,"deletes":[["instances","k"]]}"#;
+        assert!(matches!(
+            Entry::decode(9, old),
+            Ok(Entry::Batch { fence: 4, .. })
+        ));
+        let newer = br#"{"v":2,"kind":"batch","fence":4}"#;
+        let e = Entry::decode(9, newer).unwrap_err();
+        assert!(matches!(
+            e,
+            ChangelogError::Version {
+                offset: 9,
+                found: 2
+            }
+        ));
+        assert!(e.to_string().contains("upgrade every broker"), "{e}");
     }
 
     #[test]

@@ -33,7 +33,19 @@ pub enum StoreError {
     },
     #[error("cannot create data directory {dir}: {source}")]
     Dir { dir: String, source: std::io::Error },
+    #[error(
+        "data directory {dir} has store layout {found}, written by a newer flowbroker; this \
+         broker reads layout {LAYOUT} and older: run the version that wrote it, or move the \
+         directory away and start with an empty data_dir (the state partitions are restored \
+         from the changelog and the snapshots)"
+    )]
+    Layout { dir: String, found: u32 },
 }
+
+/// The on-disk layout of the store (tables, key shapes, value encodings) this broker writes
+/// and the newest it reads; kept in the store itself, a data directory of a newer layout is
+/// refused at open.
+pub const LAYOUT: u32 = 1;
 
 impl From<fjall::Error> for StoreError {
     fn from(e: fjall::Error) -> Self {
@@ -81,6 +93,30 @@ pub struct Write {
     pub value: Option<Vec<u8>>,
 }
 
+/// Reads the store's layout version (absent: a store from before it was kept, layout 1),
+/// refuses a newer one, and records this broker's.
+fn check_layout(ks: &Keyspace, path: &Path) -> Result<()> {
+    let meta = ks.open_partition("layout", Default::default())?;
+    let found = match meta.get("version")? {
+        Some(v) => std::str::from_utf8(&v)
+            .ok()
+            .and_then(|s| s.parse::<u32>().ok())
+            .unwrap_or(u32::MAX),
+        None => 1,
+    };
+    if found > LAYOUT {
+        return Err(StoreError::Layout {
+            dir: path.display().to_string(),
+            found,
+        });
+    }
+    if found != LAYOUT || meta.get("version")?.is_none() {
+        meta.insert("version", LAYOUT.to_string())?;
+        ks.persist(fjall::PersistMode::SyncAll)?;
+    }
+    Ok(())
+}
+
 impl Store {
     /// Opens (or creates) the store directory and every table.
     pub fn open(path: &Path) -> Result<Store> {
@@ -96,6 +132,7 @@ impl Store {
             .iter()
             .map(|t| ks.open_partition(t.name(), Default::default()))
             .collect::<std::result::Result<Vec<_>, _>>()?;
+        check_layout(&ks, path)?;
         Ok(Store { ks, parts })
     }
 
@@ -572,6 +609,30 @@ fn split_scope(k: &str) -> Option<(u16, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_store_of_a_newer_layout_is_refused_and_says_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        drop(Store::open(dir.path()).unwrap());
+        // the layout is recorded, and an older or equal one opens again
+        drop(Store::open(dir.path()).unwrap());
+        {
+            let ks = fjall::Config::new(dir.path()).open().unwrap();
+            let meta = ks.open_partition("layout", Default::default()).unwrap();
+            assert_eq!(
+                meta.get("version").unwrap().as_deref(),
+                Some(LAYOUT.to_string().as_bytes())
+            );
+            meta.insert("version", (LAYOUT + 1).to_string()).unwrap();
+            ks.persist(fjall::PersistMode::SyncAll).unwrap();
+        }
+        let e = Store::open(dir.path())
+            .err()
+            .expect("a newer layout is refused");
+        let text = e.to_string();
+        assert!(matches!(e, StoreError::Layout { found, .. } if found == LAYOUT + 1));
+        assert!(text.contains("empty data_dir"), "{text}");
+    }
 
     #[test]
     fn a_page_starts_after_its_cursor_and_stays_in_its_scope() {
