@@ -926,12 +926,19 @@ impl Broker {
             .unwrap_or_default()
     }
 
-    /// Instances of a workflow.
+    /// Instances of a workflow: a whole answer, waited for while a state partition has no
+    /// owner to answer for it (the API lists it under `statePartitions.unavailable`, as
+    /// during a take-over after a restart).
     pub fn instances(&self, workflow: &str) -> Vec<Value> {
-        let (_, v) = self.get(&format!(
-            "/v1/instances?workflowId={workflow}&limit=1000000"
-        ));
-        v["instances"].as_array().cloned().unwrap_or_default()
+        wait_for(120, "an answer for every state partition", || {
+            let (_, v) = self.get(&format!(
+                "/v1/instances?workflowId={workflow}&limit=1000000"
+            ));
+            let whole = v["statePartitions"]["unavailable"]
+                .as_array()
+                .is_none_or(|u| u.is_empty());
+            whole.then(|| v["instances"].as_array().cloned().unwrap_or_default())
+        })
     }
 }
 
