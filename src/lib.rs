@@ -23,8 +23,8 @@
 //!   croner, chrono-tz).
 //! - [`diag`]: located diagnostics and "did you mean" suggestions.
 //! - [`asl`]: Amazon States Language, the second language: machines read and validated with
-//!   located errors, paths, data processing, Choice Rules, intrinsic functions and variables
-//!   (docs/asl.md); run by [`engine::asl`].
+//!   located errors, paths, data processing, Choice Rules, intrinsic functions, variables and
+//!   JSONata states (docs/asl.md); run by [`engine::asl`].
 //! - [`durable`]: Lambda durable functions, the third language: `*.durable.yaml` read with
 //!   located errors, the durable execution API's data as AWS spells it ([`durable::wire`]),
 //!   the ARNs, checkpoint tokens and callback ids the broker mints ([`durable::arn`]); run by
