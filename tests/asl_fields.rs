@@ -5,26 +5,8 @@
 
 mod common;
 use common::*;
-use flowbroker::definition::Definition;
 use flowbroker::engine::Status;
-use flowbroker::load::Format;
 use serde_json::json;
-
-fn errors(text: &str) -> Vec<(String, String)> {
-    match Definition::parse("m.asl.json", text, Format::Json) {
-        Ok(_) => panic!("accepted: {text}"),
-        Err(e) => e
-            .diagnostics
-            .into_iter()
-            .map(|d| (d.path, d.message))
-            .collect(),
-    }
-}
-
-fn failure(env: &Env) -> (String, String) {
-    let e = env.inst.error.clone().expect("failed");
-    (e.name, e.message)
-}
 
 #[test]
 fn a_fail_state_takes_its_error_and_cause_from_a_path_or_an_intrinsic() {
@@ -51,15 +33,15 @@ fn a_fail_state_takes_its_error_and_cause_from_a_path_or_an_intrinsic() {
 
 #[test]
 fn fail_paths_are_checked_at_deploy() {
-    let d = errors(
+    let d = rejected(
         r#"{"StartAt": "F", "States": {"F": {"Type": "Fail", "Error": "E", "ErrorPath": "$.e"}}}"#,
     );
     assert!(
         d.iter()
-            .any(|(p, m)| p == "$.States.F" && m.contains("both set")),
+            .any(|(p, m)| p == "$.States.F.ErrorPath" && m.contains("both set")),
         "{d:?}"
     );
-    let d = errors(
+    let d = rejected(
         r#"{"StartAt": "F", "States": {"F": {"Type": "Fail", "CausePath": "States.ArrayLength($.a)"}}}"#,
     );
     assert!(
@@ -210,7 +192,7 @@ fn timestamps_need_the_t() {
 
 #[test]
 fn query_language_is_jsonpath_or_jsonata() {
-    let d = errors(
+    let d = rejected(
         r#"{"QueryLanguage": "XPath", "StartAt": "P", "States": {"P": {"Type": "Pass", "End": true}}}"#,
     );
     assert!(

@@ -5,26 +5,8 @@
 
 mod common;
 use common::*;
-use flowbroker::definition::Definition;
 use flowbroker::engine::Status;
-use flowbroker::load::Format;
 use serde_json::json;
-
-fn errors(text: &str) -> Vec<(String, String)> {
-    match Definition::parse("m.asl.json", text, Format::Json) {
-        Ok(_) => panic!("accepted: {text}"),
-        Err(e) => e
-            .diagnostics
-            .into_iter()
-            .map(|d| (d.path, d.message))
-            .collect(),
-    }
-}
-
-fn failure(env: &Env) -> (String, String) {
-    let e = env.inst.error.clone().expect("failed");
-    (e.name, e.message)
-}
 
 const ORDER: &str = r#"{"QueryLanguage": "JSONata", "StartAt": "Start", "States": {
     "Start": {"Type": "Pass", "Assign": {"customer": "{% $states.input.customer %}", "limit": 100},
@@ -131,7 +113,7 @@ fn expression_failures_are_query_evaluation_errors() {
 
 #[test]
 fn the_two_languages_keep_their_own_fields() {
-    let d = errors(
+    let d = rejected(
         r#"{"QueryLanguage": "JSONata", "StartAt": "P", "States": {"P": {"Type": "Pass", "InputPath": "$.a", "Parameters": {"x.$": "$.x"}, "End": true}}}"#,
     );
     assert!(
@@ -139,7 +121,7 @@ fn the_two_languages_keep_their_own_fields() {
             .any(|(p, m)| p == "$.States.P.InputPath" && m.contains("JSONPath field")),
         "{d:?}"
     );
-    let d = errors(
+    let d = rejected(
         r#"{"StartAt": "P", "States": {"P": {"Type": "Pass", "Output": "{% 1 %}", "End": true}}}"#,
     );
     assert!(
@@ -147,7 +129,7 @@ fn the_two_languages_keep_their_own_fields() {
             .any(|(p, m)| p == "$.States.P.Output" && m.contains("QueryLanguage")),
         "{d:?}"
     );
-    let d = errors(
+    let d = rejected(
         r#"{"QueryLanguage": "JSONata", "StartAt": "P", "States": {"P": {"Type": "Pass", "Output": {"x.$": "$.x", "y": "{% $x( %}"}, "End": true}}}"#,
     );
     assert!(
@@ -156,14 +138,14 @@ fn the_two_languages_keep_their_own_fields() {
         "{d:?}"
     );
     assert!(d.iter().any(|(p, _)| p == "$.States.P.Output.y"), "{d:?}");
-    let d = errors(
+    let d = rejected(
         r#"{"QueryLanguage": "JSONata", "StartAt": "P", "States": {"P": {"Type": "Pass", "QueryLanguage": "JSONPath", "End": true}}}"#,
     );
     assert!(
         d.iter().any(|(p, _)| p == "$.States.P.QueryLanguage"),
         "{d:?}"
     );
-    let d = errors(
+    let d = rejected(
         r#"{"QueryLanguage": "JSONata", "StartAt": "C", "States": {"C": {"Type": "Choice", "Choices": [{"Variable": "$.a", "IsNull": true, "Next": "D"}]}, "D": {"Type": "Succeed"}}}"#,
     );
     assert!(
@@ -171,6 +153,16 @@ fn the_two_languages_keep_their_own_fields() {
             .any(|(p, m)| p == "$.States.C.Choices[0]" && m.contains("Condition")),
         "{d:?}"
     );
+    // an expression in a JSONPath state is only a string
+    let d = rejected(
+        r#"{"StartAt": "M", "States": {"M": {"Type": "Map", "ToleratedFailurePercentage": "{% 5 %}", "MaxConcurrency": "{% 1 %}", "ItemProcessor": {"StartAt": "P", "States": {"P": {"Type": "Succeed"}}}, "End": true}}}"#,
+    );
+    for f in ["ToleratedFailurePercentage", "MaxConcurrency"] {
+        assert!(
+            d.iter().any(|(p, _)| *p == format!("$.States.M.{f}")),
+            "{f}: {d:?}"
+        );
+    }
     // a JSONPath machine runs a JSONata state among its own
     let mut env = Env::asl(
         r#"{"StartAt": "A", "States": {

@@ -10,17 +10,6 @@ use flowbroker::engine::Status;
 use flowbroker::load::Format;
 use serde_json::json;
 
-fn invalid(text: &str) -> Vec<(String, String)> {
-    match Definition::parse("m.asl.json", text, Format::Json) {
-        Ok(_) => panic!("accepted: {text}"),
-        Err(e) => e
-            .diagnostics
-            .into_iter()
-            .map(|d| (d.path, d.message))
-            .collect(),
-    }
-}
-
 #[test]
 fn a_pass_assigns_from_its_result_and_later_states_read_the_variables() {
     let mut env = Env::asl(
@@ -141,7 +130,7 @@ fn branches_and_iterations_read_outer_variables_and_keep_their_own() {
 
 #[test]
 fn an_inner_scope_cannot_assign_an_outer_variable() {
-    let d = invalid(
+    let d = rejected(
         r#"{"StartAt": "Init", "States": {
         "Init": {"Type": "Pass", "Assign": {"x": 1}, "Next": "Par"},
         "Par": {"Type": "Parallel", "Branches": [
@@ -177,13 +166,13 @@ fn malformed_assignments_are_located() {
         let text = format!(
             r#"{{"StartAt": "P", "States": {{"P": {{"Type": "Pass", "Assign": {assign}, "End": true}}}}}}"#
         );
-        let d = invalid(&text);
+        let d = rejected(&text);
         assert!(
             d.iter().any(|(p, m)| p == at && m.contains(want)),
             "{assign}: {d:?}"
         );
     }
-    let d = invalid(
+    let d = rejected(
         r#"{"StartAt": "F", "States": {"F": {"Type": "Fail", "Error": "E", "Assign": {"x": 1}}}}"#,
     );
     assert!(d.iter().any(|(p, _)| p == "$.States.F.Assign"), "{d:?}");
@@ -210,7 +199,7 @@ fn reading_a_variable_no_state_assigns_is_warned_at_deploy() {
 
 #[test]
 fn result_path_cannot_name_a_variable() {
-    let d = invalid(
+    let d = rejected(
         r#"{"StartAt": "P", "States": {"P": {"Type": "Pass", "ResultPath": "$result", "End": true}}}"#,
     );
     assert!(

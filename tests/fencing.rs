@@ -125,6 +125,14 @@ fn start(n: &mut Node) -> Result<String, AdminError> {
     rx.try_recv().expect("the start was answered").map(|s| s.id)
 }
 
+/// The one-partition work and changelog topics every test here uses, created.
+fn topics(kafka: &Kafka) -> (&'static str, &'static str) {
+    let topics = ("fencing.work", "fencing.changelog");
+    kafka.create_topic(topics.0, 1);
+    kafka.create_topic(topics.1, 1);
+    topics
+}
+
 /// Records the core let out (events to produce, work to forward).
 fn let_out(n: &mut Node) -> usize {
     let mut k = 0;
@@ -137,9 +145,7 @@ fn let_out(n: &mut Node) -> usize {
 #[test]
 fn a_fenced_out_owner_lets_nothing_out_and_its_batch_is_not_restored() {
     let kafka = Kafka::start();
-    let topics = ("fencing.work", "fencing.changelog");
-    kafka.create_topic(topics.0, 1);
-    kafka.create_topic(topics.1, 1);
+    let topics = topics(&kafka);
     let p0 = PartitionId(0);
 
     let mut old = node(&kafka, "old", topics);
@@ -297,9 +303,7 @@ fn an_owner_paused_between_its_append_and_its_effects_lets_nothing_out() {
 #[test]
 fn an_owner_the_group_assigned_takes_a_partition_back_from_a_provisional_fence() {
     let kafka = Kafka::start();
-    let topics = ("fencing.work", "fencing.changelog");
-    kafka.create_topic(topics.0, 1);
-    kafka.create_topic(topics.1, 1);
+    let topics = topics(&kafka);
     let p0 = PartitionId(0);
 
     let mut owner = node(&kafka, "owner", topics);
@@ -330,9 +334,7 @@ fn an_owner_the_group_assigned_takes_a_partition_back_from_a_provisional_fence()
 #[test]
 fn an_ordinary_fence_after_a_provisional_one_still_wins() {
     let kafka = Kafka::start();
-    let topics = ("fencing.work", "fencing.changelog");
-    kafka.create_topic(topics.0, 1);
-    kafka.create_topic(topics.1, 1);
+    let topics = topics(&kafka);
     let p0 = PartitionId(0);
 
     let mut owner = node(&kafka, "owner", topics);

@@ -165,3 +165,21 @@ pub fn produced(actions: &[Action]) -> Vec<Event> {
         })
         .collect()
 }
+
+/// The diagnostics (path, message) of a machine that must not deploy.
+pub fn rejected(text: &str) -> Vec<(String, String)> {
+    match Definition::parse("m.asl.json", text, Format::Json) {
+        Ok(_) => panic!("accepted: {text}"),
+        Err(e) => e
+            .diagnostics
+            .into_iter()
+            .map(|d| (d.path, d.message))
+            .collect(),
+    }
+}
+
+/// The error (name, message) a failed instance ended with.
+pub fn failure(env: &Env) -> (String, String) {
+    let e = env.inst.error.clone().expect("failed");
+    (e.name, e.message)
+}

@@ -4,7 +4,6 @@
 use super::super::model::*;
 use super::super::out::{kind, member, Out};
 use super::fields::template;
-use super::jsonata;
 use serde_json::Value;
 
 /// The longest variable name Step Functions takes.
@@ -33,7 +32,7 @@ fn jsonpath(v: Option<&Value>, at: &str, out: &mut Out) -> Option<Template> {
             );
         }
     }
-    template(v, at, out)
+    template(v, at, Lang::JsonPath, out)
 }
 
 /// A JSONata state's `Assign`: variable names as keys (no `.$`), values with `{% %}`
@@ -58,7 +57,7 @@ fn jsonata(v: Option<&Value>, at: &str, out: &mut Out) -> Option<Template> {
             );
         }
     }
-    jsonata::template(v, at, out)
+    template(v, at, Lang::Jsonata, out)
 }
 
 /// Why `name` cannot name a variable (Step Functions' rules: a Unicode identifier of at

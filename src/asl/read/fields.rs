@@ -2,9 +2,11 @@
 //! unsupported fields.
 
 use super::super::intrinsic;
+use super::super::jsonata::Expr;
 use super::super::model::*;
 use super::super::out::{index, kind, member, Out};
 use super::super::path::{Path, RefPath, Root};
+use super::jsonata;
 use crate::diag::did_you_mean;
 use serde_json::{Map, Value};
 
@@ -174,47 +176,102 @@ pub(super) fn io(o: &Map<String, Value>, at: &str, ty: &str, out: &mut Out) -> I
         result_path: result_path(o, at, out),
         parameters: o
             .get(params_key)
-            .and_then(|v| template(v, &member(at, params_key), out)),
+            .and_then(|v| template(v, &member(at, params_key), Lang::JsonPath, out)),
         result_selector: o
             .get("ResultSelector")
-            .and_then(|v| template(v, &member(at, "ResultSelector"), out)),
+            .and_then(|v| template(v, &member(at, "ResultSelector"), Lang::JsonPath, out)),
     }
 }
 
-/// A Parameters-like value: `.$` keys must hold paths.
-pub fn template(v: &Value, at: &str, out: &mut Out) -> Option<Template> {
+/// A `Parameters`-like value in `lang`: in JSONPath a key ending in `.$` holds a path or an
+/// intrinsic function; in JSONata a `"{% ... %}"` string, at any depth, is an expression (and
+/// a `.$` key is refused). Everything else is taken as it is.
+pub fn template(v: &Value, at: &str, lang: Lang, out: &mut Out) -> Option<Template> {
+    if lang == Lang::Jsonata {
+        if let Some(e) = jsonata::expr(v, at, out) {
+            return e.ok().map(Template::Expr);
+        }
+    }
     Some(match v {
         Value::Object(o) => {
             let mut fields = Vec::new();
             for (k, v) in o {
                 let at_k = member(at, k);
-                match k.strip_suffix(".$") {
-                    Some(name) => {
-                        let Value::String(s) = v else {
-                            out.error(&at_k, format!("a field whose name ends in \".$\" holds a path such as \"$.field\", found {}", kind(v)));
-                            continue;
-                        };
-                        if let Some(f) = dynamic(s, &at_k, out) {
-                            fields.push((name.to_string(), f));
-                        }
+                let field = match (k.strip_suffix(".$"), lang, v) {
+                    (Some(_), Lang::Jsonata, _) => {
+                        out.error(&at_k, "a field ending in \".$\" is JSONPath; in a JSONata state write the value as an expression, \"{% ... %}\"");
+                        None
                     }
-                    None => {
-                        if let Some(t) = template(v, &at_k, out) {
-                            fields.push((k.clone(), TemplateField::Value(t)));
-                        }
+                    (Some(name), Lang::JsonPath, Value::String(s)) => {
+                        dynamic(s, &at_k, out).map(|f| (name, f))
                     }
-                }
+                    (Some(_), Lang::JsonPath, _) => {
+                        out.error(&at_k, format!("a field whose name ends in \".$\" holds a path such as \"$.field\", found {}", kind(v)));
+                        None
+                    }
+                    (None, ..) => {
+                        template(v, &at_k, lang, out).map(|t| (k.as_str(), TemplateField::Value(t)))
+                    }
+                };
+                fields.extend(field.map(|(name, f)| (name.to_string(), f)));
             }
             Template::Object(fields)
         }
         Value::Array(a) => Template::Array(
             a.iter()
                 .enumerate()
-                .filter_map(|(i, v)| template(v, &index(at, i), out))
+                .filter_map(|(i, v)| template(v, &index(at, i), lang, out))
                 .collect(),
         ),
         other => Template::Literal(other.clone()),
     })
+}
+
+/// What a state gives for a field `k` that also has a `{k}Path` form.
+pub(super) enum Given<'a> {
+    /// `k` itself.
+    Value(&'a Value),
+    /// `k` as a JSONata expression (JSONata states only).
+    Expr(Expr),
+    /// `{k}Path`'s text.
+    Path(&'a str),
+}
+
+/// Which of `k` and `{k}Path` a state gives (both, or a `{k}Path` that is not a string: an
+/// error at `{k}Path`). In a JSONata state a `"{% ... %}"` value of `k` is an expression.
+pub(super) fn given<'a>(
+    o: &'a Map<String, Value>,
+    k: &str,
+    at: &str,
+    lang: Lang,
+    out: &mut Out,
+) -> Option<Given<'a>> {
+    let pk = format!("{k}Path");
+    match (o.get(k), o.get(&pk)) {
+        (Some(_), Some(_)) => {
+            out.error(
+                member(at, &pk),
+                format!("\"{k}\" and \"{pk}\" are both set: keep one"),
+            );
+            None
+        }
+        (Some(v), None) if lang == Lang::Jsonata && jsonata::inner_of(v).is_some() => {
+            jsonata::expr(v, &member(at, k), out)?.ok().map(Given::Expr)
+        }
+        (Some(v), None) => Some(Given::Value(v)),
+        (None, Some(Value::String(s))) => Some(Given::Path(s)),
+        (None, Some(other)) => {
+            out.error(
+                member(at, &pk),
+                format!(
+                    "\"{pk}\" must be a path such as \"$.field\", found {}",
+                    kind(other)
+                ),
+            );
+            None
+        }
+        (None, None) => None,
+    }
 }
 
 /// A `.$` field's value: a path, or an intrinsic function's call (checked here: its name,

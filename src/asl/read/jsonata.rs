@@ -1,9 +1,9 @@
-//! Reading JSONata states: which fields each type takes, values whose strings may be
-//! `{% ... %}` expressions, and the state's query language.
+//! Reading JSONata states: which fields each type takes, `{% ... %}` expressions, and the
+//! state's query language.
 
 use super::super::jsonata::{inner, Expr};
 use super::super::model::*;
-use super::super::out::{index, kind, member, Out};
+use super::super::out::{kind, member, Out};
 use serde_json::Value;
 
 /// The fields each state type takes in a JSONata state, besides `Type`, `Comment` and
@@ -112,37 +112,6 @@ pub(super) fn inner_of(v: &Value) -> Option<&str> {
 pub(super) fn expr(v: &Value, at: &str, out: &mut Out) -> Option<Result<Expr, ()>> {
     let src = inner_of(v)?;
     Some(Expr::parse(src).map_err(|e| out.error(at, e)))
-}
-
-/// A JSONata state's value (`Arguments`, `Output`, `Assign`, `ItemSelector`, `Items`):
-/// JSON whose `{% ... %}` strings are expressions, at any depth.
-pub(super) fn template(v: &Value, at: &str, out: &mut Out) -> Option<Template> {
-    if let Some(e) = expr(v, at, out) {
-        return e.ok().map(Template::Expr);
-    }
-    Some(match v {
-        Value::Object(o) => {
-            let mut fields = Vec::new();
-            for (k, v) in o {
-                let at_k = member(at, k);
-                if k.ends_with(".$") {
-                    out.error(&at_k, "a field ending in \".$\" is JSONPath; in a JSONata state write the value as an expression, \"{% ... %}\"");
-                    continue;
-                }
-                if let Some(t) = template(v, &at_k, out) {
-                    fields.push((k.clone(), TemplateField::Value(t)));
-                }
-            }
-            Template::Object(fields)
-        }
-        Value::Array(a) => Template::Array(
-            a.iter()
-                .enumerate()
-                .filter_map(|(i, v)| template(v, &index(at, i), out))
-                .collect(),
-        ),
-        other => Template::Literal(other.clone()),
-    })
 }
 
 /// A JSONata Choice Rule: `Condition` (an expression), `Next`, `Assign`, `Output`.

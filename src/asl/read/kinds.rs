@@ -4,7 +4,7 @@ use super::super::model::*;
 use super::super::out::{index, kind, member, Out};
 use super::super::rules;
 use super::assign;
-use super::fields::{self, next, non_negative, positive, ref_path, string};
+use super::fields::{self, next, non_negative, positive, ref_path, string, Given};
 use super::jsonata;
 use super::recovery::recovery;
 use serde_json::{Map, Value};
@@ -16,27 +16,10 @@ pub(super) fn seconds_or_path(
     lang: Lang,
     out: &mut Out,
 ) -> Option<Seconds> {
-    let pk = format!("{k}Path");
-    if lang == Lang::Jsonata {
-        if let Some(e) = o.get(k).and_then(|v| jsonata::expr(v, &member(at, k), out)) {
-            return e.ok().map(Seconds::Expr);
-        }
-    }
-    match (o.get(k), o.get(&pk)) {
-        (Some(_), Some(_)) => {
-            out.error(at, format!("\"{k}\" and \"{pk}\" are both set: keep one"));
-            None
-        }
-        (Some(v), None) => positive(Some(v), &member(at, k), out).map(Seconds::Fixed),
-        (None, Some(Value::String(s))) => ref_path(s, &member(at, &pk), out).map(Seconds::Path),
-        (None, Some(other)) => {
-            out.error(
-                member(at, &pk),
-                format!("\"{pk}\" must be a Reference Path, found {}", kind(other)),
-            );
-            None
-        }
-        (None, None) => None,
+    match fields::given(o, k, at, lang, out)? {
+        Given::Value(v) => positive(Some(v), &member(at, k), out).map(Seconds::Fixed),
+        Given::Expr(e) => Some(Seconds::Expr(e)),
+        Given::Path(s) => ref_path(s, &member(at, &format!("{k}Path")), out).map(Seconds::Path),
     }
 }
 
@@ -142,7 +125,7 @@ pub(super) fn choice(
         let output = item
             .get("Output")
             .filter(|_| lang == Lang::Jsonata)
-            .and_then(|v| jsonata::template(v, &member(&at_i, "Output"), out));
+            .and_then(|v| fields::template(v, &member(&at_i, "Output"), Lang::Jsonata, out));
         if let (Some(rule), Some(next)) = (rule, next) {
             choices.push(ChoiceRule {
                 rule,

@@ -3,9 +3,7 @@
 
 use super::super::model::*;
 use super::super::out::{kind, member, Out};
-use super::super::path::RefPath;
-use super::fields::{path_field, ref_path, unknown};
-use super::jsonata;
+use super::fields::{self, path_field, ref_path, template, unknown, Given};
 use super::recovery::recovery;
 use serde_json::{Map, Value};
 
@@ -75,7 +73,7 @@ pub(super) fn map_state(
     let items = match lang {
         Lang::Jsonata => o
             .get("Items")
-            .and_then(|v| jsonata::template(v, &member(at, "Items"), out)),
+            .and_then(|v| template(v, &member(at, "Items"), Lang::Jsonata, out)),
         Lang::JsonPath => None,
     };
     let (retry, catch) = recovery(o, at, lang, out);
@@ -98,16 +96,8 @@ fn count_or_path(
     lang: Lang,
     out: &mut Out,
 ) -> Option<Count> {
-    let pk = format!("{k}Path");
-    match (o.get(k), o.get(&pk)) {
-        (Some(_), Some(_)) => {
-            out.error(at, format!("\"{k}\" and \"{pk}\" are both set: keep one"));
-            None
-        }
-        (Some(v), None) if lang == Lang::Jsonata && jsonata::inner_of(v).is_some() => {
-            jsonata::expr(v, &member(at, k), out)?.ok().map(Count::Expr)
-        }
-        (Some(v), None) => match v.as_u64() {
+    match fields::given(o, k, at, lang, out)? {
+        Given::Value(v) => match v.as_u64() {
             Some(n) => Some(Count::Fixed(n)),
             None => {
                 out.error(
@@ -117,25 +107,8 @@ fn count_or_path(
                 None
             }
         },
-        (None, Some(v)) => ref_field(v, &pk, at, out).map(Count::Path),
-        (None, None) => None,
-    }
-}
-
-/// A `...Path` field's Reference Path.
-fn ref_field(v: &Value, k: &str, at: &str, out: &mut Out) -> Option<RefPath> {
-    match v {
-        Value::String(s) => ref_path(s, &member(at, k), out),
-        other => {
-            out.error(
-                member(at, k),
-                format!(
-                    "\"{k}\" must be a Reference Path such as \"$.limit\", found {}",
-                    kind(other)
-                ),
-            );
-            None
-        }
+        Given::Expr(e) => Some(Count::Expr(e)),
+        Given::Path(s) => ref_path(s, &member(at, &format!("{k}Path")), out).map(Count::Path),
     }
 }
 
@@ -149,18 +122,8 @@ fn tolerance(o: &Map<String, Value>, at: &str, lang: Lang, out: &mut Out) -> Tol
         out,
     );
     let k = "ToleratedFailurePercentage";
-    let pk = "ToleratedFailurePercentagePath";
-    let percentage = match (o.get(k), o.get(pk)) {
-        (Some(_), Some(_)) => {
-            out.error(at, format!("\"{k}\" and \"{pk}\" are both set: keep one"));
-            None
-        }
-        (Some(v), None) if jsonata::expr(v, "", &mut Out::new("")).is_some() => {
-            jsonata::expr(v, &member(at, k), out)
-                .and_then(Result::ok)
-                .map(Share::Expr)
-        }
-        (Some(v), None) => match v.as_f64().filter(|p| (0.0..=100.0).contains(p)) {
+    let percentage = match fields::given(o, k, at, lang, out) {
+        Some(Given::Value(v)) => match v.as_f64().filter(|p| (0.0..=100.0).contains(p)) {
             Some(p) => Some(Share::Fixed(p)),
             None => {
                 out.error(
@@ -170,8 +133,9 @@ fn tolerance(o: &Map<String, Value>, at: &str, lang: Lang, out: &mut Out) -> Tol
                 None
             }
         },
-        (None, Some(v)) => ref_field(v, pk, at, out).map(Share::Path),
-        (None, None) => None,
+        Some(Given::Expr(e)) => Some(Share::Expr(e)),
+        Some(Given::Path(s)) => ref_path(s, &member(at, &format!("{k}Path")), out).map(Share::Path),
+        None => None,
     };
     Tolerance { count, percentage }
 }

@@ -287,7 +287,7 @@ fn state(name: &str, v: &Value, at: &str, machine: Lang, out: &mut Out) -> Optio
         Lang::Jsonata => {
             let t = |k: &str, out: &mut Out| {
                 o.get(k)
-                    .and_then(|v| jsonata::template(v, &member(at, k), out))
+                    .and_then(|v| fields::template(v, &member(at, k), Lang::Jsonata, out))
             };
             Io {
                 jsonata: true,

@@ -3,8 +3,7 @@
 use super::super::model::*;
 use super::super::out::{index, kind, member, Out};
 use super::assign;
-use super::fields::{next, non_negative, positive, result_path, unknown};
-use super::jsonata;
+use super::fields::{self, next, non_negative, positive, result_path, unknown};
 use crate::diag::did_you_mean;
 use serde_json::{Map, Value};
 
@@ -190,7 +189,9 @@ pub(super) fn recovery(
                     output: r
                         .get("Output")
                         .filter(|_| lang == Lang::Jsonata)
-                        .and_then(|v| jsonata::template(v, &member(&at_i, "Output"), out)),
+                        .and_then(|v| {
+                            fields::template(v, &member(&at_i, "Output"), Lang::Jsonata, out)
+                        }),
                     assign: assign::read(r.get("Assign"), &member(&at_i, "Assign"), lang, out),
                 });
             }

@@ -3,9 +3,8 @@
 //! JSONata state, from an expression.
 
 use super::super::model::*;
-use super::super::out::{kind, member, Out};
-use super::fields::{dynamic, string};
-use super::jsonata;
+use super::super::out::{member, Out};
+use super::fields::{self, dynamic, string, Given};
 use serde_json::{Map, Value};
 
 /// The intrinsic functions a Fail state's `ErrorPath` and `CausePath` may call (they make a
@@ -29,18 +28,10 @@ pub(super) fn text(
     out: &mut Out,
 ) -> Option<Text> {
     let pk = format!("{k}Path");
-    if lang == Lang::Jsonata {
-        if let Some(e) = o.get(k).and_then(|v| jsonata::expr(v, &member(at, k), out)) {
-            return e.ok().map(Text::Expr);
-        }
-    }
-    match (o.get(k), o.get(&pk)) {
-        (Some(_), Some(_)) => {
-            out.error(at, format!("\"{k}\" and \"{pk}\" are both set: keep one"));
-            None
-        }
-        (Some(v), None) => string(Some(v), &member(at, k), out).map(Text::Fixed),
-        (None, Some(Value::String(s))) => match dynamic(s, &member(at, &pk), out)? {
+    match fields::given(o, k, at, lang, out)? {
+        Given::Value(v) => string(Some(v), &member(at, k), out).map(Text::Fixed),
+        Given::Expr(e) => Some(Text::Expr(e)),
+        Given::Path(s) => match dynamic(s, &member(at, &pk), out)? {
             TemplateField::Path(p) => Some(Text::Path(p)),
             TemplateField::Call(c) if TEXT_CALLS.contains(&c.name()) => Some(Text::Call(c)),
             TemplateField::Call(c) => {
@@ -56,16 +47,5 @@ pub(super) fn text(
             }
             TemplateField::Value(_) => None,
         },
-        (None, Some(other)) => {
-            out.error(
-                member(at, &pk),
-                format!(
-                    "\"{pk}\" must be a path such as \"$.error\" or an intrinsic function, found {}",
-                    kind(other)
-                ),
-            );
-            None
-        }
-        (None, None) => None,
     }
 }
