@@ -26,6 +26,8 @@ const BATCH: usize = 500;
 
 struct Tail {
     consumer: BaseConsumer,
+    /// How the reader is made: a new one replaces it at every change of its partitions.
+    config: rdkafka::ClientConfig,
     topic: String,
     store: Arc<Store>,
     shared: Arc<Shared>,
@@ -50,7 +52,7 @@ pub fn start(
         return Ok(());
     }
     let k = &cfg.kafka;
-    let consumer: BaseConsumer = client_config(
+    let config = client_config(
         k,
         &[
             ("group.id", format!("{}.standby", k.group_id)),
@@ -60,15 +62,15 @@ pub fn start(
             // a copy is never read from anywhere but where it stands
             ("auto.offset.reset", "error".into()),
         ],
-    )
-    .create()
-    .map_err(|source| KafkaError::Client {
+    );
+    let consumer: BaseConsumer = config.create().map_err(|source| KafkaError::Client {
         what: "standby reader",
         brokers: k.brokers.clone(),
         source,
     })?;
     let mut tail = Tail {
         consumer,
+        config,
         topic: cfg.cluster.changelog_topic.clone(),
         store,
         shared,
@@ -172,6 +174,14 @@ impl Tail {
     }
 
     fn assign(&mut self) {
+        // a new reader rather than a second assign on the same one: librdkafka 2.12 can
+        // abort (`rd_kafka_assignment_partition_stopped: Assertion rktp_started`) when an
+        // assignment changes while stops of the previous one are pending
+        // (confluentinc/librdkafka#5573, fixed after 2.15); the set changes rarely
+        match self.config.create::<BaseConsumer>() {
+            Ok(c) => self.consumer = c,
+            Err(e) => tracing::warn!(error = %e, "a new standby reader could not be made"),
+        }
         let mut tpl = TopicPartitionList::new();
         for (p, cp) in &self.copies {
             let _ = tpl.add_partition_offset(&self.topic, p.kafka(), Offset::Offset(cp.next));
