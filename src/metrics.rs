@@ -26,6 +26,8 @@ pub struct Metrics {
     pub schedule_lag: HistogramVec,
     pub schedule_ticks: IntCounterVec,
     pub consumer_lag: IntGaugeVec,
+    /// Input records routed to their state partitions, by path (`direct`, `work_topic`).
+    pub routed: IntCounterVec,
     /// 1 while the consumer reaches a Kafka broker, 0 while it reaches none (`GET /health`).
     pub kafka_up: prometheus::IntGauge,
 }
@@ -76,6 +78,7 @@ impl Metrics {
             function_seconds: histogram(&r, "flowbroker_function_duration_seconds", "Function call latency, by function and outcome.", &["function", "outcome"], fast.clone()),
             commit_seconds: histogram(&r, "flowbroker_store_commit_seconds", "Store transaction commit latency.", &[], fast.clone()),
             schedule_lag: histogram(&r, "flowbroker_schedule_lag_seconds", "Cron firing lag: commit time minus tick time.", &["workflow"], fast),
+            routed: counter(&r, "flowbroker_input_records_routed_total", "Input records routed to a state partition, by path: direct (the partition is owned by this broker and applied the record without the work topic) or work_topic.", &["path"]),
             schedule_ticks: counter(&r, "flowbroker_schedule_ticks_total", "Cron ticks by outcome: fired, catch_up (fired late after downtime) or skipped (by the catch-up policy).", &["workflow", "outcome"]),
             consumer_lag: {
                 let g = IntGaugeVec::new(

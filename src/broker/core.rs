@@ -21,6 +21,7 @@ use super::router::Routed;
 pub use super::shared::Shared;
 use super::{AdminError, Clock, Cmd, Delivery, OutboxKey, Reply, Stat};
 use crate::cluster::changelog::{Checkpoint, Entry};
+use crate::cluster::node::InputPartition;
 use crate::cluster::partition::{InstanceId, PartitionId, Partitions};
 use crate::cluster::work::{ReadFrom, Source, Work};
 use crate::cluster::{Log, LogError};
@@ -86,6 +87,11 @@ pub struct Core {
     pub(super) resumed: std::collections::BTreeSet<PartitionId>,
     /// Set by the group's first assignment: from then on nothing is resumed.
     pub(super) group_assigned: bool,
+    /// Which input records may skip the work topic into the partitions owned here.
+    pub(super) direct: super::direct::Direct,
+    /// Input records that were to be applied here directly, of partitions let go since: they
+    /// go through the work topic to the new owner, in the order they were consumed.
+    pub(super) strays: Vec<(PartitionId, Work)>,
 }
 
 /// Why the core stopped.
@@ -218,6 +224,8 @@ impl Core {
             snapshots: None,
             resumed: Default::default(),
             group_assigned: false,
+            direct: Default::default(),
+            strays: Vec::new(),
         })
         .inspect(|c| c.publish_owned())
     }
@@ -383,6 +391,7 @@ impl Core {
                     self.take(cmd, now, &mut sinks)?
                 }
             }
+            self.unstray(&mut forward);
         }
         // inputs of partitions owned elsewhere go through the work topic (their owner applies
         // them); on one process everything is owned
@@ -404,6 +413,7 @@ impl Core {
                             positions.push((i, forward.len()));
                         }
                     }
+                    self.direct.forwarding(input_of(&work).as_ref(), p);
                     forward.push((p, work));
                 }
             }
@@ -432,10 +442,16 @@ impl Core {
             let mut effects: Vec<(PartitionId, Effects)> = Vec::new();
             let mut changed: Vec<(PartitionId, Vec<Write>)> = Vec::new();
             let mut asked: BTreeMap<PartitionId, Vec<usize>> = BTreeMap::new();
+            // input records applied directly, kept until their batch is in the changelog: a
+            // batch void by a newer fence sends them to the new owner instead
+            let mut direct: BTreeMap<PartitionId, Vec<Work>> = BTreeMap::new();
             for p in todo {
                 let batch = inputs.remove(&p).unwrap_or_default();
                 if !self.owned.contains(&p) {
                     continue;
+                }
+                if self.log.is_some() {
+                    direct.insert(p, batch.iter().filter_map(direct_work).cloned().collect());
                 }
                 asked.insert(
                     p,
@@ -528,7 +544,10 @@ impl Core {
                         moved(t, p);
                     }
                 }
+                let void = direct.remove(&p).unwrap_or_default();
+                self.strays.extend(void.into_iter().map(|w| (p, w)));
                 self.release(p, &mut inputs);
+                self.unstray(&mut forward);
             }
             for p in retake {
                 self.take_over(p, &mut inputs)?;
@@ -562,6 +581,7 @@ impl Core {
                     effects.retain(|(p, _)| !held.contains(p));
                     for p in held {
                         self.release(p, &mut inputs);
+                        self.unstray(&mut forward);
                     }
                 }
             }
@@ -592,6 +612,9 @@ impl Core {
             match self.log.as_mut() {
                 Some(log) => {
                     let at = log.forward(forward)?;
+                    for &(p, offset) in &at {
+                        self.direct.forwarded(p, offset);
+                    }
                     for (t, i) in positions {
                         if let (Some(Ticket::Start(_, Some(Ok(s)))), Some(pos)) =
                             (tickets.get_mut(t), at.get(i))
@@ -645,6 +668,15 @@ impl Core {
         Ok(())
     }
 
+    /// Moves input records of partitions let go (`Core::strays`) into the round's forward,
+    /// after what is there already: they keep their order among the input's records.
+    fn unstray(&mut self, forward: &mut Vec<(PartitionId, Work)>) {
+        for (p, work) in std::mem::take(&mut self.strays) {
+            self.direct.forwarding(input_of(&work).as_ref(), p);
+            forward.push((p, work));
+        }
+    }
+
     /// Pauses intake once `kafka.max_in_flight` outbox records and function calls are out
     /// and not heard back about (handed to the producer or the invoker: everything they hold
     /// in memory), and resumes it at half of that. Acknowledgements and call results keep
@@ -696,16 +728,24 @@ impl Core {
                     let slot = (r.topic.clone(), r.partition);
                     let next = offsets.get(&slot).copied().unwrap_or(0).max(r.offset + 1);
                     offsets.insert(slot, next);
+                    let input = InputPartition {
+                        topic: r.topic.clone(),
+                        partition: r.partition,
+                    };
+                    self.direct.consumed(&input, r.offset);
                     let ing = super::ingest::record(&self.reg, parts, &self.cfg, r);
                     stats.extend(ing.stats);
                     for (p, work) in ing.work {
+                        // exactly once by source position at the owner, wherever it is: here
+                        // at once when nothing of its input can be ahead of it in the work
+                        // topic (`broker::direct`), else through the work topic
+                        let here =
+                            !kafka || self.owned.contains(&p) && self.direct.allows(&input, p);
                         if let Work::Event { event, source, .. } = &work {
-                            tracing::debug!(to = %p, id = %event.id, from = ?source, "forward");
+                            tracing::debug!(to = %p, id = %event.id, from = ?source, here, "route");
                         }
-                        if kafka {
-                            // exactly once by source position at the owner, wherever it is
-                            forward.push((p, work));
-                        } else {
+                        stats.push(Stat::Routed(if here { "direct" } else { "work_topic" }));
+                        if here {
                             push(
                                 p,
                                 PartInput::Work {
@@ -714,6 +754,9 @@ impl Core {
                                     offset: None,
                                 },
                             );
+                        } else {
+                            self.direct.forwarding(Some(&input), p);
+                            forward.push((p, work));
                         }
                     }
                 }
@@ -842,6 +885,9 @@ impl Core {
                     tracing::debug!(partition = %partition, records = records.len(),
                         "work records of an earlier read dropped");
                     return Ok(());
+                }
+                if let Some((last, _)) = records.last() {
+                    self.direct.read(partition, last + 1);
                 }
                 for (offset, work) in records {
                     push(
@@ -1043,8 +1089,34 @@ impl Core {
                     .schedule_ticks
                     .with_label_values(&[&workflow, "skipped"])
                     .inc_by(n),
+                Stat::Routed(path) => m.routed.with_label_values(&[path]).inc(),
             }
         }
+    }
+}
+
+/// An input record to be applied on its partition without having gone through the work topic.
+pub(super) fn direct_work(i: &PartInput) -> Option<&Work> {
+    match i {
+        PartInput::Work {
+            work,
+            ticket: None,
+            offset: None,
+        } if matches!(work.source(), Source::Input { .. }) => Some(work),
+        _ => None,
+    }
+}
+
+/// The input topic partition a work record was consumed from, if it was.
+fn input_of(work: &Work) -> Option<InputPartition> {
+    match work.source() {
+        Source::Input {
+            topic, partition, ..
+        } => Some(InputPartition {
+            topic: topic.clone(),
+            partition: *partition,
+        }),
+        _ => None,
     }
 }
 

@@ -107,6 +107,7 @@ impl Core {
         for (queue, r) in ready {
             self.shared.board.offer(queue, r);
         }
+        self.direct.taken(p, work_offset);
         if let Some(r) = &self.reader {
             self.epochs += 1;
             self.reading.insert(p, self.epochs);
@@ -169,13 +170,24 @@ impl Core {
     }
 
     /// Lets partition `p` go (the consumer group moved it): its inputs are dropped here (the
-    /// new owner reads them from the work topic), its timers stop firing here.
+    /// new owner reads them from the work topic), except input records that were to be
+    /// applied here directly, which become strays (forwarded to the new owner); its timers
+    /// stop firing here.
     pub(super) fn release(
         &mut self,
         p: PartitionId,
         inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
     ) {
-        inputs.remove(&p);
+        let dropped = inputs.remove(&p).unwrap_or_default();
+        for i in dropped {
+            if self.log.is_none() || super::core::direct_work(&i).is_none() {
+                continue;
+            }
+            if let PartInput::Work { work, .. } = i {
+                self.strays.push((p, work));
+            }
+        }
+        self.direct.released(p);
         self.fences.remove(&p);
         self.tail.remove(&p);
         self.snapshot_released(p);

@@ -14,8 +14,9 @@
 //!   (indexes, actions, children, lifecycle events, outbox, calls, timers, messages to other
 //!   partitions).
 //! - [`ingest`]: inputs (Kafka records, HTTP events) as work records for the partitions that
-//!   own their keys; [`apply`]: applying a work record on its partition, exactly once by its
-//!   source position.
+//!   own their keys; [`direct`]: when an input record may skip the work topic into a
+//!   partition owned here; [`apply`]: applying a work record on its partition, exactly once
+//!   by its source position.
 //! - [`router`]: correlating a consumed event to instances or starts; `addressed`: events
 //!   addressed by attribute (task token answers, `flowbroker.workflow.start`).
 //! - [`dedupe`]: dropping events whose source and id were already consumed.
@@ -37,6 +38,7 @@ pub mod board;
 pub mod core;
 pub mod dedupe;
 mod deploy;
+pub mod direct;
 pub mod effects;
 pub mod gauges;
 mod handoff;
@@ -131,6 +133,9 @@ pub enum Stat {
         catch_up: bool,
     },
     TicksSkipped(String, u64),
+    /// An input record routed to a state partition: `direct` (owned here, applied without the
+    /// work topic) or `work_topic`.
+    Routed(&'static str),
 }
 
 /// An outbox entry that left the broker, and how.

@@ -1,6 +1,7 @@
 //! The group consumer: membership in the consumer group, which assigns this broker input
 //! topic partitions (records are decoded here, off the core, and handed over in batches; the
-//! core forwards them to the work topic and commits their offsets once Kafka acknowledged the
+//! core applies them on the state partitions it owns or forwards them to the work topic, and
+//! commits their offsets once the changelog holds the batches and Kafka acknowledged the
 //! forwarded records) and work topic partitions (the state partitions this broker owns: they
 //! are paused here and read by the work reader from the offsets their state records).
 
