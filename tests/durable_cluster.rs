@@ -3,7 +3,10 @@
 //! listener (requests about a's executions are relayed to a, as behind any load balancer);
 //! broker a is SIGKILLed while its executions wait; b takes its partitions over, fires their
 //! waits and invokes them again. Every execution completes once, each step's side effect
-//! once.
+//! once. The waits end after the hand-off has settled: a step that runs while the group
+//! moves its partition (an eager rebalance takes b's own partitions away for a moment too)
+//! cannot checkpoint, and its invocation is run again (docs/durable.md, "One invocation at a
+//! time"), which would run that step twice.
 
 mod support;
 use serde_json::json;
@@ -12,6 +15,10 @@ use support::durable::Host;
 use support::*;
 
 const N: usize = 12;
+
+/// Longer than the group takes to notice the kill (the tests' 6 s session timeout) and
+/// move every partition to b.
+const WAIT_SECS: u64 = 15;
 
 #[test]
 fn executions_of_a_killed_broker_complete_once_on_the_other() {
@@ -36,7 +43,7 @@ fn executions_of_a_killed_broker_complete_once_on_the_other() {
             "/orders",
             "flowbroker.workflow.start",
             &[("workflowid", "steps")],
-            json!({"order": format!("o{i}"), "wait": 6}),
+            json!({"order": format!("o{i}"), "wait": WAIT_SECS}),
         ));
     }
     // every execution has run its first step and waits
@@ -62,6 +69,18 @@ fn executions_of_a_killed_broker_complete_once_on_the_other() {
         .count();
     a.kill();
     assert_eq!(charged_before, 0, "a was killed before any wait ended");
+    wait_for(60, "b to own every partition", || {
+        (b.owned().len() == 12).then_some(())
+    });
+    let charged_at_hand_off = host
+        .effects()
+        .iter()
+        .filter(|e| e["what"] == "charge")
+        .count();
+    assert_eq!(
+        charged_at_hand_off, 0,
+        "no wait ended before the hand-off settled"
+    );
     for id in &ids {
         let v = b.wait_status(id, "COMPLETED", 120);
         assert_eq!(v["output"]["shipped"], json!(true), "{id}: {v}");

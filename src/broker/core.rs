@@ -1,6 +1,7 @@
 //! The core: applies inputs to the state partitions this broker owns, one store transaction
 //! per partition per round, commits the round, then carries out the effects (produce, invoke,
-//! reply, commit Kafka offsets).
+//! reply, commit Kafka offsets). With a changelog, rounds are pipelined: a round is built
+//! while the one before it is appended, and lands (`broker::flight`) once Kafka has it.
 //!
 //! Crash safety comes from the order: nothing leaves the process before the transaction that
 //! decided it has committed, and everything that must leave is in the store until it has:
@@ -13,14 +14,15 @@
 //! are delivered in process, in the round after the one that committed them (single node;
 //! docs/scale.md describes the work topic that carries them between brokers).
 
-use super::apply::Outcome;
 use super::batch::{Batch, Effects};
+use super::flight::{Finish, Flight, Step};
 use super::records::{Call, OutRecord, StoredVersion, TimerEntry};
 use super::registry::Registry;
 use super::router::Routed;
 pub use super::shared::Shared;
-use super::{AdminError, Clock, Cmd, Delivery, OutboxKey, Reply, Stat};
-use crate::cluster::changelog::{Checkpoint, Entry};
+use super::tickets::{self, Ticket};
+use super::{AdminError, Clock, Cmd, Delivery, OutboxKey, Stat};
+use crate::cluster::changelog::Entry;
 use crate::cluster::node::InputPartition;
 use crate::cluster::partition::{InstanceId, PartitionId, Partitions};
 use crate::cluster::work::{ReadFrom, Source, Work};
@@ -28,7 +30,7 @@ use crate::cluster::{Log, LogError};
 use crate::config::Config;
 use crate::engine::Input;
 use crate::metrics::Metrics;
-use crate::store::{split_at, Scope, Store, StoreError, Table, Write, SEP};
+use crate::store::{split_at, Pending, Scope, Store, StoreError, Table, Write, SEP};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -55,7 +57,7 @@ pub struct Core {
     pub(super) store: Arc<Store>,
     pub(super) reg: Registry,
     pub(super) cfg: Arc<Config>,
-    metrics: Arc<Metrics>,
+    pub(super) metrics: Arc<Metrics>,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) out: Outlets,
     pub(super) shared: Arc<Shared>,
@@ -92,6 +94,12 @@ pub struct Core {
     /// Input records that were to be applied here directly, of partitions let go since: they
     /// go through the work topic to the new owner, in the order they were consumed.
     pub(super) strays: Vec<(PartitionId, Work)>,
+    /// Rounds whose changelog appends are on their way, oldest first.
+    pub(super) flights: std::collections::VecDeque<Flight>,
+    /// Per partition: the writes of its rounds in flight (the next round reads through them).
+    pub(super) pending: BTreeMap<PartitionId, Pending>,
+    /// The number of the last step built (its pending writes carry it).
+    rounds: u64,
 }
 
 /// Why the core stopped.
@@ -127,6 +135,14 @@ pub const WORK_OFFSET: &str = "work";
 /// (1 MB by default).
 const BATCH_BYTES: usize = 512 * 1024;
 
+/// At most this many rounds wait for their changelog appends at once; intake waits beyond.
+/// One round is built while the one before it is appended.
+const MAX_FLIGHTS: usize = 2;
+
+/// A round takes no more commands once they hold this many inputs: a round lands (its
+/// effects leave) only after the next one is built, so rounds stay short.
+const ROUND_INPUTS: usize = 2000;
+
 /// How often expired buffered events, seen event ids and finished instances are swept.
 const SWEEP_EVERY_SECS: i64 = 5;
 
@@ -149,25 +165,6 @@ pub(super) enum PartInput {
     Acked(String, Option<(String, String)>),
     /// Plan the cron schedule of a workflow (after a deploy).
     Plan(String),
-}
-
-/// A request waiting for the partitions its work went to.
-enum Ticket {
-    Event {
-        reply: Reply<Routed>,
-        routed: Routed,
-        /// Set when the partition applying it was lost mid-round.
-        failed: Option<AdminError>,
-    },
-    Start(
-        Reply<super::Started>,
-        Option<Result<super::Started, AdminError>>,
-    ),
-    Cancel(Reply<()>, Option<Result<(), AdminError>>),
-    Apply(
-        Reply<super::Applied>,
-        Option<Result<super::Applied, AdminError>>,
-    ),
 }
 
 impl Core {
@@ -226,6 +223,9 @@ impl Core {
             group_assigned: false,
             direct: Default::default(),
             strays: Vec::new(),
+            flights: Default::default(),
+            pending: BTreeMap::new(),
+            rounds: 0,
         })
         .inspect(|c| c.publish_owned())
     }
@@ -290,34 +290,64 @@ impl Core {
 
     /// Runs until every sender of `rx` is gone. A store error stops the core: the process
     /// must restart from the last commit rather than continue from a state it could not save.
+    /// With a changelog, rounds are pipelined: new rounds are built while earlier ones wait
+    /// for their appends (up to `MAX_FLIGHTS`), and each lands when Kafka has it.
     pub async fn run(
         mut self,
         mut rx: mpsc::Receiver<Cmd>,
         mut control: mpsc::UnboundedReceiver<Cmd>,
     ) -> Result<(), CoreError> {
+        enum Next {
+            Landed(Vec<super::flight::Appended>),
+            Cmd(Box<Cmd>),
+            Due,
+            Closed,
+        }
         loop {
             let due = self.next_due()?;
-            let mut cmds = Vec::new();
             let wait = due.map(|d| (d - self.clock.now()).to_std().unwrap_or_default());
-            tokio::select! {
+            let room = self.flights.len() < MAX_FLIGHTS;
+            let landing = async {
+                match self.flights.front_mut() {
+                    Some(f) => (&mut f.landed).await,
+                    None => std::future::pending().await,
+                }
+            };
+            let next = tokio::select! {
                 biased;
-                Some(c) = control.recv() => cmds.push(c),
-                cmd = rx.recv() => match cmd {
-                    Some(c) => cmds.push(c),
-                    None => return Ok(()),
+                a = landing => Next::Landed(a),
+                Some(c) = control.recv() => Next::Cmd(Box::new(c)),
+                cmd = rx.recv(), if room => match cmd {
+                    Some(c) => Next::Cmd(Box::new(c)),
+                    None => Next::Closed,
                 },
-                _ = sleep(wait) => {}
+                _ = sleep(wait) => Next::Due,
+            };
+            let mut cmds = Vec::new();
+            match next {
+                Next::Landed(appended) => {
+                    let f = self.flights.pop_front().expect("a round in flight landed");
+                    self.land(f, appended, &mut BTreeMap::new())?;
+                    continue;
+                }
+                Next::Closed => return self.land_all(&mut BTreeMap::new()),
+                Next::Cmd(c) => cmds.push(*c),
+                Next::Due => {}
             }
             while let Ok(c) = control.try_recv() {
                 cmds.push(c);
             }
-            while cmds.len() < 256 {
+            let mut size: usize = cmds.iter().map(Cmd::size).sum();
+            while room && cmds.len() < 256 && size < ROUND_INPUTS {
                 match rx.try_recv() {
-                    Ok(c) => cmds.push(c),
+                    Ok(c) => {
+                        size += c.size();
+                        cmds.push(c);
+                    }
                     Err(_) => break,
                 }
             }
-            self.process(cmds)?;
+            self.build(cmds)?;
         }
     }
 
@@ -333,31 +363,51 @@ impl Core {
         Ok(Some(due))
     }
 
+    /// The first timer of `p`, rounds in flight included.
     fn first_timer(&self, p: PartitionId) -> Result<Option<DateTime<Utc>>, StoreError> {
-        let tx = self.store.scoped(Scope::Partition(p.0));
+        let none = Pending::default();
+        let pending = self.pending.get(&p).unwrap_or(&none);
+        let tx = self.store.scoped_over(Scope::Partition(p.0), pending);
         let first = tx.first::<TimerEntry>(Table::Timers)?;
         Ok(first.and_then(|(k, _)| split_at(&k).map(|(t, _)| t)))
     }
 
-    /// Applies commands: each partition's share in one transaction per round; a round's
-    /// transactions commit together, then their effects leave; messages between partitions
-    /// are applied in the next round, until none are left.
+    /// Applies commands and lands the round: when this returns, its effects have left.
     pub fn process(&mut self, cmds: Vec<Cmd>) -> Result<(), CoreError> {
+        self.build(cmds)?;
+        self.land_all(&mut BTreeMap::new())
+    }
+
+    /// Builds a round from commands: each partition's share in one transaction (a batch);
+    /// with a changelog, the batches are sent to it and the round waits in flight for
+    /// [`Core::land`]; without one, each batch lands at once and messages between partitions
+    /// are applied in the next step, until none are left.
+    fn build(&mut self, cmds: Vec<Cmd>) -> Result<(), CoreError> {
         let now = self.clock.now();
         let mut forward: Vec<(PartitionId, Work)> = Vec::new();
         let mut inputs: BTreeMap<PartitionId, Vec<PartInput>> = BTreeMap::new();
         for (p, i) in std::mem::take(&mut self.loopback) {
             inputs.entry(p).or_default().push(i);
         }
-        let mut tickets: Vec<Ticket> = Vec::new();
+        let mut finish = Finish {
+            tickets: Vec::new(),
+            offsets: BTreeMap::new(),
+            stats: Vec::new(),
+            now,
+        };
         // (ticket, index in `forward`): requests answered with where their work went
         let mut positions: Vec<(usize, usize)> = Vec::new();
-        let mut offsets: BTreeMap<(String, i32), i64> = BTreeMap::new();
-        let mut stats: Vec<Stat> = Vec::new();
         // A round of nothing but Kafka acknowledgements only forgets outbox entries: losing
         // that in a crash re-sends them with the same ids, so it need not wait for the disk.
         let acks_only = !cmds.is_empty() && cmds.iter().all(|c| matches!(c, Cmd::Acked(_)));
         for cmd in cmds {
+            // ownership changes see every earlier round landed
+            if matches!(
+                cmd,
+                Cmd::Assigned(_) | Cmd::Assignment(_) | Cmd::Resume(..) | Cmd::Revoked(..)
+            ) {
+                self.land_all(&mut inputs)?;
+            }
             match cmd {
                 Cmd::Assigned(ps) => {
                     for p in ps {
@@ -383,9 +433,9 @@ impl Core {
                 cmd => {
                     let mut sinks = Sinks {
                         inputs: &mut inputs,
-                        tickets: &mut tickets,
-                        offsets: &mut offsets,
-                        stats: &mut stats,
+                        tickets: &mut finish.tickets,
+                        offsets: &mut finish.offsets,
+                        stats: &mut finish.stats,
                         forward: &mut forward,
                     };
                     self.take(cmd, now, &mut sinks)?
@@ -403,12 +453,12 @@ impl Core {
         for p in elsewhere {
             for i in inputs.remove(&p).unwrap_or_default() {
                 if let PartInput::Work { work, ticket, .. } = i {
-                    if let Some(t) = ticket.and_then(|t| tickets.get_mut(t)) {
+                    if let Some(t) = ticket.and_then(|t| finish.tickets.get_mut(t)) {
                         if let Ticket::Apply(..) = t {
-                            moved(t, p); // its caller asks the owner (the API relays)
+                            tickets::moved(t, p); // its caller asks the owner (the API relays)
                             continue;
                         }
-                        forwarded(t, p, &work);
+                        tickets::forwarded(t, p, &work);
                         if let Some(i) = ticket {
                             positions.push((i, forward.len()));
                         }
@@ -422,9 +472,11 @@ impl Core {
         if sweep {
             self.last_sweep = now;
         }
+        let mut steps: Vec<Step> = Vec::new();
+        let mut landed: Vec<crate::cluster::Appending> = Vec::new();
         let mut first = true;
         loop {
-            // partitions with inputs, and (in the first round) those with due timers or a sweep
+            // partitions with inputs, and (in the first step) those with due timers or a sweep
             let mut todo: Vec<PartitionId> = inputs.keys().copied().collect();
             if first {
                 for p in self.owned.clone() {
@@ -438,172 +490,79 @@ impl Core {
                 break;
             }
             todo.sort();
-            let mut writes: Vec<Write> = Vec::new();
-            let mut effects: Vec<(PartitionId, Effects)> = Vec::new();
-            let mut changed: Vec<(PartitionId, Vec<Write>)> = Vec::new();
-            let mut asked: BTreeMap<PartitionId, Vec<usize>> = BTreeMap::new();
-            // input records applied directly, kept until their batch is in the changelog: a
-            // batch void by a newer fence sends them to the new owner instead
-            let mut direct: BTreeMap<PartitionId, Vec<Work>> = BTreeMap::new();
+            self.rounds += 1;
+            let mut step = Step {
+                seq: self.rounds,
+                changed: Vec::new(),
+                effects: Vec::new(),
+                direct: BTreeMap::new(),
+                asked: BTreeMap::new(),
+                fences: BTreeMap::new(),
+                sent: (std::time::Instant::now(), self.clock.now()),
+                lazy: acks_only,
+            };
             for p in todo {
                 let batch = inputs.remove(&p).unwrap_or_default();
                 if !self.owned.contains(&p) {
                     continue;
                 }
+                let asked: Vec<usize> = batch
+                    .iter()
+                    .filter_map(|i| match i {
+                        PartInput::Work {
+                            ticket: Some(t), ..
+                        } => Some(*t),
+                        _ => None,
+                    })
+                    .collect();
+                step.asked.insert(p, asked);
+                // input records applied directly, kept until their batch is in the
+                // changelog: a batch void by a newer fence sends them to the new owner
                 if self.log.is_some() {
-                    direct.insert(p, batch.iter().filter_map(direct_work).cloned().collect());
+                    let direct: Vec<Work> = batch.iter().filter_map(direct_work).cloned().collect();
+                    if !direct.is_empty() {
+                        step.direct.insert(p, direct);
+                    }
+                    step.fences
+                        .insert(p, self.fences.get(&p).copied().unwrap_or(-1));
                 }
-                asked.insert(
-                    p,
-                    batch
-                        .iter()
-                        .filter_map(|i| match i {
-                            PartInput::Work {
-                                ticket: Some(t), ..
-                            } => Some(*t),
-                            _ => None,
-                        })
-                        .collect(),
-                );
-                let (w, fx, rest) = self.partition(p, batch, now, first && sweep, &mut tickets)?;
+                let (w, fx, rest) =
+                    self.partition(p, batch, now, first && sweep, &mut finish.tickets)?;
                 if !rest.is_empty() {
                     inputs.insert(p, rest);
                 }
                 if !w.is_empty() {
-                    changed.push((p, w));
+                    step.changed.push((p, w));
                 }
-                effects.push((p, fx));
+                step.effects.push((p, fx));
             }
-            // on Kafka the changelog takes each partition's batch first: only what it
-            // acknowledged is applied here and let out
-            // (the batches move into the entries and back out: no copy of the writes)
-            let mut lost: BTreeSet<PartitionId> = BTreeSet::new();
-            // lost to a resumed broker's provisional fence while the group assigns them here
-            let mut retake: Vec<PartitionId> = Vec::new();
-            let appending = (std::time::Instant::now(), self.clock.now());
-            let changed = match self.log.as_mut() {
-                None => changed,
+            match self.log.as_mut() {
+                // the changelog takes each partition's batch first; the next step (and the
+                // next round) reads its writes while they are on their way
                 Some(log) => {
-                    let entries: Vec<(PartitionId, Entry)> = changed
+                    let entries: Vec<(PartitionId, Entry)> = std::mem::take(&mut step.changed)
                         .into_iter()
                         .map(|(p, writes)| {
                             let fence = self.fences.get(&p).copied().unwrap_or(-1);
                             (p, Entry::Batch { fence, writes })
                         })
                         .collect();
-                    for (p, offset) in log.append(&entries)? {
-                        // a zombie check that costs nothing while nobody else writes: only
-                        // this broker's records since its fence means it still owns `p`
-                        let prev = self.tail.get(&p).copied().unwrap_or(-1);
-                        if offset != prev + 1 {
-                            if let Some(by) =
-                                super::handoff::fenced_by(log.as_mut(), p, prev + 1, offset - 1)?
-                            {
-                                if by.provisional && !self.resumed.contains(&p) {
-                                    tracing::warn!(partition = %p, by = %by.owner, batch = offset,
-                                        "a restarted broker resumed this state partition while \
-                                         the group has it here: the batch is void and the \
-                                         partition is taken back");
-                                    retake.push(p);
-                                } else {
-                                    tracing::error!(partition = %p, by = %by.owner, batch = offset,
-                                        "another broker took this state partition over without \
-                                         this broker noticing: the batch is void (neither stored \
-                                         nor let out) and the partition released");
-                                }
-                                lost.insert(p);
-                                continue;
-                            }
+                    step.sent = (std::time::Instant::now(), self.clock.now());
+                    landed.push(log.send(&entries));
+                    for (p, e) in entries {
+                        if let Entry::Batch { writes, .. } = e {
+                            self.pending.entry(p).or_default().add(step.seq, &writes);
+                            step.changed.push((p, writes));
                         }
-                        self.tail.insert(p, offset);
-                        let cp = Checkpoint {
-                            next: offset + 1,
-                            fence: self.fences.get(&p).copied(),
-                        };
-                        writes.push(node_write(&checkpoint_key(p), &cp));
                     }
-                    entries
-                        .into_iter()
-                        .filter(|(p, _)| !lost.contains(p))
-                        .filter_map(|(p, e)| match e {
-                            Entry::Batch { writes, .. } => Some((p, writes)),
-                            Entry::Fence { .. } => None,
-                        })
-                        .collect()
+                    steps.push(step);
                 }
-            };
-            for (_, w) in changed {
-                writes.extend(w);
-            }
-            // a partition lost to a newer fence lets nothing out; its requests are told to
-            // retry (their work is not applied; the owner reads the work topic again)
-            effects.retain(|(p, _)| !lost.contains(p));
-            for p in lost {
-                for t in asked.remove(&p).unwrap_or_default() {
-                    if let Some(t) = tickets.get_mut(t) {
-                        moved(t, p);
+                None => {
+                    self.land_step(step, Ok(Vec::new()), &mut finish, &mut inputs)?;
+                    for (p, i) in std::mem::take(&mut self.loopback) {
+                        inputs.entry(p).or_default().push(i);
                     }
                 }
-                let void = direct.remove(&p).unwrap_or_default();
-                self.strays.extend(void.into_iter().map(|w| (p, w)));
-                self.release(p, &mut inputs);
-                self.unstray(&mut forward);
-            }
-            for p in retake {
-                self.take_over(p, &mut inputs)?;
-            }
-            let lazy = acks_only
-                && effects.iter().all(|(_, fx)| {
-                    fx.outbox.is_empty()
-                        && fx.calls.is_empty()
-                        && fx.stats.is_empty()
-                        && fx.offers.is_empty()
-                });
-            let t0 = std::time::Instant::now();
-            // with a changelog, the local store is a cache of it: no need to wait for the disk
-            let sync = !lazy && self.log.is_none();
-            self.store.apply(&writes, sync)?;
-            self.metrics
-                .commit_seconds
-                .with_label_values(&[] as &[&str])
-                .observe(t0.elapsed().as_secs_f64());
-            // paused between the append and here (a stopped or starved process) long enough
-            // for the group to move a partition: its effects stay in (the new owner sends them)
-            if let Some(log) = self.log.as_mut() {
-                let held = super::handoff::fenced_since(
-                    log.as_mut(),
-                    appending,
-                    self.clock.now(),
-                    &self.tail,
-                    &effects,
-                )?;
-                if !held.is_empty() {
-                    effects.retain(|(p, _)| !held.contains(p));
-                    for p in held {
-                        self.release(p, &mut inputs);
-                        self.unstray(&mut forward);
-                    }
-                }
-            }
-            for (p, mut fx) in effects {
-                stats.extend(fx.stats);
-                if let Some(x) = &self.out.spans {
-                    x.export(std::mem::take(&mut fx.spans));
-                }
-                for c in fx.calls {
-                    self.invoke(c);
-                }
-                for (queue, ready) in fx.offers {
-                    self.shared.board.offer(queue, ready);
-                }
-                let mut out = Vec::new();
-                for (key, rec) in fx.outbox {
-                    out.push((OutboxKey { partition: p, key }, rec));
-                }
-                self.send_out(out);
-            }
-            for (p, i) in std::mem::take(&mut self.loopback) {
-                inputs.entry(p).or_default().push(i);
             }
             first = false;
         }
@@ -617,7 +576,7 @@ impl Core {
                     }
                     for (t, i) in positions {
                         if let (Some(Ticket::Start(_, Some(Ok(s)))), Some(pos)) =
-                            (tickets.get_mut(t), at.get(i))
+                            (finish.tickets.get_mut(t), at.get(i))
                         {
                             s.position = Some(*pos);
                         }
@@ -629,51 +588,34 @@ impl Core {
                 ),
             }
         }
-        for t in tickets {
-            match t {
-                Ticket::Event {
-                    reply,
-                    routed,
-                    failed,
-                } => {
-                    let _ = reply.send(failed.map_or(Ok(routed), Err));
-                }
-                Ticket::Start(reply, r) => {
-                    let _ = reply.send(r.unwrap_or_else(|| {
-                        Err(AdminError::Internal("the start was not applied".into()))
-                    }));
-                }
-                Ticket::Cancel(reply, r) => {
-                    let _ = reply.send(r.unwrap_or_else(|| {
-                        Err(AdminError::Internal("the cancel was not applied".into()))
-                    }));
-                }
-                Ticket::Apply(reply, r) => {
-                    let _ = reply.send(r.unwrap_or_else(|| {
-                        Err(AdminError::Internal("the input was not applied".into()))
-                    }));
-                }
-            }
-        }
-        if !offsets.is_empty() {
-            let list: Vec<(String, i32, i64)> =
-                offsets.into_iter().map(|((t, p), o)| (t, p, o)).collect();
-            (self.out.commit_offsets)(&list);
-        }
-        self.count(stats);
         self.backpressure();
-        // requests waiting to read what they wrote look again (`http::barrier`)
-        self.shared.applied.notify_waiters();
-        self.plan_snapshots(now);
+        if self.log.is_none() {
+            self.finish(finish);
+            return Ok(());
+        }
+        self.flights.push_back(Flight {
+            steps,
+            finish,
+            landed: Box::pin(futures::future::join_all(landed)),
+        });
         Ok(())
     }
 
     /// Moves input records of partitions let go (`Core::strays`) into the round's forward,
-    /// after what is there already: they keep their order among the input's records.
-    fn unstray(&mut self, forward: &mut Vec<(PartitionId, Work)>) {
+    /// each before the first record already there for its partition: a stray was consumed
+    /// before any record of its input forwarded to that partition in this round.
+    pub(super) fn unstray(&mut self, forward: &mut Vec<(PartitionId, Work)>) {
+        let mut by_partition: BTreeMap<PartitionId, Vec<(PartitionId, Work)>> = BTreeMap::new();
         for (p, work) in std::mem::take(&mut self.strays) {
             self.direct.forwarding(input_of(&work).as_ref(), p);
-            forward.push((p, work));
+            by_partition.entry(p).or_default().push((p, work));
+        }
+        for (p, records) in by_partition {
+            let at = forward
+                .iter()
+                .position(|(q, _)| *q == p)
+                .unwrap_or(forward.len());
+            forward.splice(at..at, records);
         }
     }
 
@@ -702,7 +644,7 @@ impl Core {
         cmd: Cmd,
         now: DateTime<Utc>,
         sinks: &mut Sinks<'_>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), CoreError> {
         let parts = self.parts;
         let kafka = self.log.is_some();
         let Sinks {
@@ -746,18 +688,21 @@ impl Core {
                         }
                         stats.push(Stat::Routed(if here { "direct" } else { "work_topic" }));
                         if here {
-                            push(
-                                p,
-                                PartInput::Work {
-                                    work,
-                                    ticket: None,
-                                    offset: None,
-                                },
-                            );
-                        } else {
-                            self.direct.forwarding(Some(&input), p);
-                            forward.push((p, work));
+                            inputs.entry(p).or_default().push(PartInput::Work {
+                                work,
+                                ticket: None,
+                                offset: None,
+                            });
+                            continue;
                         }
+                        // records of this partition applied directly in rounds still in
+                        // flight go first if their batches turn out void
+                        if self.flights.iter().any(|f| f.holds_direct(p)) {
+                            self.land_all(inputs)?;
+                            self.unstray(forward);
+                        }
+                        self.direct.forwarding(Some(&input), p);
+                        forward.push((p, work));
                     }
                 }
             }
@@ -922,7 +867,9 @@ impl Core {
         tickets: &mut [Ticket],
     ) -> Result<(Vec<Write>, Effects, Vec<PartInput>), StoreError> {
         let store = self.store.clone();
-        let tx = store.scoped(Scope::Partition(p.0));
+        // the writes of this partition's rounds in flight are read as if stored
+        let pending = self.pending.remove(&p).unwrap_or_default();
+        let tx = store.scoped_over(Scope::Partition(p.0), &pending);
         let reg = &self.reg;
         let cfg = &*self.cfg;
         let mut b = Batch::new(&tx, (p, self.parts), reg, cfg, now);
@@ -955,7 +902,7 @@ impl Core {
                     }
                     let outcome = b.apply_work(work)?;
                     if let Some(t) = ticket.and_then(|t| tickets.get_mut(t)) {
-                        settle(t, outcome);
+                        tickets::settle(t, outcome);
                     }
                 }
                 PartInput::Message { work, ack } => {
@@ -1007,7 +954,12 @@ impl Core {
                 .with_label_values(&[&topic, &ty])
                 .inc();
         }
-        Ok((tx.writes(), fx, rest))
+        let writes = tx.writes();
+        drop(tx);
+        if !pending.is_empty() {
+            self.pending.insert(p, pending);
+        }
+        Ok((writes, fx, rest))
     }
 
     /// Hands a call to the invoker, unless this process is running it already.
@@ -1046,7 +998,7 @@ impl Core {
         }
     }
 
-    fn count(&self, stats: Vec<Stat>) {
+    pub(super) fn count(&self, stats: Vec<Stat>) {
         let m = &self.metrics;
         for s in stats {
             match s {
@@ -1131,61 +1083,6 @@ fn ticketed(ticket: usize, work: Work) -> PartInput {
 
 fn no_instance(id: &str) -> AdminError {
     AdminError::NotFound(format!("no instance {id:?}"))
-}
-
-/// Records what a partition answered for a request.
-fn settle(t: &mut Ticket, outcome: Outcome) {
-    match (t, outcome) {
-        (Ticket::Event { routed, .. }, Outcome::Routed(r)) => {
-            routed.delivered.extend(r.delivered);
-            routed.buffered.extend(r.buffered);
-            routed.started.extend(r.started);
-            routed.joined.extend(r.joined);
-            routed.held.extend(r.held);
-            routed.forwarded.extend(r.forwarded);
-            if r.rejected.is_some() {
-                routed.rejected = r.rejected;
-            }
-        }
-        (Ticket::Start(_, slot), Outcome::Started(r)) => {
-            *slot = Some(r.map(|id| super::Started { id, position: None }))
-        }
-        (Ticket::Cancel(_, slot), Outcome::Cancelled(r)) => *slot = Some(r),
-        (Ticket::Apply(_, slot), Outcome::Applied(r)) => *slot = Some(r),
-        _ => {}
-    }
-}
-
-/// Fails a request whose partition turned out to be owned by another broker (a newer fence):
-/// its work was not applied here, the client retries.
-fn moved(t: &mut Ticket, p: PartitionId) {
-    let why = || {
-        AdminError::Moved(format!(
-            "state partition {p} moved to another broker while this request was applied; retry"
-        ))
-    };
-    match t {
-        Ticket::Event { failed, .. } => *failed = Some(why()),
-        Ticket::Start(_, slot) => *slot = Some(Err(why())),
-        Ticket::Cancel(_, slot) => *slot = Some(Err(why())),
-        Ticket::Apply(_, slot) => *slot = Some(Err(why())),
-    }
-}
-
-/// Answers a request whose work went to a partition another broker owns: it is in Kafka
-/// (forwarded, and acknowledged, before the reply leaves) and that broker applies it.
-fn forwarded(t: &mut Ticket, p: PartitionId, work: &Work) {
-    match (t, work) {
-        (Ticket::Event { routed, .. }, _) => routed.forwarded.push(p.0),
-        (Ticket::Start(_, slot), Work::Start { id, .. }) => {
-            *slot = Some(Ok(super::Started {
-                id: id.clone(),
-                position: None,
-            }))
-        }
-        (Ticket::Cancel(_, slot), _) => *slot = Some(Ok(())),
-        _ => {}
-    }
 }
 
 /// The id of a directly started instance: derived from the `Idempotency-Key` when there is

@@ -178,6 +178,15 @@ impl Core {
         p: PartitionId,
         inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
     ) {
+        // direct input records of rounds in flight first (their batches are void now), then
+        // those of the round being built: in the order they were consumed
+        for f in self.flights.iter_mut() {
+            for step in f.steps.iter_mut() {
+                let records = step.direct.remove(&p).unwrap_or_default();
+                self.strays.extend(records.into_iter().map(|w| (p, w)));
+            }
+        }
+        self.pending.remove(&p);
         let dropped = inputs.remove(&p).unwrap_or_default();
         for i in dropped {
             if self.log.is_none() || super::core::direct_work(&i).is_none() {

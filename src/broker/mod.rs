@@ -2,7 +2,9 @@
 //!
 //! - [`core`]: applies commands (Kafka records, HTTP events, admin requests, function results,
 //!   outbox acks, workflow file changes, due timers) to the state partitions, one transaction
-//!   per partition per round, commits, then carries out the effects.
+//!   per partition per round, commits, then carries out the effects; `flight`: rounds whose
+//!   changelog appends are on their way, and landing them; `tickets`: requests waiting on a
+//!   round.
 //! - `effects` (outbox, timers, buffer, lifecycle events inside a batch), `deploy`, `sweep`:
 //!   the core's work on file changes, due timers and expired buffered events; [`gauges`]:
 //!   store-kept metrics.
@@ -40,6 +42,7 @@ pub mod dedupe;
 mod deploy;
 pub mod direct;
 pub mod effects;
+mod flight;
 pub mod gauges;
 mod handoff;
 pub mod history;
@@ -59,6 +62,7 @@ pub mod standby;
 mod sweep;
 mod swf_events;
 mod swf_tasks;
+mod tickets;
 pub mod window;
 
 use crate::engine::Event;
@@ -276,4 +280,16 @@ pub enum Cmd {
         Vec<crate::cluster::partition::PartitionId>,
         Option<std::sync::mpsc::SyncSender<()>>,
     ),
+}
+
+impl Cmd {
+    /// How many inputs the command carries (records, acknowledgements), for sizing rounds.
+    pub fn size(&self) -> usize {
+        match self {
+            Cmd::Records(r) => r.len(),
+            Cmd::Work { records, .. } => records.len(),
+            Cmd::Acked(a) => a.len(),
+            _ => 1,
+        }
+    }
 }

@@ -54,6 +54,13 @@ pub trait Log: Send {
         entries: &[(PartitionId, Entry)],
     ) -> Result<Vec<(PartitionId, i64)>, LogError>;
 
+    /// Starts appending one record per partition and returns at once; the append resolves
+    /// to what [`Log::append`] returns (pipelined rounds). By default it appends right away.
+    fn send(&mut self, entries: &[(PartitionId, Entry)]) -> Appending {
+        let r = self.append(entries);
+        Box::pin(std::future::ready(r))
+    }
+
     /// The changelog records of `partition` from offset `from` through offset `through`.
     fn read(
         &mut self,
@@ -85,6 +92,11 @@ pub trait Log: Send {
     /// This broker's name in fence records.
     fn owner(&self) -> String;
 }
+
+/// A changelog append on its way ([`Log::send`]): the offset each partition's record got.
+pub type Appending = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Vec<(PartitionId, i64)>, LogError>> + Send>,
+>;
 
 /// The end offset of a work topic partition, as Kafka reports it when called (`None`:
 /// unknown).

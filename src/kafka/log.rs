@@ -210,6 +210,26 @@ impl Log for KafkaLog {
             .map_err(|(partition, why)| LogError::Changelog { partition, why })
     }
 
+    fn send(&mut self, entries: &[(PartitionId, Entry)]) -> crate::cluster::Appending {
+        let topic = self.changelog.clone();
+        let pending: Result<Vec<(PartitionId, DeliveryFuture)>, _> = entries
+            .iter()
+            .map(|(p, e)| self.enqueue(&topic, *p, &e.encode()).map(|f| (*p, f)))
+            .collect();
+        Box::pin(async move {
+            let fail = |(partition, why)| LogError::Changelog { partition, why };
+            let mut out = Vec::new();
+            for (p, f) in pending.map_err(fail)? {
+                match f.await {
+                    Ok(Ok(delivery)) => out.push((p, delivery.offset)),
+                    Ok(Err((e, _))) => return Err(fail((p, e.to_string()))),
+                    Err(_) => return Err(fail((p, "the producer went away".into()))),
+                }
+            }
+            Ok(out)
+        })
+    }
+
     fn read(
         &mut self,
         partition: PartitionId,

@@ -40,6 +40,7 @@ pub fn client_config(cfg: &KafkaConfig, settings: &[(&str, String)]) -> ClientCo
     let mut c = ClientConfig::new();
     c.set("bootstrap.servers", &cfg.brokers);
     c.set("client.id", "flowbroker");
+    c.set("socket.nagle.disable", "true");
     for (k, v) in settings {
         c.set(*k, v);
     }

@@ -8,9 +8,11 @@
 //! zero-padded numbers, so a range scan returns them in order. See `tables` for the layout.
 
 mod export;
+mod pending;
 mod tables;
 
 pub use export::Export;
+pub use pending::Pending;
 
 pub use tables::{at, key, num, split_at, Table, SEP};
 
@@ -146,9 +148,19 @@ impl Store {
     pub fn scoped(&self, scope: Scope) -> Txn<'_> {
         Txn {
             store: self,
+            base: None,
             prefix: scope_prefix(scope),
             overlay: RefCell::new(BTreeMap::new()),
             written: std::cell::Cell::new(0),
+        }
+    }
+
+    /// [`Store::scoped`], reading through `pending` writes not in the store yet (rounds whose
+    /// changelog append is on its way).
+    pub fn scoped_over<'s>(&'s self, scope: Scope, pending: &'s Pending) -> Txn<'s> {
+        Txn {
+            base: Some(pending),
+            ..self.scoped(scope)
         }
     }
 
@@ -189,6 +201,8 @@ impl Store {
 /// Dropping it without committing discards it.
 pub struct Txn<'s> {
     store: &'s Store,
+    /// Writes between the store and this transaction (see [`Store::scoped_over`]).
+    base: Option<&'s Pending>,
     prefix: String,
     overlay: RefCell<Overlay>,
     /// Bytes written so far (keys and values, overwrites counted again): a bound for batches.
@@ -229,6 +243,61 @@ fn collect<T: DeserializeOwned, E: Into<StoreError>>(
     Ok(out)
 }
 
+/// The entries of a sorted upper layer (`None`: deleted there) over a sorted lower stream,
+/// in key order: an upper entry hides the lower one with its key.
+struct Layered<'a, U, L>
+where
+    U: Iterator<Item = (&'a str, Option<&'a [u8]>)>,
+    L: Iterator<Item = Result<(String, Vec<u8>)>>,
+{
+    upper: std::iter::Peekable<U>,
+    lower: std::iter::Peekable<L>,
+}
+
+impl<'a, U, L> Layered<'a, U, L>
+where
+    U: Iterator<Item = (&'a str, Option<&'a [u8]>)>,
+    L: Iterator<Item = Result<(String, Vec<u8>)>>,
+{
+    fn new(upper: U, lower: L) -> Self {
+        Layered {
+            upper: upper.peekable(),
+            lower: lower.peekable(),
+        }
+    }
+}
+
+impl<'a, U, L> Iterator for Layered<'a, U, L>
+where
+    U: Iterator<Item = (&'a str, Option<&'a [u8]>)>,
+    L: Iterator<Item = Result<(String, Vec<u8>)>>,
+{
+    type Item = Result<(String, Vec<u8>)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            // (the upper entry comes first, it hides the lower one)
+            let (take_upper, hides) = match (self.upper.peek(), self.lower.peek()) {
+                (None, None) => return None,
+                (_, Some(Err(_))) => return self.lower.next(),
+                (Some(_), None) => (true, false),
+                (None, Some(_)) => (false, false),
+                (Some((u, _)), Some(Ok((l, _)))) => (*u <= l.as_str(), *u == l.as_str()),
+            };
+            if !take_upper {
+                return self.lower.next();
+            }
+            if hides {
+                self.lower.next();
+            }
+            let (k, v) = self.upper.next()?;
+            if let Some(v) = v {
+                return Some(Ok((k.to_string(), v.to_vec())));
+            }
+        }
+    }
+}
+
 /// The first key after every key that starts with `prefix` (for a range over a prefix).
 fn prefix_end(prefix: &str) -> Bound<String> {
     let mut s = prefix.to_string();
@@ -246,8 +315,9 @@ impl Txn<'_> {
         format!("{}{key}", self.prefix)
     }
 
-    /// Committed entries of `table` with full keys in `[lo, hi)` merged with this
-    /// transaction's writes, in key order, at most `limit`; keys without the scope prefix.
+    /// Committed entries of `table` with full keys in `[lo, hi)`, under the pending writes
+    /// and this transaction's writes, in key order, at most `limit`; keys without the scope
+    /// prefix.
     fn merged(
         &self,
         table: Table,
@@ -256,47 +326,27 @@ impl Txn<'_> {
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>> {
         let overlay = self.overlay.borrow();
-        let mut mine = overlay
-            .range((
-                Bound::Included((table, lo.clone())),
-                match &hi {
-                    Bound::Excluded(h) => Bound::Excluded((table, h.clone())),
-                    _ => Bound::Excluded((table, String::from(char::MAX))),
-                },
-            ))
-            .map(|((_, k), v)| (k.as_str(), v))
-            .peekable();
-        let range = (Bound::Included(lo.into_bytes()), hi.map(String::into_bytes));
-        let mut committed = self.store.part(table).range(range).peekable();
-        let mut out = Vec::new();
+        let end = match &hi {
+            Bound::Excluded(h) => Bound::Excluded((table, h.clone())),
+            _ => Bound::Excluded((table, String::from(char::MAX))),
+        };
+        let mine = overlay
+            .range((Bound::Included((table, lo.clone())), end))
+            .map(|((_, k), v)| (k.as_str(), v.as_deref()));
+        let base = self.base.into_iter().flat_map(|b| b.range(table, &lo, &hi));
+        let range = (
+            Bound::Included(lo.clone().into_bytes()),
+            hi.clone().map(String::into_bytes),
+        );
+        let committed = self.store.part(table).range(range).map(|kv| {
+            kv.map(|(k, v)| (String::from_utf8_lossy(&k).into_owned(), v.to_vec()))
+                .map_err(StoreError::from)
+        });
         let strip = self.prefix.len();
-        while out.len() < limit {
-            let next_committed = match committed.peek() {
-                Some(Ok((k, _))) => Some(String::from_utf8_lossy(k).to_string()),
-                Some(Err(_)) => return Err(committed.next().expect("peeked").unwrap_err().into()),
-                None => None,
-            };
-            let take_mine = match (mine.peek(), &next_committed) {
-                (None, None) => break,
-                (Some(_), None) => true,
-                (None, Some(_)) => false,
-                (Some((m, _)), Some(c)) => *m <= c.as_str(),
-            };
-            if take_mine {
-                let (k, v) = mine.next().expect("peeked");
-                if next_committed.as_deref() == Some(k) {
-                    committed.next();
-                }
-                if let Some(v) = v {
-                    out.push((k[strip..].to_string(), v.clone()));
-                }
-            } else {
-                let (k, v) = committed.next().expect("peeked")?;
-                let k = String::from_utf8_lossy(&k).to_string();
-                out.push((k[strip..].to_string(), v.to_vec()));
-            }
-        }
-        Ok(out)
+        Layered::new(mine, Layered::new(base, committed))
+            .take(limit)
+            .map(|kv| kv.map(|(k, v)| (k[strip..].to_string(), v)))
+            .collect()
     }
 
     fn decoded<T: DeserializeOwned>(
@@ -312,6 +362,9 @@ impl Txn<'_> {
         let full = self.full(key);
         if let Some(v) = self.overlay.borrow().get(&(table, full.clone())) {
             return v.as_ref().map(|b| decode(table, key, b)).transpose();
+        }
+        if let Some(v) = self.base.and_then(|b| b.get(table, &full)) {
+            return v.map(|b| decode(table, key, b)).transpose();
         }
         let v = self.store.part(table).get(full.as_bytes())?;
         v.map(|b| decode(table, key, &b)).transpose()
@@ -343,7 +396,10 @@ impl Txn<'_> {
         let full = self.full(key);
         let existed = match self.overlay.borrow().get(&(table, full.clone())) {
             Some(v) => v.is_some(),
-            None => self.store.part(table).contains_key(full.as_bytes())?,
+            None => match self.base.and_then(|b| b.get(table, &full)) {
+                Some(v) => v.is_some(),
+                None => self.store.part(table).contains_key(full.as_bytes())?,
+            },
         };
         if existed {
             self.overlay.borrow_mut().insert((table, full), None);
@@ -609,6 +665,48 @@ fn split_scope(k: &str) -> Option<(u16, &str)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_transaction_reads_through_pending_writes_and_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let tx = store.scoped(Scope::Partition(1));
+        for k in ["a", "b", "c", "d"] {
+            tx.put(Table::Meta, k, &format!("stored {k}")).unwrap();
+        }
+        tx.commit().unwrap();
+        // a round in flight: b rewritten, c deleted, e added
+        let round = store.scoped(Scope::Partition(1));
+        round.put(Table::Meta, "b", &"pending b").unwrap();
+        round.delete(Table::Meta, "c").unwrap();
+        round.put(Table::Meta, "e", &"pending e").unwrap();
+        let mut pending = Pending::default();
+        pending.add(7, &round.writes());
+        drop(round);
+        let next = store.scoped_over(Scope::Partition(1), &pending);
+        next.put(Table::Meta, "d", &"mine d").unwrap();
+        next.delete(Table::Meta, "e").unwrap();
+        let all: Vec<(String, String)> = next.prefix(Table::Meta, "").unwrap();
+        let want = [("a", "stored a"), ("b", "pending b"), ("d", "mine d")];
+        assert_eq!(
+            all,
+            want.map(|(k, v)| (k.to_string(), v.to_string())).to_vec()
+        );
+        assert_eq!(next.get::<String>(Table::Meta, "c").unwrap(), None);
+        assert!(!next.delete(Table::Meta, "c").unwrap(), "deleted in flight");
+        assert_eq!(
+            next.first::<String>(Table::Meta).unwrap().map(|(k, _)| k),
+            Some("a".to_string())
+        );
+        // only its own writes are its batch
+        assert_eq!(next.writes().len(), 2);
+        // nothing of the pending round is in the store
+        let plain = store.scoped(Scope::Partition(1));
+        assert_eq!(
+            plain.get::<String>(Table::Meta, "b").unwrap().as_deref(),
+            Some("stored b")
+        );
+    }
 
     #[test]
     fn a_store_of_a_newer_layout_is_refused_and_says_what_to_do() {

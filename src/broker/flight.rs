@@ -1,0 +1,284 @@
+//! Rounds in flight (docs/broker.md "Pipelined rounds"). A round's batches are sent to the
+//! changelog and the next round is built on top of them (it reads their writes through
+//! `store::Pending`) while Kafka acknowledges. Rounds land in the order they were built,
+//! each once every append of it is acknowledged: checked against newer fences, written to
+//! the store, and only then are its effects let out, its requests answered and its input
+//! offsets committed. Nothing leaves before the changelog has it, as without pipelining.
+
+use super::batch::Effects;
+use super::core::{checkpoint_key, node_write, Core, CoreError, PartInput};
+use super::tickets::{self, Ticket};
+use super::{OutboxKey, Stat};
+use crate::cluster::changelog::Checkpoint;
+use crate::cluster::partition::PartitionId;
+use crate::cluster::work::Work;
+use crate::cluster::LogError;
+use crate::store::Write;
+use chrono::{DateTime, Utc};
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::pin::Pin;
+
+/// What one append acknowledged: the offset each partition's record got.
+pub(super) type Appended = Result<Vec<(PartitionId, i64)>, LogError>;
+
+/// One append of a round: the batches of the partitions it changed, and what they let out.
+pub(super) struct Step {
+    /// The step's number: its pending writes carry it.
+    pub seq: u64,
+    pub changed: Vec<(PartitionId, Vec<Write>)>,
+    pub effects: Vec<(PartitionId, Effects)>,
+    /// Input records applied directly, per partition: sent to the partition's new owner if
+    /// the batch turns out void.
+    pub direct: BTreeMap<PartitionId, Vec<Work>>,
+    /// The requests (tickets) each partition's batch answers.
+    pub asked: BTreeMap<PartitionId, Vec<usize>>,
+    /// Each partition's fence when its batch was built: a batch built under a fence that is
+    /// no longer the partition's (lost, or let go and taken again since) is void.
+    pub fences: BTreeMap<PartitionId, i64>,
+    /// When the append was sent (monotonic, and the broker's clock).
+    pub sent: (std::time::Instant, DateTime<Utc>),
+    /// Only Kafka acknowledgements: the store need not wait for the disk.
+    pub lazy: bool,
+}
+
+/// What a round answers once it has landed.
+pub(super) struct Finish {
+    pub tickets: Vec<Ticket>,
+    pub offsets: BTreeMap<(String, i32), i64>,
+    pub stats: Vec<Stat>,
+    pub now: DateTime<Utc>,
+}
+
+/// A round whose appends are on their way.
+pub(super) struct Flight {
+    pub steps: Vec<Step>,
+    pub finish: Finish,
+    /// Every step's append, in order.
+    pub landed: Pin<Box<dyn Future<Output = Vec<Appended>> + Send>>,
+}
+
+impl Flight {
+    /// True when a step of this round applied input records on `p` directly.
+    pub fn holds_direct(&self, p: PartitionId) -> bool {
+        self.steps.iter().any(|s| s.direct.contains_key(&p))
+    }
+}
+
+impl Core {
+    /// Lands every round in flight, oldest first, waiting for their appends. `inputs` are
+    /// the inputs of a round being built (a partition lost meanwhile lets them go).
+    pub(super) fn land_all(
+        &mut self,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) -> Result<(), CoreError> {
+        while let Some(mut f) = self.flights.pop_front() {
+            let appended = futures::executor::block_on(&mut f.landed);
+            self.land(f, appended, inputs)?;
+        }
+        Ok(())
+    }
+
+    /// Lands round `f`, whose appends acknowledged `appended`.
+    pub(super) fn land(
+        &mut self,
+        f: Flight,
+        appended: Vec<Appended>,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) -> Result<(), CoreError> {
+        let Flight {
+            steps, mut finish, ..
+        } = f;
+        for (step, appended) in steps.into_iter().zip(appended) {
+            self.land_step(step, appended, &mut finish, inputs)?;
+        }
+        // void batches' direct records go to the new owners before any offset is committed
+        self.flush_strays()?;
+        self.finish(finish);
+        Ok(())
+    }
+
+    /// Lands one append (a step of a round): batches of partitions lost to a newer fence (or
+    /// built under an older fence of this broker) are void; the others go to the store, then
+    /// their effects leave.
+    pub(super) fn land_step(
+        &mut self,
+        step: Step,
+        appended: Appended,
+        finish: &mut Finish,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) -> Result<(), CoreError> {
+        let appended = appended?;
+        let Step {
+            seq,
+            changed,
+            mut effects,
+            mut direct,
+            mut asked,
+            fences,
+            sent,
+            lazy,
+        } = step;
+        // built under a fence that is no longer the partition's: let go (or lost) since
+        let void: BTreeSet<PartitionId> = fences
+            .iter()
+            .filter(|(p, f)| self.log.is_some() && self.fences.get(p) != Some(f))
+            .map(|(p, _)| *p)
+            .collect();
+        let mut lost: BTreeSet<PartitionId> = BTreeSet::new();
+        // lost to a resumed broker's provisional fence while the group assigns them here
+        let mut retake: Vec<PartitionId> = Vec::new();
+        let mut writes: Vec<Write> = Vec::new();
+        if let Some(log) = self.log.as_mut() {
+            for (p, offset) in appended {
+                if void.contains(&p) {
+                    continue;
+                }
+                // a zombie check that costs nothing while nobody else writes: only this
+                // broker's records since its fence means it still owns `p`
+                let prev = self.tail.get(&p).copied().unwrap_or(-1);
+                if offset != prev + 1 {
+                    if let Some(by) =
+                        super::handoff::fenced_by(log.as_mut(), p, prev + 1, offset - 1)?
+                    {
+                        if by.provisional && !self.resumed.contains(&p) {
+                            tracing::warn!(partition = %p, by = %by.owner, batch = offset,
+                                "a restarted broker resumed this state partition while the \
+                                 group has it here: the batch is void and the partition is \
+                                 taken back");
+                            retake.push(p);
+                        } else {
+                            tracing::error!(partition = %p, by = %by.owner, batch = offset,
+                                "another broker took this state partition over without this \
+                                 broker noticing: the batch is void (neither stored nor let \
+                                 out) and the partition released");
+                        }
+                        lost.insert(p);
+                        continue;
+                    }
+                }
+                self.tail.insert(p, offset);
+                let cp = Checkpoint {
+                    next: offset + 1,
+                    fence: self.fences.get(&p).copied(),
+                };
+                writes.push(node_write(&checkpoint_key(p), &cp));
+            }
+        }
+        for (p, w) in changed {
+            if void.contains(&p) || lost.contains(&p) {
+                continue;
+            }
+            if let Some(pending) = self.pending.get_mut(&p) {
+                pending.settle(seq, &w);
+            }
+            writes.extend(w);
+        }
+        // a void batch lets nothing out; its requests are told to retry and its direct input
+        // records go to the new owner (work topic records are read again there)
+        effects.retain(|(p, _)| !void.contains(p) && !lost.contains(p));
+        for &p in void.iter().chain(&lost) {
+            for t in asked.remove(&p).unwrap_or_default() {
+                if let Some(t) = finish.tickets.get_mut(t) {
+                    tickets::moved(t, p);
+                }
+            }
+            let records = direct.remove(&p).unwrap_or_default();
+            self.strays.extend(records.into_iter().map(|w| (p, w)));
+        }
+        for p in lost {
+            self.release(p, inputs);
+        }
+        for p in retake {
+            self.take_over(p, inputs)?;
+        }
+        let lazy = lazy
+            && effects.iter().all(|(_, fx)| {
+                fx.outbox.is_empty()
+                    && fx.calls.is_empty()
+                    && fx.stats.is_empty()
+                    && fx.offers.is_empty()
+            });
+        let t0 = std::time::Instant::now();
+        // with a changelog, the local store is a cache of it: no need to wait for the disk
+        let sync = !lazy && self.log.is_none();
+        self.store.apply(&writes, sync)?;
+        self.metrics
+            .commit_seconds
+            .with_label_values(&[] as &[&str])
+            .observe(t0.elapsed().as_secs_f64());
+        // paused between the append and here (a stopped or starved process) long enough for
+        // the group to move a partition: its effects stay in (the new owner sends them)
+        if let Some(log) = self.log.as_mut() {
+            let held = super::handoff::fenced_since(
+                log.as_mut(),
+                sent,
+                self.clock.now(),
+                &self.tail,
+                &effects,
+            )?;
+            if !held.is_empty() {
+                effects.retain(|(p, _)| !held.contains(p));
+                for p in held {
+                    self.release(p, inputs);
+                }
+            }
+        }
+        for (p, mut fx) in effects {
+            finish.stats.append(&mut fx.stats);
+            if let Some(x) = &self.out.spans {
+                x.export(std::mem::take(&mut fx.spans));
+            }
+            for c in fx.calls {
+                self.invoke(c);
+            }
+            for (queue, ready) in fx.offers {
+                self.shared.board.offer(queue, ready);
+            }
+            let out: Vec<_> = fx
+                .outbox
+                .into_iter()
+                .map(|(key, rec)| (OutboxKey { partition: p, key }, rec))
+                .collect();
+            self.send_out(out);
+        }
+        Ok(())
+    }
+
+    /// Sends strays (direct input records of partitions let go) through the work topic now.
+    pub(super) fn flush_strays(&mut self) -> Result<(), CoreError> {
+        if self.strays.is_empty() {
+            return Ok(());
+        }
+        let mut forward = Vec::new();
+        self.unstray(&mut forward);
+        if let Some(log) = self.log.as_mut() {
+            for (p, offset) in log.forward(forward)? {
+                self.direct.forwarded(p, offset);
+            }
+        }
+        Ok(())
+    }
+
+    /// A landed round's requests are answered, its input offsets committed, its counts
+    /// counted; then whatever waits on applied state looks again.
+    pub(super) fn finish(&mut self, finish: Finish) {
+        let Finish {
+            tickets,
+            offsets,
+            stats,
+            now,
+        } = finish;
+        tickets::answer(tickets);
+        if !offsets.is_empty() {
+            let list: Vec<(String, i32, i64)> =
+                offsets.into_iter().map(|((t, p), o)| (t, p, o)).collect();
+            (self.out.commit_offsets)(&list);
+        }
+        self.count(stats);
+        self.backpressure();
+        // requests waiting to read what they wrote look again (`http::barrier`)
+        self.shared.applied.notify_waiters();
+        self.plan_snapshots(now);
+    }
+}
