@@ -93,17 +93,23 @@ fn owned_partitions_apply_input_directly_and_exactly_once_across_a_kill() {
         (k.len() >= total).then_some(k)
     });
     assert_eq!(keys, (0..total as u64).collect(), "every ping answered");
+    wait_for(30, "the status gauge to count every instance", || {
+        let m = broker.metrics();
+        (metric_sum(&m, "flowbroker_instances", "status=\"COMPLETED\"") >= total as i64)
+            .then_some(())
+    });
     // one instance per ping: a record applied twice would start a second instance, whose
-    // pong has an id of its own
+    // pong has an id of its own, and would count in the gauge
     let pongs = out.events("bench.pong");
     assert_eq!(
         pongs.len(),
         total,
         "one pong per ping, none from a second instance"
     );
-    wait_for(30, "the status gauge to count every instance", || {
-        let m = broker.metrics();
-        (metric_sum(&m, "flowbroker_instances", "status=\"COMPLETED\"") == total as i64)
-            .then_some(())
-    });
+    let m = broker.metrics();
+    assert_eq!(
+        metric_sum(&m, "flowbroker_instances", "status=\"COMPLETED\""),
+        total as i64,
+        "one completed instance per ping"
+    );
 }

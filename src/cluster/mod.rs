@@ -54,11 +54,13 @@ pub trait Log: Send {
         entries: &[(PartitionId, Entry)],
     ) -> Result<Vec<(PartitionId, i64)>, LogError>;
 
-    /// Starts appending one record per partition and returns at once; the append resolves
-    /// to what [`Log::append`] returns (pipelined rounds). By default it appends right away.
-    fn send(&mut self, entries: &[(PartitionId, Entry)]) -> Appending {
+    /// Starts appending one record per partition and returns once they are queued; the
+    /// append resolves to what [`Log::append`] returns (pipelined rounds). A record that
+    /// cannot be queued is an error now, so no later round is appended after it. By default
+    /// it appends right away.
+    fn send(&mut self, entries: &[(PartitionId, Entry)]) -> Result<Appending, LogError> {
         let r = self.append(entries);
-        Box::pin(std::future::ready(r))
+        Ok(Box::pin(std::future::ready(r)))
     }
 
     /// The changelog records of `partition` from offset `from` through offset `through`.

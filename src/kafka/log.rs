@@ -40,6 +40,9 @@ impl KafkaLog {
             k,
             &[
                 ("enable.idempotence", "true".into()),
+                // a record that fails for good fails every later one too: with rounds
+                // pipelined, no batch may land in the changelog after a lost one
+                ("enable.gapless.guarantee", "true".into()),
                 ("acks", "all".into()),
                 ("linger.ms", "0".into()),
                 // an append waits for Kafka as long as it is away (the core waits with it; the
@@ -210,16 +213,20 @@ impl Log for KafkaLog {
             .map_err(|(partition, why)| LogError::Changelog { partition, why })
     }
 
-    fn send(&mut self, entries: &[(PartitionId, Entry)]) -> crate::cluster::Appending {
+    fn send(
+        &mut self,
+        entries: &[(PartitionId, Entry)],
+    ) -> Result<crate::cluster::Appending, LogError> {
         let topic = self.changelog.clone();
-        let pending: Result<Vec<(PartitionId, DeliveryFuture)>, _> = entries
+        let fail = |(partition, why)| LogError::Changelog { partition, why };
+        let pending: Vec<(PartitionId, DeliveryFuture)> = entries
             .iter()
             .map(|(p, e)| self.enqueue(&topic, *p, &e.encode()).map(|f| (*p, f)))
-            .collect();
-        Box::pin(async move {
-            let fail = |(partition, why)| LogError::Changelog { partition, why };
+            .collect::<Result<_, _>>()
+            .map_err(fail)?;
+        Ok(Box::pin(async move {
             let mut out = Vec::new();
-            for (p, f) in pending.map_err(fail)? {
+            for (p, f) in pending {
                 match f.await {
                     Ok(Ok(delivery)) => out.push((p, delivery.offset)),
                     Ok(Err((e, _))) => return Err(fail((p, e.to_string()))),
@@ -227,7 +234,7 @@ impl Log for KafkaLog {
                 }
             }
             Ok(out)
-        })
+        }))
     }
 
     fn read(
