@@ -618,9 +618,9 @@ impl Core {
 
     /// Waits until no append of a partition `step` changed is on its way (earlier rounds
     /// land, earlier steps of this round are acknowledged): one changelog record per
-    /// partition in flight at a time. Two records of one partition in one produce request
-    /// can be acknowledged with offsets off by one on tansu (seen as a store one record
-    /// ahead of the changelog after a SIGKILL), and the fence check relies on them.
+    /// partition in flight at a time. After a produce batch of several records tansu reports
+    /// the partition's end as the batch's base offset + 1 (docs/kafka.md), and the resume
+    /// after a restart and the check for a newer fence read that end.
     fn one_append_per_partition(
         &mut self,
         step: &Step,
