@@ -116,6 +116,17 @@ mod tests {
         d.forwarded(P, at);
     }
 
+    /// `P` owned, `i`'s run started at offset 0 with a forward that `P` has read back.
+    fn direct_from_start(i: &InputPartition) -> Direct {
+        let mut d = Direct::default();
+        d.taken(P, 0);
+        d.consumed(i, 0);
+        barrier(&mut d, i, 0);
+        d.read(P, 1);
+        assert!(d.allows(i, P));
+        d
+    }
+
     #[test]
     fn direct_only_after_a_forward_of_the_run_is_read_back() {
         let mut d = Direct::default();
@@ -137,12 +148,8 @@ mod tests {
 
     #[test]
     fn a_gap_starts_a_new_run() {
-        let mut d = Direct::default();
         let i = input(0);
-        d.taken(P, 0);
-        d.consumed(&i, 0);
-        barrier(&mut d, &i, 0);
-        d.read(P, 1);
+        let mut d = direct_from_start(&i);
         d.consumed(&i, 1);
         assert!(d.allows(&i, P));
         // another broker held the input meanwhile and committed up to 40
@@ -179,13 +186,8 @@ mod tests {
 
     #[test]
     fn not_owned_is_never_direct() {
-        let mut d = Direct::default();
         let i = input(0);
-        d.taken(P, 0);
-        d.consumed(&i, 0);
-        barrier(&mut d, &i, 0);
-        d.read(P, 1);
-        assert!(d.allows(&i, P));
+        let mut d = direct_from_start(&i);
         d.released(P);
         assert!(!d.allows(&i, P));
         // taken back: its work topic is read from the stored offset, below the last forward
