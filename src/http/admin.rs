@@ -1,6 +1,7 @@
 //! The admin API's writes (start and cancel instances), the deployed workflows, health and
 //! metrics; the reads are in [`super::query`].
 
+use super::barrier::WAIT_AT_MOST;
 use super::forward::{forwarded, Route};
 use super::{ask, ApiError, AppState};
 use crate::broker::Cmd;
@@ -63,46 +64,78 @@ pub async fn start(
             let shown = shown(&s, p, &id, &location).await;
             (location, shown)
         }
-        _ => (format!("/v1/instances/{id}"), true),
+        _ => (format!("/v1/instances/{id}"), Ok(())),
     };
     let (code, body) = match shown {
-        true => (
+        Ok(()) => (
             StatusCode::CREATED,
             json!({"id": id, "workflowId": workflow}),
         ),
-        false => (
-            StatusCode::ACCEPTED,
-            json!({"id": id, "workflowId": workflow, "status": "PENDING"}),
-        ),
+        Err(why) => {
+            tracing::info!(instance = %id, %why, "a start answered 202: its owner does not show it yet");
+            (
+                StatusCode::ACCEPTED,
+                json!({"id": id, "workflowId": workflow, "status": "PENDING", "pending": why}),
+            )
+        }
     };
     Ok((code, [(header::LOCATION, location)], Json(body)))
 }
 
 /// Whether instance `id` of partition `p` can be read at `location` (which names the work
-/// topic position of its start): its owner has applied the start.
+/// topic position of its start): its owner has applied the start. Right after a hand-off the
+/// new owner may not have announced itself here yet: the owner is looked up again as claims
+/// arrive, for at most [`WAIT_AT_MOST`]. The error says why not (the owner's last answer).
 async fn shown(
     s: &AppState,
     p: crate::cluster::partition::PartitionId,
     id: &str,
     location: &str,
-) -> bool {
-    match s.peers.route(&s.shared, p, false) {
-        Route::Remote(url) => {
-            let r = s.peers.relay(Method::GET, &url, location, None).await;
-            if r.status() != StatusCode::OK {
-                tracing::debug!(%url, location, status = %r.status(), "a start's owner does not show it yet");
+) -> Result<(), String> {
+    let until = tokio::time::Instant::now() + WAIT_AT_MOST;
+    loop {
+        let claimed = s.shared.directory_changed.notified();
+        let why = match s.peers.route(&s.shared, p, false) {
+            Route::Remote(url) => match owner_shows(s, &url, location).await {
+                Ok(()) => return Ok(()),
+                Err(why) => why,
+            },
+            Route::Local => {
+                let position = location
+                    .rsplit_once("position=")
+                    .and_then(|(_, o)| o.parse().ok());
+                super::barrier::caught_up(s, p, position)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                return match super::query::stored(s, p, id) {
+                    Ok(Some(_)) => Ok(()),
+                    Ok(None) => Err(format!("state partition {p} does not hold it yet")),
+                    Err(e) => Err(e.1),
+                };
             }
-            r.status() == StatusCode::OK
+            Route::Unavailable(why) => why,
+        };
+        if tokio::time::timeout_at(until, claimed).await.is_err() {
+            return Err(why);
         }
-        Route::Local => {
-            let position = location
-                .rsplit_once("position=")
-                .and_then(|(_, o)| o.parse().ok());
-            super::barrier::caught_up(s, p, position).await
-                && super::query::stored(s, p, id).ok().flatten().is_some()
-        }
-        Route::Unavailable(_) => false,
     }
+}
+
+/// Asks the broker at `url` for `location`: `Ok` when it answers 200, else its answer.
+async fn owner_shows(s: &AppState, url: &str, location: &str) -> Result<(), String> {
+    let r = s.peers.relay(Method::GET, url, location, None).await;
+    let status = r.status();
+    if status == StatusCode::OK {
+        return Ok(());
+    }
+    let body = axum::body::to_bytes(r.into_body(), 64 * 1024)
+        .await
+        .unwrap_or_default();
+    let error = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|v| v["error"].as_str().map(str::to_string))
+        .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
+    Err(format!("its owner at {url} answered {status}: {error}"))
 }
 
 /// `POST /v1/instances/{id}/cancel` (the id may contain `/`).

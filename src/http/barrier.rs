@@ -14,15 +14,39 @@ pub use crate::cluster::WorkEnd;
 /// How long a read waits for its partition's owner to apply what is ahead of it.
 pub const WAIT_AT_MOST: Duration = Duration::from_secs(5);
 
+/// Why a read could not tell that its partition's owner applied what is ahead of it.
+#[derive(Debug, thiserror::Error)]
+pub enum NotCaughtUp {
+    #[error("Kafka did not say where work topic partition {0} ends")]
+    NoEnd(PartitionId),
+    #[error("state partition {0} moved to another broker")]
+    Moved(PartitionId),
+    #[error("the store could not be read")]
+    Store,
+    #[error(
+        "state partition {partition} applied its work topic up to offset {applied}, not yet \
+         to {end}, within {WAIT_AT_MOST:?}"
+    )]
+    Behind {
+        partition: PartitionId,
+        applied: i64,
+        end: i64,
+    },
+}
+
 /// Whether this broker, owning `p`, has applied every work record written to `p` before now,
-/// and the one at `position` when given (waiting at most [`WAIT_AT_MOST`] for it). `false`
-/// when it could not tell, or lost `p`.
-pub async fn caught_up(s: &AppState, p: PartitionId, position: Option<i64>) -> bool {
+/// and the one at `position` when given (waiting at most [`WAIT_AT_MOST`] for it); the error
+/// says why it could not tell.
+pub async fn caught_up(
+    s: &AppState,
+    p: PartitionId,
+    position: Option<i64>,
+) -> Result<(), NotCaughtUp> {
     let Some(end) = s.work_end.clone() else {
-        return true; // no work topic: every start was applied before it was answered
+        return Ok(()); // no work topic: every start was applied before it was answered
     };
     let Ok(Some(end)) = tokio::task::spawn_blocking(move || end(p)).await else {
-        return false;
+        return Err(NotCaughtUp::NoEnd(p));
     };
     // Kafka's end can lag a record just acknowledged (tansu's does, docs/kafka.md): a known
     // position is the bound that holds
@@ -42,15 +66,20 @@ pub async fn caught_up(s: &AppState, p: PartitionId, position: Option<i64>) -> b
                 )
                 .ok()
             })
-            .map(|o| o.unwrap_or(0));
-        match applied {
-            Some(a) if a >= end => return true,
-            None => return false,
-            Some(_) if !s.shared.owns(p) => return false,
-            Some(_) => {}
+            .map(|o| o.unwrap_or(0))
+            .ok_or(NotCaughtUp::Store)?;
+        if applied >= end {
+            return Ok(());
+        }
+        if !s.shared.owns(p) {
+            return Err(NotCaughtUp::Moved(p));
         }
         if tokio::time::timeout_at(until, notified).await.is_err() {
-            return false;
+            return Err(NotCaughtUp::Behind {
+                partition: p,
+                applied,
+                end,
+            });
         }
     }
 }

@@ -139,12 +139,10 @@ pub async fn instance(
     let rec = match stored(&s, p, id)? {
         Some(rec) => rec,
         // a start may be on its way here through the work topic: apply it before saying no
-        None if !super::barrier::caught_up(&s, p, q.position).await => {
-            return Ok(unavailable(format!(
-                "state partition {p} has work not applied yet (or it moved); retry"
-            )))
-        }
-        None => stored(&s, p, id)?.ok_or_else(missing)?,
+        None => match super::barrier::caught_up(&s, p, q.position).await {
+            Ok(()) => stored(&s, p, id)?.ok_or_else(missing)?,
+            Err(e) => return Ok(unavailable(format!("{e}; retry"))),
+        },
     };
     let tx = s.store.read()?;
     if let Asked::Graph(_) = asked {

@@ -155,8 +155,10 @@ fn fold(shared: &Shared, topic: &str, m: &rdkafka::message::BorrowedMessage<'_>)
     } else {
         Claim::decode(payload)
             .map(|c| {
-                if let Ok(mut d) = shared.directory.write() {
-                    d.offer(c);
+                let owner = shared.directory.write().is_ok_and(|mut d| d.offer(c));
+                if owner {
+                    // requests waiting for a partition's owner to be known look again
+                    shared.directory_changed.notify_waiters();
                 }
             })
             .map_err(|e| e.to_string())
