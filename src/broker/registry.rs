@@ -353,7 +353,7 @@ impl Registry {
 pub struct EventStart<'a> {
     pub names: Vec<&'a str>,
     pub all: bool,
-    pub timeout: Option<&'a str>,
+    pub timeout: Option<crate::time::Duration>,
 }
 
 pub fn event_start(def: &Definition) -> Option<EventStart<'_>> {
@@ -365,7 +365,7 @@ pub fn event_start(def: &Definition) -> Option<EventStart<'_>> {
                 .flat_map(|ea| ea.event_refs.iter().map(String::as_str))
                 .collect(),
             all: !e.exclusive,
-            timeout: e.timeout.as_deref(),
+            timeout: e.timeout.as_ref().and_then(crate::time::Written::get),
         }),
         _ => None,
     }

@@ -318,10 +318,7 @@ impl Batch<'_, '_> {
             let timer = format!("join{SEP}{jk}");
             if !complete {
                 self.tx.put(Table::Joins, &jk, &join)?;
-                if let Some(gap) = start
-                    .timeout
-                    .and_then(|t| crate::time::Duration::parse(t).ok())
-                {
+                if let Some(gap) = start.timeout {
                     let due = gap.after(self.now);
                     let entry = TimerEntry::Join {
                         workflow: workflow.to_string(),

@@ -4,7 +4,7 @@ use super::data;
 use super::instance::{ErrorInfo, Slot, Status};
 use super::{flow, run, Action, Cx};
 use crate::model::RetryDef;
-use crate::time::{Duration, RepeatingInterval};
+use crate::time::{Duration, Written};
 use serde_json::{json, Value};
 
 /// Without `maxAttempts` (or `Rn/`), a matching retry definition allows this many retries
@@ -30,10 +30,7 @@ pub fn error_view(state_data: &Value, error: &ErrorInfo) -> Value {
 /// The wait before retry number `attempt + 1` (attempt 0 is the first retry), or `None` when
 /// the definition allows no more.
 pub fn retry_wait(def: &RetryDef, attempt: u32) -> Option<Duration> {
-    let interval = def
-        .interval
-        .as_deref()
-        .and_then(|i| RepeatingInterval::parse(i).ok());
+    let interval = def.interval.as_ref().and_then(Written::get);
     let max = match (def.max_attempts, interval.and_then(|i| i.repetitions)) {
         (Some(m), Some(r)) => m.0.min(r),
         (Some(m), None) => m.0,
@@ -48,8 +45,8 @@ pub fn retry_wait(def: &RetryDef, attempt: u32) -> Option<Duration> {
         .unwrap_or(Duration::from_millis(DEFAULT_INTERVAL_MS));
     let step = def
         .multiplier
-        .as_deref()
-        .and_then(|m| Duration::parse(m).ok())
+        .as_ref()
+        .and_then(Written::get)
         .map(|m| m.times(attempt))
         .unwrap_or(Duration::from_millis(0));
     Some(base.plus(&step))
@@ -137,8 +134,8 @@ mod tests {
     fn def(interval: Option<&str>, multiplier: Option<&str>, max: Option<u32>) -> RetryDef {
         RetryDef {
             expression: "{{ $.error }}".into(),
-            interval: interval.map(String::from),
-            multiplier: multiplier.map(String::from),
+            interval: interval.map(Written::parse),
+            multiplier: multiplier.map(Written::parse),
             max_attempts: max.map(crate::model::lenient::Count),
             extra: Default::default(),
         }

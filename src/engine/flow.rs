@@ -4,7 +4,7 @@ use super::data;
 use super::instance::{Activity, ErrorInfo, Event, Status};
 use super::{errors, events, lanes, produce, run, Action, Cx, EngineError};
 use crate::model::{End, EndKind, State, Transition};
-use crate::time::Duration;
+use crate::time::{Duration, Written};
 use serde_json::Value;
 
 /// `Start`: validates the input, enters the start state and consumes the start events.
@@ -93,9 +93,10 @@ fn state_timer(cx: &Cx) -> String {
     format!("{}/timeout", cx.inst.visit_key())
 }
 
-/// Arms the state-level timer for `duration` (already validated).
-fn arm_state_timer(cx: &mut Cx, duration: &str) {
-    if let Ok(d) = Duration::parse(duration) {
+/// Arms the state-level timer for `duration` (parsed when the definition was read; a
+/// definition with one that did not parse was refused).
+fn arm_state_timer(cx: &mut Cx, duration: &Written<Duration>) {
+    if let Some(d) = duration.get() {
         let id = state_timer(cx);
         let due = d.after(cx.now);
         cx.arm(id, due);

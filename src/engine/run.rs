@@ -6,7 +6,7 @@ use super::data;
 use super::instance::{Activity, ErrorInfo, Lane, Run, Slot, Source};
 use super::{errors, flow, lanes, produce, Action, Cx};
 use crate::model::{Action as ActionDef, ActionMode, State};
-use crate::time::Duration;
+use crate::time::Written;
 use serde_json::{Map, Value};
 
 /// The action list a run executes.
@@ -171,11 +171,7 @@ pub fn start(cx: &mut Cx, lane: Option<usize>, idx: usize, attempt: u32) {
     } else {
         Slot::Done
     };
-    if let Some(t) = action
-        .timeout
-        .as_deref()
-        .and_then(|t| Duration::parse(t).ok())
-    {
+    if let Some(t) = action.timeout.as_ref().and_then(Written::get) {
         let due = t.after(cx.now);
         cx.arm(format!("{key}/timeout"), due);
     }
@@ -217,7 +213,7 @@ fn finished(cx: &mut Cx, lane: Option<usize>) {
             cx.inst.data = run.data;
             cx.inst.activity = Activity::CallbackWait;
             if let State::Callback(cb) = cx.state() {
-                if let Some(d) = cb.timeout.as_deref().and_then(|t| Duration::parse(t).ok()) {
+                if let Some(d) = cb.timeout.as_ref().and_then(Written::get) {
                     let id = format!("{}/timeout", cx.inst.visit_key());
                     let due = d.after(cx.now);
                     cx.arm(id, due);

@@ -1,6 +1,7 @@
 //! Actions: function calls (`functionRef`) and event request/reply (`eventRef`).
 
 use super::common::{ActionDataFilter, Extra};
+use crate::time::{Duration, Written};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -15,7 +16,7 @@ pub struct Action {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub event_ref: Option<EventRef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<String>,
+    pub timeout: Option<Written<Duration>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub action_data_filter: Option<ActionDataFilter>,
     #[serde(flatten)]

@@ -2,6 +2,7 @@
 //! error handling and retries.
 
 use super::lenient::{Count, Text};
+use crate::time::{Duration, RepeatingInterval, Written};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -177,9 +178,9 @@ pub struct ErrorDef {
 pub struct RetryDef {
     pub expression: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interval: Option<String>,
+    pub interval: Option<Written<RepeatingInterval>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub multiplier: Option<String>,
+    pub multiplier: Option<Written<Duration>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_attempts: Option<Count>,
     #[serde(flatten)]

@@ -7,6 +7,7 @@ use super::common::{
     End, ErrorDef, EventDataFilter, Metadata, RetryDef, Start, StateDataFilter, Transition,
 };
 use super::lenient::Count;
+use crate::time::{Duration, Written};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -51,7 +52,7 @@ state!(
         exclusive: bool,
         events_actions: Vec<EventActions>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        timeout: Option<String>,
+        timeout: Option<Written<Duration>>,
     }
 );
 
@@ -72,7 +73,7 @@ state!(
         #[serde(default, skip_serializing_if = "Option::is_none")]
         event_conditions: Option<Vec<EventCondition>>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        event_timeout: Option<String>,
+        event_timeout: Option<Written<Duration>>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         default: Option<Transition>,
     }
@@ -81,7 +82,7 @@ state!(
 state!(
     /// Waits for a duration.
     DelayState {
-        time_delay: String,
+        time_delay: Written<Duration>,
     }
 );
 
@@ -136,7 +137,7 @@ state!(
         action: Action,
         event_ref: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        timeout: Option<String>,
+        timeout: Option<Written<Duration>>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         event_data_filter: Option<EventDataFilter>,
     }

@@ -5,10 +5,12 @@
 mod cron;
 mod duration;
 mod interval;
+mod written;
 
 pub use cron::{CronError, CronSchedule};
 pub use duration::{Duration, DurationError};
 pub use interval::{IntervalError, RepeatingInterval, TimeInterval};
+pub use written::{FromText, Written};
 
 /// Parses an IANA time zone name such as `Europe/Berlin`.
 pub fn parse_timezone(name: &str) -> Result<chrono_tz::Tz, String> {

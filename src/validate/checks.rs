@@ -86,6 +86,17 @@ pub fn workflow(cx: &mut Cx) {
                 "correlation applies to consumed events only; it is ignored here",
             );
         }
+        match e.metadata.as_ref().and_then(|m| m.get("bufferTtl")) {
+            Some(Value::String(ttl)) => cx.duration(&format!("{at}.metadata.bufferTtl"), ttl),
+            Some(other) => cx.err(
+                format!("{at}.metadata.bufferTtl"),
+                format!(
+                    "`bufferTtl` is {}, not an ISO 8601 duration: write a string such as \"PT10M\"",
+                    crate::model::lenient::kind(other)
+                ),
+            ),
+            None => {}
+        }
         for (j, c) in e.correlation.iter().enumerate() {
             let cat = format!("{at}.correlation[{j}]");
             if c.context_attribute_name.trim().is_empty() {
@@ -343,9 +354,9 @@ pub fn on_error(cx: &mut Cx, at: &str, e: &ErrorDef) {
 pub fn retry(cx: &mut Cx, at: &str, r: &RetryDef) {
     cx.expr(&format!("{at}.expression"), &r.expression);
     if let Some(i) = &r.interval {
-        cx.repeating(&format!("{at}.interval"), i);
+        cx.written(&format!("{at}.interval"), i);
     }
     if let Some(m) = &r.multiplier {
-        cx.duration(&format!("{at}.multiplier"), m);
+        cx.written(&format!("{at}.multiplier"), m);
     }
 }

@@ -8,7 +8,7 @@ mod states;
 use crate::diag::{did_you_mean, Diagnostic, Needs};
 use crate::expr::{Expr, ExprError};
 use crate::model::{EventKind, Workflow};
-use crate::time::{CronSchedule, Duration, RepeatingInterval, TimeInterval};
+use crate::time::{CronSchedule, Duration, TimeInterval};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -107,14 +107,15 @@ impl Cx<'_> {
         }
     }
 
-    pub fn duration(&mut self, path: &str, source: &str) {
-        if let Err(e) = Duration::parse(source) {
+    /// A time value of the definition that did not parse.
+    pub fn written<T>(&mut self, path: &str, w: &crate::time::Written<T>) {
+        if let Some(e) = w.error() {
             self.err(path, e.to_string());
         }
     }
 
-    pub fn repeating(&mut self, path: &str, source: &str) {
-        if let Err(e) = RepeatingInterval::parse(source) {
+    pub fn duration(&mut self, path: &str, source: &str) {
+        if let Err(e) = Duration::parse(source) {
             self.err(path, e.to_string());
         }
     }

@@ -77,7 +77,7 @@ pub fn state(cx: &mut Cx, at: &str, s: &State) {
                 }
             }
             if let Some(t) = &e.timeout {
-                cx.duration(&format!("{at}.timeout"), t);
+                cx.written(&format!("{at}.timeout"), t);
             }
         }
         State::Operation(o) => {
@@ -117,7 +117,7 @@ pub fn state(cx: &mut Cx, at: &str, s: &State) {
                 }
             }
             if let Some(t) = &sw.event_timeout {
-                cx.duration(&format!("{at}.eventTimeout"), t);
+                cx.written(&format!("{at}.eventTimeout"), t);
             }
             match &sw.default {
                 Some(d) => checks::transition(cx, &format!("{at}.default"), d),
@@ -127,7 +127,7 @@ pub fn state(cx: &mut Cx, at: &str, s: &State) {
                 ),
             }
         }
-        State::Delay(d) => cx.duration(&format!("{at}.timeDelay"), &d.time_delay),
+        State::Delay(d) => cx.written(&format!("{at}.timeDelay"), &d.time_delay),
         State::Parallel(p) => {
             if p.branches.is_empty() {
                 cx.err(
@@ -221,7 +221,7 @@ pub fn state(cx: &mut Cx, at: &str, s: &State) {
                 EventKind::Consumed,
             );
             if let Some(t) = &cb.timeout {
-                cx.duration(&format!("{at}.timeout"), t);
+                cx.written(&format!("{at}.timeout"), t);
             }
             if let Some(f) = &cb.event_data_filter {
                 event_data_filter(cx, &format!("{at}.eventDataFilter"), f);
@@ -292,7 +292,7 @@ fn action(cx: &mut Cx, at: &str, a: &Action) {
         }
     }
     if let Some(t) = &a.timeout {
-        cx.duration(&format!("{at}.timeout"), t);
+        cx.written(&format!("{at}.timeout"), t);
     }
     if let Some(f) = &a.action_data_filter {
         if let Some(p) = &f.data_input_path {
