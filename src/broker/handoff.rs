@@ -41,6 +41,7 @@ impl Core {
         let t0 = std::time::Instant::now();
         // no standby write reaches `p` from here on: the checkpoint read below is the copy's
         self.shared.standby.take(p);
+        self.store.forget_due(Scope::Partition(p.0));
         let owner = log.owner();
         let fence = log.append(&[(p, Entry::Fence { owner, provisional })])?[0].1;
         let node = self.store.write()?;
@@ -187,6 +188,8 @@ impl Core {
             }
         }
         self.pending.remove(&p);
+        // void batches' takes never reach the store
+        self.store.forget_due(Scope::Partition(p.0));
         let dropped = inputs.remove(&p).unwrap_or_default();
         for i in dropped {
             if self.log.is_none() || super::core::direct_work(&i).is_none() {

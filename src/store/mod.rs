@@ -5,8 +5,11 @@
 //! without blocking it.
 //!
 //! Every table maps a string key to JSON bytes. Keys that must sort by time or sequence carry
-//! zero-padded numbers, so a range scan returns them in order. See `tables` for the layout.
+//! zero-padded numbers, so a range scan returns them in order. See `tables` for the layout,
+//! `pending` for the writes of rounds in flight and `due` for where each time-keyed table's
+//! live entries start.
 
+mod due;
 mod export;
 mod pending;
 mod tables;
@@ -67,6 +70,8 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub struct Store {
     ks: Keyspace,
     parts: Vec<PartitionHandle>,
+    /// Where the live entries of each time-keyed table start.
+    due: due::Hints,
 }
 
 /// Which keys a transaction sees and writes: the whole store, or the keys of one state
@@ -135,7 +140,11 @@ impl Store {
             .map(|t| ks.open_partition(t.name(), Default::default()))
             .collect::<std::result::Result<Vec<_>, _>>()?;
         check_layout(&ks, path)?;
-        Ok(Store { ks, parts })
+        Ok(Store {
+            ks,
+            parts,
+            due: Default::default(),
+        })
     }
 
     /// A transaction over the whole store.
@@ -190,6 +199,12 @@ impl Store {
         };
         self.ks.persist(mode)?;
         Ok(())
+    }
+
+    /// Forgets where the time-keyed tables of `scope` start (its partition changed hands:
+    /// what is stored now did not all come through this broker's transactions).
+    pub fn forget_due(&self, scope: Scope) {
+        self.due.forget(&scope_prefix(scope));
     }
 
     fn part(&self, t: Table) -> &PartitionHandle {
@@ -380,9 +395,9 @@ impl Txn<'_> {
         debug_assert!(serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok());
         self.written
             .set(self.written.get() + key.len() + bytes.len());
-        self.overlay
-            .borrow_mut()
-            .insert((table, self.full(key)), Some(bytes));
+        let full = self.full(key);
+        self.store.due.wrote(table, &self.prefix, &full);
+        self.overlay.borrow_mut().insert((table, full), Some(bytes));
         Ok(())
     }
 
@@ -451,21 +466,36 @@ impl Txn<'_> {
         until: chrono::DateTime<chrono::Utc>,
         limit: usize,
     ) -> Result<Vec<(String, T)>> {
-        let end = num(until.timestamp_millis().max(0) as u64 + 1);
-        let due: Vec<(String, T)> = self.range(table, "", &end, limit)?;
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        let end = self.full(&num(until.timestamp_millis().max(0) as u64 + 1));
+        // from where the entries left start (see `due`): not through the tombstones of
+        // every entry taken before
+        let lo = self.store.due.start(table, &self.prefix);
+        if lo >= end {
+            return Ok(Vec::new()); // everything up to `until` was taken (the clock went back)
+        }
+        let raw = self.merged(table, lo, Bound::Excluded(end.clone()), limit)?;
+        let cleared = match raw.last() {
+            Some((k, _)) if raw.len() >= limit => self.full(k),
+            _ => end,
+        };
+        let due = Self::decoded::<T>(table, raw)?;
         let mut out = Vec::with_capacity(due.len());
         for (k, v) in due {
             self.delete(table, &k)?;
             let rest = k.split_once(SEP).map(|(_, r)| r).unwrap_or_default();
             out.push((rest.to_string(), v));
         }
+        self.store.due.cleared(table, &self.prefix, cleared);
         Ok(out)
     }
 
     /// The first entry of a table (within the scope), by key.
     pub fn first<T: DeserializeOwned>(&self, table: Table) -> Result<Option<(String, T)>> {
-        let lo = self.prefix.clone();
-        let hi = prefix_end(&lo);
+        let lo = self.store.due.start(table, &self.prefix);
+        let hi = prefix_end(&self.prefix);
         let raw = self.merged(table, lo, hi, 1)?;
         Ok(Self::decoded(table, raw)?.into_iter().next())
     }
@@ -866,5 +896,43 @@ mod tests {
             o1.first::<i32>(Table::Timers).unwrap(),
             Some(("0001".into(), 1))
         );
+    }
+
+    #[test]
+    fn due_entries_are_taken_from_where_the_last_take_stopped_and_none_is_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let t = |ms: i64| chrono::DateTime::from_timestamp_millis(ms).unwrap();
+        let tx = store.scoped(Scope::Partition(3));
+        for ms in [10, 20, 30, 40] {
+            tx.put(Table::Timers, &at(t(ms), "x"), &ms).unwrap();
+        }
+        tx.commit().unwrap();
+        let taken = |tx: &Txn<'_>, until: i64, limit: usize| -> Vec<i64> {
+            let due: Vec<(String, i64)> = tx.take_due(Table::Timers, t(until), limit).unwrap();
+            due.into_iter().map(|(_, v)| v).collect()
+        };
+        let tx = store.scoped(Scope::Partition(3));
+        assert_eq!(taken(&tx, 100, 2), [10, 20]);
+        assert_eq!(taken(&tx, 100, 0), Vec::<i64>::new());
+        tx.commit().unwrap();
+        // the scan starts after what was taken
+        assert!(store.due.start(Table::Timers, "p0003/") > scope_prefix(Scope::Partition(3)));
+        let tx = store.scoped(Scope::Partition(3));
+        assert_eq!(taken(&tx, 35, 10), [30]);
+        // an earlier `until` than a take before finds nothing (a clock that went back)
+        assert_eq!(taken(&tx, 15, 10), Vec::<i64>::new());
+        // an entry due before where the last take stopped is still found
+        tx.put(Table::Timers, &at(t(5), "late"), &5).unwrap();
+        assert_eq!(
+            tx.first::<i64>(Table::Timers).unwrap().map(|(_, v)| v),
+            Some(5)
+        );
+        assert_eq!(taken(&tx, 100, 10), [5, 40]);
+        drop(tx);
+        // a take that was never stored (a void batch): forgotten with the partition
+        store.forget_due(Scope::Partition(3));
+        let tx = store.scoped(Scope::Partition(3));
+        assert_eq!(taken(&tx, 100, 10), [30, 40]);
     }
 }

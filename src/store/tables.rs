@@ -100,6 +100,14 @@ impl Table {
             Table::BufferExpiry => "buffer_expiry",
         }
     }
+
+    /// Keyed by [`at`] and drained oldest first with [`crate::store::Txn::take_due`].
+    pub fn time_keyed(self) -> bool {
+        matches!(
+            self,
+            Table::Timers | Table::SeenExpiry | Table::Finished | Table::BufferExpiry
+        )
+    }
 }
 
 /// Joins key parts.
