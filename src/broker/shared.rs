@@ -24,7 +24,7 @@ pub struct Shared {
     /// Who owns every partition, as the owners topic says (the API forwards to them), and
     /// each partition's latest snapshot.
     pub directory: RwLock<Directory>,
-    /// Signalled when a claim changes a partition's owner in `directory`.
+    /// Signalled when a claim names another broker as a partition's owner in `directory`.
     pub directory_changed: Notify,
     /// Set once the owners topic was read up to where it ended when this broker started:
     /// take-overs wait for it, so they know every snapshot announced before.

@@ -84,8 +84,9 @@ pub async fn start(
 
 /// Whether instance `id` of partition `p` can be read at `location` (which names the work
 /// topic position of its start): its owner has applied the start. Right after a hand-off the
-/// new owner may not have announced itself here yet: the owner is looked up again as claims
-/// arrive, for at most [`WAIT_AT_MOST`]. The error says why not (the owner's last answer).
+/// new owner may not have announced itself here yet, or the broker asked may have just let
+/// the partition go: the owner is looked up again as claims arrive. Everything, the owner's
+/// own wait included, ends by [`WAIT_AT_MOST`]. The error says why not (the owner's answer).
 async fn shown(
     s: &AppState,
     p: crate::cluster::partition::PartitionId,
@@ -93,36 +94,60 @@ async fn shown(
     location: &str,
 ) -> Result<(), String> {
     let until = tokio::time::Instant::now() + WAIT_AT_MOST;
+    let late = || format!("its owner did not show it within {WAIT_AT_MOST:?}");
+    // the owner that answered 503 last: asked again only once the claims name another
+    let mut refused: Option<String> = None;
+    let mut why = late();
     loop {
+        if tokio::time::Instant::now() >= until {
+            return Err(why);
+        }
         let claimed = s.shared.directory_changed.notified();
-        let why = match s.peers.route(&s.shared, p, false) {
-            Route::Remote(url) => match owner_shows(s, &url, location).await {
-                Ok(()) => return Ok(()),
-                Err(why) => why,
-            },
+        match s.peers.route(&s.shared, p, false) {
+            Route::Remote(url) if refused.as_deref() == Some(url.as_str()) => {}
+            Route::Remote(url) => {
+                match tokio::time::timeout_at(until, owner_shows(s, &url, location)).await {
+                    Err(_) => return Err(late()),
+                    Ok(Ok(())) => return Ok(()),
+                    // it does not own `p` (any more) or could not catch up yet: a newer
+                    // claim may name the owner
+                    Ok(Err((StatusCode::SERVICE_UNAVAILABLE, w))) => {
+                        why = w;
+                        refused = Some(url);
+                    }
+                    Ok(Err((_, w))) => return Err(w),
+                }
+            }
             Route::Local => {
                 let position = location
                     .rsplit_once("position=")
                     .and_then(|(_, o)| o.parse().ok());
-                super::barrier::caught_up(s, p, position)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                return match super::query::stored(s, p, id) {
-                    Ok(Some(_)) => Ok(()),
-                    Ok(None) => Err(format!("state partition {p} does not hold it yet")),
-                    Err(e) => Err(e.1),
-                };
+                let caught = super::barrier::caught_up(s, p, position);
+                match tokio::time::timeout_at(until, caught).await {
+                    Err(_) => return Err(late()),
+                    // let go meanwhile: the next claim names the new owner
+                    Ok(Err(e @ super::barrier::NotCaughtUp::Moved(_))) => why = e.to_string(),
+                    Ok(Err(e)) => return Err(e.to_string()),
+                    Ok(Ok(())) => {
+                        return match super::query::stored(s, p, id) {
+                            Ok(Some(_)) => Ok(()),
+                            Ok(None) => Err(format!("state partition {p} does not hold it")),
+                            Err(e) => Err(e.1),
+                        }
+                    }
+                }
             }
-            Route::Unavailable(why) => why,
-        };
+            Route::Unavailable(w) => why = w,
+        }
         if tokio::time::timeout_at(until, claimed).await.is_err() {
             return Err(why);
         }
     }
 }
 
-/// Asks the broker at `url` for `location`: `Ok` when it answers 200, else its answer.
-async fn owner_shows(s: &AppState, url: &str, location: &str) -> Result<(), String> {
+/// Asks the broker at `url` for `location`: `Ok` when it answers 200, else its status and
+/// what it said.
+async fn owner_shows(s: &AppState, url: &str, location: &str) -> Result<(), (StatusCode, String)> {
     let r = s.peers.relay(Method::GET, url, location, None).await;
     let status = r.status();
     if status == StatusCode::OK {
@@ -135,7 +160,10 @@ async fn owner_shows(s: &AppState, url: &str, location: &str) -> Result<(), Stri
         .ok()
         .and_then(|v| v["error"].as_str().map(str::to_string))
         .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
-    Err(format!("its owner at {url} answered {status}: {error}"))
+    Err((
+        status,
+        format!("its owner at {url} answered {status}: {error}"),
+    ))
 }
 
 /// `POST /v1/instances/{id}/cancel` (the id may contain `/`).
