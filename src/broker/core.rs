@@ -549,14 +549,17 @@ impl Core {
                 // next round) reads its writes while they are on their way
                 true => {
                     self.one_append_per_partition(&step, &steps, &mut landed, &mut inputs)?;
-                    // (a partition lost while waiting: its batch is void when the step lands)
+                    // (a partition lost, or taken back under a new fence, while waiting: its
+                    // batch was built under the old fence and is void when the step lands)
                     let (entries, void): (Vec<_>, Vec<_>) = std::mem::take(&mut step.changed)
                         .into_iter()
-                        .partition(|(p, _)| self.owned.contains(p));
+                        .partition(|(p, _)| {
+                            self.owned.contains(p) && step.fences.get(p) == self.fences.get(p)
+                        });
                     let entries: Vec<(PartitionId, Entry)> = entries
                         .into_iter()
                         .map(|(p, writes)| {
-                            let fence = self.fences.get(&p).copied().unwrap_or(-1);
+                            let fence = step.fences.get(&p).copied().unwrap_or(-1);
                             (p, Entry::Batch { fence, writes })
                         })
                         .collect();
