@@ -10,6 +10,11 @@
 //! key below it is written ([`Hints::wrote`]), so it never hides an entry. It is forgotten
 //! when a partition changes hands ([`Hints::forget`]): writes restored from the changelog
 //! or dropped with a void batch do not go through a transaction.
+//!
+//! The bound describes the partition as its builder sees it: the store with the rounds in
+//! flight over it (`Pending`). Only the builder's transactions may start from it; a reader of
+//! the store alone (a plain transaction or a [`super::Snapshot`]) while rounds are in flight
+//! sees another table, and scans from its first key.
 
 use super::tables::Table;
 use std::collections::HashMap;

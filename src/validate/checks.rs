@@ -6,6 +6,7 @@ use crate::model::{
     EndKind, ErrorDef, EventKind, ProduceEvent, RetryDef, Start, StartKind, State, StateDataFilter,
     Transition,
 };
+use crate::time::Duration;
 use serde_json::Value;
 use std::collections::HashSet;
 
@@ -86,16 +87,21 @@ pub fn workflow(cx: &mut Cx) {
                 "correlation applies to consumed events only; it is ignored here",
             );
         }
-        match e.metadata.as_ref().and_then(|m| m.get("bufferTtl")) {
-            Some(Value::String(ttl)) => cx.duration(&format!("{at}.metadata.bufferTtl"), ttl),
-            Some(other) => cx.err(
+        // a warning, not an error: versions stored before this check keep running
+        let ttl = e.metadata.as_ref().and_then(|m| m.get("bufferTtl"));
+        let bad = match ttl {
+            Some(Value::String(t)) => Duration::parse(t).err().map(|e| e.to_string()),
+            Some(other) => Some(format!(
+                "`bufferTtl` is {}, not an ISO 8601 duration such as \"PT10M\"",
+                crate::model::lenient::kind(other)
+            )),
+            None => None,
+        };
+        if let Some(why) = bad {
+            cx.warn(
                 format!("{at}.metadata.bufferTtl"),
-                format!(
-                    "`bufferTtl` is {}, not an ISO 8601 duration: write a string such as \"PT10M\"",
-                    crate::model::lenient::kind(other)
-                ),
-            ),
-            None => {}
+                format!("{why}; the broker's `buffer_ttl` applies instead"),
+            );
         }
         for (j, c) in e.correlation.iter().enumerate() {
             let cat = format!("{at}.correlation[{j}]");
