@@ -21,7 +21,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::ClientConfig;
 use serde_json::json;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use support::{Broker, Kafka, ECHO};
+use support::{metric_sum, Broker, Kafka, ECHO};
 
 const COPY: &str = "bench.copy";
 
@@ -235,6 +235,15 @@ fn main() {
     let sender = publish_paced(&kafka, "s", m, gap);
     let (_, mut our_lat) = drain(&out, b"bench.pong", m);
     sender.join().unwrap();
+    // how the inputs reached their state partitions: applied directly, or through the work
+    // topic (a hop that costs a fetch wait on tansu)
+    let metrics = broker.metrics();
+    let routed = "flowbroker_input_records_routed_total";
+    println!(
+        "| inputs applied directly / through the work topic (whole run) | | {} / {} | |",
+        metric_sum(&metrics, routed, "path=\"direct\""),
+        metric_sum(&metrics, routed, "path=\"work_topic\"")
+    );
     drop(broker);
     println!(
         "| latency p50 at {rate:.0}/s, ms | {:.1} | {:.1} | |",
