@@ -9,7 +9,8 @@
 //!
 //! `cargo bench --bench ratio`; under `cargo test` a small smoke run. `RATIO_EVENTS` sets the
 //! queue, `RATIO_RATE` the paced rate, `RATIO_BASELINE=<path to an older flowbroker binary>`
-//! adds that build's throughput, measured the same way in the same run. Results:
+//! adds that build's throughput, measured the same way in the same run,
+//! `RATIO_FETCH_WAIT_MS` every consumer's fetch wait (default 100, flowbroker's). Results:
 //! docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
@@ -37,7 +38,7 @@ fn now_us() -> u64 {
 
 /// A consumer of every partition of `topic` from the beginning.
 fn reader(brokers: &str, topic: &str) -> BaseConsumer {
-    support::reader(brokers, &[topic], FETCH_WAIT_MS)
+    support::reader(brokers, &[topic], fetch_wait_ms())
 }
 
 fn header<'a>(m: &'a impl Message, key: &str) -> Option<&'a [u8]> {
@@ -152,14 +153,21 @@ fn pct(v: &mut [f64], q: f64) -> f64 {
     v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
 }
 
-/// `fetch.wait.max.ms` of every consumer here, flowbroker's default (tansu answers a fetch
-/// when this runs out rather than when a record arrives, so it shows in latency).
-const FETCH_WAIT_MS: u32 = 100;
+/// `fetch.wait.max.ms` of every consumer here, the broker's included: flowbroker's default
+/// (100), or `RATIO_FETCH_WAIT_MS`. tansu answers a fetch when this runs out rather than when a
+/// record arrives, so records travel in bursts one wait apart and latency is quantized by it
+/// (../shared/docs/KAFKA.md); 10 shows the broker's own share.
+fn fetch_wait_ms() -> u32 {
+    std::env::var("RATIO_FETCH_WAIT_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100)
+}
 
-/// The broker runs with the defaults: the test harness's shorter fetch wait and debug log level
-/// are put back.
+/// The broker runs with the defaults (the test harness's shorter fetch wait and debug log level
+/// are put back), with the bench's fetch wait.
 fn start(kafka: &Kafka, bin: &str) -> Broker {
-    let wait = FETCH_WAIT_MS.to_string();
+    let wait = fetch_wait_ms().to_string();
     let defaults = [
         ("FLOWBROKER_LOG", "info"),
         ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS", wait.as_str()),
