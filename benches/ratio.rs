@@ -252,6 +252,10 @@ fn main() {
         metric_sum(&metrics, routed, "path=\"direct\""),
         metric_sum(&metrics, routed, "path=\"work_topic\"")
     );
+    println!(
+        "| rounds landed (store commits, whole run) | | {} | |",
+        metric_sum(&metrics, "flowbroker_store_commit_seconds_count", "")
+    );
     drop(broker);
     println!(
         "| latency p50 at {rate:.0}/s, ms | {:.1} | {:.1} | |",
