@@ -50,14 +50,16 @@ pub struct Directory {
 }
 
 impl Directory {
-    /// Folds a claim in; returns whether it became the partition's owner. A claim with a
-    /// lower fence than the one known is stale (its broker was fenced out since) and ignored.
+    /// Folds a claim in; returns whether the partition's owner is now another broker than
+    /// before (requests waiting for it look again). A claim with a lower fence than the one
+    /// known is stale (its broker was fenced out since) and ignored.
     pub fn offer(&mut self, claim: Claim) -> bool {
         match self.claims.get(&claim.partition) {
             Some(known) if known.fence > claim.fence => false,
-            _ => {
+            known => {
+                let moved = known.is_none_or(|k| k.broker != claim.broker);
                 self.claims.insert(claim.partition, claim);
-                true
+                moved
             }
         }
     }
@@ -109,6 +111,9 @@ mod tests {
         // a's second claim was written before b fenced it out, but read after b's
         assert!(!d.offer(claim(3, 12, "a")));
         assert_eq!(d.owner(PartitionId(3)).unwrap().broker, "b");
+        // b taking it back under a newer fence is no change of owner
+        assert!(!d.offer(claim(3, 30, "b")));
+        assert_eq!(d.owner(PartitionId(3)).unwrap().fence, 30);
         assert!(d.owner(PartitionId(4)).is_none());
         assert!(d.offer(claim(4, 1, "a")));
         assert_eq!(d.claims().count(), 2);

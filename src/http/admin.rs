@@ -148,22 +148,17 @@ async fn shown(
 /// Asks the broker at `url` for `location`: `Ok` when it answers 200, else its status and
 /// what it said.
 async fn owner_shows(s: &AppState, url: &str, location: &str) -> Result<(), (StatusCode, String)> {
-    let r = s.peers.relay(Method::GET, url, location, None).await;
-    let status = r.status();
-    if status == StatusCode::OK {
-        return Ok(());
+    match s.peers.ask(Method::GET, url, location, None, &[]).await {
+        Ok(a) if a.status == StatusCode::OK => Ok(()),
+        Ok(a) => Err((
+            a.status,
+            format!("its owner at {url} answered {}: {}", a.status, a.error()),
+        )),
+        Err(e) => Err((
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("its owner at {url} did not answer: {e}"),
+        )),
     }
-    let body = axum::body::to_bytes(r.into_body(), 64 * 1024)
-        .await
-        .unwrap_or_default();
-    let error = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .and_then(|v| v["error"].as_str().map(str::to_string))
-        .unwrap_or_else(|| String::from_utf8_lossy(&body).into_owned());
-    Err((
-        status,
-        format!("its owner at {url} answered {status}: {error}"),
-    ))
 }
 
 /// `POST /v1/instances/{id}/cancel` (the id may contain `/`).

@@ -56,6 +56,26 @@ fn client(authorization: Option<String>) -> reqwest::Client {
         .expect("an HTTP client")
 }
 
+/// Another broker's answer, read whole.
+pub struct Answer {
+    pub status: StatusCode,
+    /// `Content-Type`.
+    pub kind: Option<HeaderValue>,
+    /// `Retry-After`.
+    pub retry: Option<HeaderValue>,
+    pub body: axum::body::Bytes,
+}
+
+impl Answer {
+    /// The `error` of a JSON error body, else the body as text.
+    pub fn error(&self) -> String {
+        serde_json::from_slice::<Value>(&self.body)
+            .ok()
+            .and_then(|v| v["error"].as_str().map(str::to_string))
+            .unwrap_or_else(|| String::from_utf8_lossy(&self.body).into_owned())
+    }
+}
+
 /// Whether the request came from another broker.
 pub fn forwarded(headers: &HeaderMap) -> bool {
     headers.contains_key(FORWARDED)
@@ -126,6 +146,33 @@ impl Peers {
         body: Option<Vec<u8>>,
         headers: &[(&str, &str)],
     ) -> Response {
+        match self.ask(method, url, path_and_query, body, headers).await {
+            Ok(a) => {
+                let mut resp = (a.status, a.body).into_response();
+                let h = resp.headers_mut();
+                h.insert(
+                    header::CONTENT_TYPE,
+                    a.kind
+                        .unwrap_or(HeaderValue::from_static("application/json")),
+                );
+                if let Some(r) = a.retry {
+                    h.insert(header::RETRY_AFTER, r);
+                }
+                resp
+            }
+            Err(e) => unavailable(format!("the broker at {url} did not answer: {e}; retry")),
+        }
+    }
+
+    /// Sends the request to the broker at `url` and reads its whole answer.
+    pub async fn ask(
+        &self,
+        method: Method,
+        url: &str,
+        path_and_query: &str,
+        body: Option<Vec<u8>>,
+        headers: &[(&str, &str)],
+    ) -> Result<Answer, reqwest::Error> {
         let mut req = self
             .client
             .request(method, format!("{url}{path_and_query}"))
@@ -136,28 +183,13 @@ impl Peers {
         if let Some(b) = body {
             req = req.header(header::CONTENT_TYPE, "application/json").body(b);
         }
-        let answer = async {
-            let r = req.send().await?;
-            let status = r.status();
-            let kind = r.headers().get(header::CONTENT_TYPE).cloned();
-            let retry = r.headers().get(header::RETRY_AFTER).cloned();
-            Ok::<_, reqwest::Error>((status, kind, retry, r.bytes().await?))
-        };
-        match answer.await {
-            Ok((status, kind, retry, bytes)) => {
-                let mut resp = (status, bytes).into_response();
-                let h = resp.headers_mut();
-                h.insert(
-                    header::CONTENT_TYPE,
-                    kind.unwrap_or(HeaderValue::from_static("application/json")),
-                );
-                if let Some(r) = retry {
-                    h.insert(header::RETRY_AFTER, r);
-                }
-                resp
-            }
-            Err(e) => unavailable(format!("the broker at {url} did not answer: {e}; retry")),
-        }
+        let r = req.send().await?;
+        Ok(Answer {
+            status: r.status(),
+            kind: r.headers().get(header::CONTENT_TYPE).cloned(),
+            retry: r.headers().get(header::RETRY_AFTER).cloned(),
+            body: r.bytes().await?,
+        })
     }
 
     /// Asks the owner of every partition this broker does not own for `path_and_query` (a

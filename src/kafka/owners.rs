@@ -155,12 +155,7 @@ fn fold(shared: &Shared, topic: &str, m: &rdkafka::message::BorrowedMessage<'_>)
     } else {
         Claim::decode(payload)
             .map(|c| {
-                let moved = shared.directory.write().is_ok_and(|mut d| {
-                    let before = d.owner(c.partition).map(|o| o.broker.clone());
-                    let after = c.broker.clone();
-                    d.offer(c) && before.as_ref() != Some(&after)
-                });
-                if moved {
+                if shared.directory.write().is_ok_and(|mut d| d.offer(c)) {
                     // requests waiting for a partition's owner to be known look again
                     shared.directory_changed.notify_waiters();
                 }

@@ -20,10 +20,10 @@ use super::tables::Table;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-/// Per (table, scope prefix): the full key below which the table holds nothing.
+/// Per scope prefix and table: the full key below which the table holds nothing.
 #[derive(Default)]
 pub struct Hints {
-    from: Mutex<HashMap<(Table, String), String>>,
+    from: Mutex<HashMap<String, HashMap<Table, String>>>,
 }
 
 impl Hints {
@@ -36,7 +36,7 @@ impl Hints {
         self.from
             .lock()
             .ok()
-            .and_then(|m| m.get(&(table, prefix.to_string())).cloned())
+            .and_then(|m| m.get(prefix)?.get(&table).cloned())
             .filter(|k| k.as_str() > prefix)
             .unwrap_or_else(|| prefix.to_string())
     }
@@ -44,20 +44,25 @@ impl Hints {
     /// Nothing of `table` in the scope `prefix` is left below the full key `key`.
     pub fn cleared(&self, table: Table, prefix: &str, key: String) {
         if let Ok(mut m) = self.from.lock() {
-            let at = m.entry((table, prefix.to_string())).or_default();
+            let tables = match m.get_mut(prefix) {
+                Some(t) => t,
+                None => m.entry(prefix.to_string()).or_default(),
+            };
+            let at = tables.entry(table).or_default();
             if key > *at {
                 *at = key;
             }
         }
     }
 
-    /// The full key `key` of `table` was written in the scope `prefix`.
+    /// The full key `key` of `table` was written in the scope `prefix` (a time-keyed table's
+    /// writes, on the hot path: no allocation).
     pub fn wrote(&self, table: Table, prefix: &str, key: &str) {
         if !table.time_keyed() {
             return;
         }
         if let Ok(mut m) = self.from.lock() {
-            if let Some(at) = m.get_mut(&(table, prefix.to_string())) {
+            if let Some(at) = m.get_mut(prefix).and_then(|t| t.get_mut(&table)) {
                 if key < at.as_str() {
                     *at = key.to_string();
                 }
@@ -68,7 +73,7 @@ impl Hints {
     /// Forgets every bound of the scope `prefix`.
     pub fn forget(&self, prefix: &str) {
         if let Ok(mut m) = self.from.lock() {
-            m.retain(|(_, p), _| p != prefix);
+            m.remove(prefix);
         }
     }
 }
