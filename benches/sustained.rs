@@ -7,7 +7,14 @@
 //!
 //! `cargo bench --bench sustained` runs 10 minutes at 1,500 events/s with a 1-minute dedupe
 //! window and retention; under `cargo test` a 12-second smoke run. `SUSTAINED_SECS`,
-//! `SUSTAINED_RATE` and `SUSTAINED_WINDOW` override them. Results: docs/performance.md.
+//! `SUSTAINED_RATE` and `SUSTAINED_WINDOW` override them. When the stream stops, the bench waits
+//! for the backlog to drain and checks that every published event produced exactly one event
+//! (nothing lost when an overload ends). Each sample also shows the changelog records Kafka
+//! still holds against all written: with `FLOWBROKER_TEST_KAFKA=slatedb` (a tansu that
+//! implements DeleteRecords) and a snapshot interval shorter than the run
+//! (`SUSTAINED_SNAPSHOT_MS`, the broker's `cluster.snapshot_interval_ms`), the first levels
+//! off while the second grows.
+//! Results: docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -23,11 +30,18 @@ struct Sample {
     finished: i64,
     lag: i64,
     rss_mib: f64,
+    /// Changelog records written (the partitions' high watermarks) and still held by Kafka
+    /// (high - low: what snapshots have not trimmed).
+    written: i64,
+    kept: i64,
 }
 
-fn sample(b: &Broker, t0: Instant) -> Sample {
+fn sample(b: &Broker, kafka: &Kafka, t0: Instant) -> Sample {
     let m = b.metrics();
+    let marks = kafka.all_watermarks("flowbroker.changelog");
     Sample {
+        written: marks.iter().map(|(_, high)| high).sum(),
+        kept: marks.iter().map(|(low, high)| high - low).sum(),
         at: t0.elapsed().as_secs_f64(),
         consumed: metric_sum(&m, "flowbroker_events_consumed_total", ""),
         dedupe: metric_sum(&m, "flowbroker_dedupe_entries", ""),
@@ -63,12 +77,16 @@ fn main() {
         .as_seconds_f64();
 
     let kafka = Kafka::start();
-    let env = [
+    let snapshot_ms = std::env::var("SUSTAINED_SNAPSHOT_MS").ok();
+    let mut env = vec![
         ("FLOWBROKER_LOG", "info"),
         ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS", "100"),
         ("FLOWBROKER_DEDUPE_WINDOW", window.as_str()),
         ("FLOWBROKER_RETENTION", window.as_str()),
     ];
+    if let Some(ms) = &snapshot_ms {
+        env.push(("FLOWBROKER_CLUSTER_SNAPSHOT_INTERVAL_MS", ms.as_str()));
+    }
     let broker = Broker::start_bin(
         env!("CARGO_BIN_EXE_flowbroker"),
         &kafka,
@@ -91,17 +109,23 @@ fn main() {
     let mut samples = vec![];
     println!("sustained: {rate}/s for {secs} s, dedupe_window = retention = {window}");
     println!(
-        "{:>7} {:>10} {:>12} {:>10} {:>9} {:>8}",
-        "t (s)", "consumed", "dedupe ids", "finished", "lag", "RSS MiB"
+        "{:>7} {:>10} {:>12} {:>10} {:>9} {:>8} {:>18}",
+        "t (s)", "consumed", "dedupe ids", "finished", "lag", "RSS MiB", "changelog kept/all"
     );
     let end = t0 + Duration::from_secs(secs);
     while Instant::now() < end || !publisher.is_finished() {
         // sampling on a period, not waiting for a condition
         std::thread::sleep(every);
-        let s = sample(&broker, t0);
+        let s = sample(&broker, &kafka, t0);
         println!(
-            "{:>7.0} {:>10} {:>12} {:>10} {:>9} {:>8.1}",
-            s.at, s.consumed, s.dedupe, s.finished, s.lag, s.rss_mib
+            "{:>7.0} {:>10} {:>12} {:>10} {:>9} {:>8.1} {:>18}",
+            s.at,
+            s.consumed,
+            s.dedupe,
+            s.finished,
+            s.lag,
+            s.rss_mib,
+            format!("{}/{}", s.kept, s.written)
         );
         samples.push(s);
     }
@@ -128,7 +152,61 @@ fn main() {
     let last = samples.last().unwrap();
     assert!(last.consumed > 0, "nothing was consumed");
     println!(
-        "consumed {} events; at the end the dedupe table holds {} ids ({:.2} of the last window's intake at worst), RSS {:.1} MiB",
+        "consumed {} events while publishing; at the end the dedupe table holds {} ids ({:.2} of the last window's intake at worst), RSS {:.1} MiB",
         last.consumed, last.dedupe, worst, last.rss_mib
     );
+
+    // the load stops: whatever is still queued drains, and every event published produced
+    // exactly one `bench.pong` (nothing lost, nothing applied twice)
+    let pongs = |m: &str| metric_sum(m, "flowbroker_events_produced_total", "type=\"bench.pong\"");
+    let drain_from = Instant::now();
+    let budget = Duration::from_secs(120 + last.lag.max(0) as u64 / 1_000);
+    let mut drained = None;
+    while drain_from.elapsed() < budget {
+        std::thread::sleep(every);
+        let s = sample(&broker, &kafka, t0);
+        let produced = pongs(&broker.metrics());
+        println!(
+            "{:>7.0} {:>10} {:>12} {:>10} {:>9} {:>8.1} {:>18}  (draining: {produced} produced)",
+            s.at,
+            s.consumed,
+            s.dedupe,
+            s.finished,
+            s.lag,
+            s.rss_mib,
+            format!("{}/{}", s.kept, s.written)
+        );
+        let done = produced >= n as i64 && s.consumed >= n as i64;
+        samples.push(s);
+        if done {
+            drained = Some(drain_from.elapsed());
+            break;
+        }
+    }
+    let m = broker.metrics();
+    let consumed = metric_sum(&m, "flowbroker_events_consumed_total", "");
+    let produced = pongs(&m);
+    let dead = metric_sum(&m, "flowbroker_events_dead_lettered_total", "");
+    let drained = drained.unwrap_or_else(|| {
+        panic!("after the load stopped, {produced} of {n} events produced their pong within {budget:?} ({consumed} consumed)")
+    });
+    assert_eq!(consumed, n as i64, "events consumed");
+    assert_eq!(produced, n as i64, "pongs produced, one per event");
+    assert_eq!(dead, 0, "records dead-lettered");
+    println!(
+        "drained in {:.0} s: {n} published, {consumed} consumed, {produced} produced, none lost",
+        drained.as_secs_f64()
+    );
+    let mut rss: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.at > 60.0)
+        .map(|s| s.rss_mib)
+        .collect();
+    rss.sort_by(f64::total_cmp);
+    if let (Some(lo), Some(hi)) = (rss.first(), rss.last()) {
+        println!(
+            "RSS after the first minute, load and drain: min {lo:.0} / median {:.0} / max {hi:.0} MiB",
+            rss[rss.len() / 2]
+        );
+    }
 }

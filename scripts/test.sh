@@ -13,8 +13,9 @@ mkdir -p "$CARGO_TARGET_DIR"
 # tansu Kafka-protocol broker the integration tests start; each step checks first.
 scripts/install-deps.sh
 export FLOWBROKER_TANSU="$(scripts/tansu.sh)"
-# tansu with sqlite storage, for the test that restarts Kafka (built once, about 10 min)
-export FLOWBROKER_TANSU_SQLITE="$(scripts/tansu-sqlite.sh)"
+# tansu with the sqlite and slatedb engines, for the tests that restart Kafka and trim the
+# changelog (built once, about 12 min)
+export FLOWBROKER_TANSU_ENGINES="$(scripts/tansu-engines.sh)"
 # AWS's durable execution SDK for Python, in a virtualenv (the durable-function tests' host)
 export FLOWBROKER_DURABLE_PYTHON="$(scripts/durable-sdk.sh)"
 # and for JavaScript (a NODE_PATH), for the test that runs a handler written with it

@@ -1,5 +1,5 @@
 //! The Kafka-protocol broker itself is killed and restarted mid-stream (issue 11, item 4):
-//! tansu on sqlite storage (`scripts/tansu-sqlite.sh`) keeps its topics, records and group
+//! tansu on sqlite storage (`scripts/tansu-engines.sh`) keeps its topics, records and group
 //! offsets across the restart. While it is down `/health` says so and `/ready` answers 503;
 //! afterwards the consumer resumes, the outbox drains, and every job completes once, each
 //! input applied once, with the one produced event id each should have.

@@ -21,8 +21,17 @@ use std::time::{Duration, Instant};
 const CHUNK_BYTES: usize = 512 << 10;
 /// Chunks sent and not acknowledged yet, at most.
 const IN_FLIGHT: usize = 8;
-/// How long after a refused DeleteRecords it is tried again.
-const RETRY_TRIM: Duration = Duration::from_secs(3600);
+/// How long after a first refused DeleteRecords it is tried again; the wait doubles with each
+/// refusal in a row, up to [`TRIM_BACKOFF_MAX`].
+const TRIM_BACKOFF: Duration = Duration::from_secs(30);
+const TRIM_BACKOFF_MAX: Duration = Duration::from_secs(3600);
+
+/// Refusals of DeleteRecords in a row, and when to ask again.
+#[derive(Default)]
+struct Refusals {
+    in_a_row: u32,
+    until: Option<Instant>,
+}
 
 /// The core's handle: jobs go to the writer thread; a partition has one job at a time.
 #[derive(Clone)]
@@ -59,8 +68,9 @@ struct Thread {
     owners_topic: String,
     broker: String,
     trim: bool,
-    /// When the Kafka broker last refused DeleteRecords: it is asked again an hour later.
-    trim_refused: Mutex<Option<Instant>>,
+    /// DeleteRecords refused lately: a transient failure (a busy broker) is retried after
+    /// 30 s, one that keeps failing (a broker that does not implement it) hourly at most.
+    trim_refused: Mutex<Refusals>,
 }
 
 /// Starts the writer thread.
@@ -94,7 +104,7 @@ pub fn start(cfg: &Config, broker: String) -> Result<Snapshots, KafkaError> {
         owners_topic: cfg.cluster.owners_topic.clone(),
         broker,
         trim: cfg.cluster.trim_changelog,
-        trim_refused: Mutex::new(None),
+        trim_refused: Mutex::new(Refusals::default()),
     };
     let (jobs, rx) = std::sync::mpsc::channel::<Job>();
     let running = Arc::new(Mutex::new(BTreeSet::new()));
@@ -215,10 +225,16 @@ impl Thread {
         Ok(m)
     }
 
-    /// Deletes what the snapshot makes unnecessary; whether it could.
+    /// Deletes what the snapshot makes unnecessary; whether it could. A refusal is not
+    /// retried for this snapshot: the next snapshot's trim covers everything before it.
     fn trim(&self, m: &Manifest) -> bool {
-        let refused = self.trim_refused.lock().ok().and_then(|r| *r);
-        if !self.trim || refused.is_some_and(|at| at.elapsed() < RETRY_TRIM) {
+        let waiting = self
+            .trim_refused
+            .lock()
+            .ok()
+            .and_then(|r| r.until)
+            .is_some_and(|until| Instant::now() < until);
+        if !self.trim || waiting {
             return false;
         }
         let mut tpl = TopicPartitionList::new();
@@ -236,16 +252,25 @@ impl Thread {
                 .iter()
                 .find_map(|e| e.error().err().map(|x| x.to_string())),
         };
+        let Ok(mut refusals) = self.trim_refused.lock() else {
+            return failed.is_none();
+        };
         match failed {
-            None => true,
+            None => {
+                *refusals = Refusals::default();
+                true
+            }
             Some(why) => {
-                if let Ok(mut r) = self.trim_refused.lock() {
-                    *r = Some(Instant::now());
-                }
+                refusals.in_a_row += 1;
+                let wait = TRIM_BACKOFF
+                    .saturating_mul(1 << (refusals.in_a_row - 1).min(16))
+                    .min(TRIM_BACKOFF_MAX);
+                refusals.until = Some(Instant::now() + wait);
                 tracing::warn!(error = %why, partition = %m.partition,
+                    refused_in_a_row = refusals.in_a_row, retry_in_s = wait.as_secs(),
                     "the Kafka broker did not delete the changelog before a snapshot \
-                     (DeleteRecords; tansu does not implement it): the changelog keeps growing, \
-                     restores still start from the latest snapshot. Asked again in an hour");
+                     (DeleteRecords; the prebuilt tansu does not implement it): until it does, \
+                     the changelog grows; restores still start from the latest snapshot");
                 false
             }
         }

@@ -102,12 +102,13 @@ pub fn installed(var: &str, script: &str, what: &str) -> String {
     String::from_utf8(out.stdout).unwrap().trim().to_string()
 }
 
-/// The tansu build with sqlite storage (`scripts/tansu-sqlite.sh`, or `FLOWBROKER_TANSU_SQLITE`).
-fn tansu_sqlite_binary() -> PathBuf {
+/// The tansu build with the sqlite and slatedb storage engines (`scripts/tansu-engines.sh`, or
+/// `FLOWBROKER_TANSU_ENGINES`).
+fn tansu_engines_binary() -> PathBuf {
     PathBuf::from(installed(
-        "FLOWBROKER_TANSU_SQLITE",
-        "tansu-sqlite.sh",
-        "tansu with sqlite storage; the Kafka restart test needs it",
+        "FLOWBROKER_TANSU_ENGINES",
+        "tansu-engines.sh",
+        "tansu with the sqlite and slatedb engines; the Kafka restart and trim tests need it",
     ))
 }
 
@@ -128,8 +129,9 @@ enum Proc {
 }
 
 /// A Kafka-protocol broker on a free loopback port, stopped on drop: a tansu process by
-/// default; Apache Kafka in a container with `FLOWBROKER_TEST_KAFKA=docker` and
-/// `--features docker-tests` (needs a Docker engine).
+/// default; tansu on its slatedb engine, which implements DeleteRecords, with
+/// `FLOWBROKER_TEST_KAFKA=slatedb`; Apache Kafka in a container with
+/// `FLOWBROKER_TEST_KAFKA=docker` and `--features docker-tests` (needs a Docker engine).
 pub struct Kafka {
     proc: Proc,
     pub port: u16,
@@ -137,8 +139,10 @@ pub struct Kafka {
 
 impl Kafka {
     pub fn start() -> Kafka {
-        if std::env::var("FLOWBROKER_TEST_KAFKA").as_deref() == Ok("docker") {
-            return Kafka::docker();
+        match std::env::var("FLOWBROKER_TEST_KAFKA").as_deref() {
+            Ok("docker") => return Kafka::docker(),
+            Ok("slatedb") => return Kafka::start_trimming(),
+            _ => {}
         }
         let bin = tansu_binary();
         let port = free_port();
@@ -168,10 +172,71 @@ impl Kafka {
         k
     }
 
+    /// A tansu whose storage engine (slatedb, in memory) implements DeleteRecords, so a
+    /// changelog can be trimmed; the default engine refuses it (docs/kafka.md).
+    pub fn start_trimming() -> Kafka {
+        let bin = tansu_engines_binary();
+        let port = free_port();
+        let url = format!("tcp://127.0.0.1:{port}");
+        let child = Command::new(&bin)
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+                "--storage-engine",
+                "slatedb://memory",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        wait_for(20, "tansu (slatedb) to listen", || {
+            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
+        });
+        let k = Kafka {
+            proc: Proc::Tansu(child),
+            port,
+        };
+        for t in TOPICS {
+            k.create_topic(t, 3);
+        }
+        k
+    }
+
+    /// The low and high watermarks of one partition: the first offset still held and the
+    /// next offset to be written.
+    pub fn watermarks(&self, topic: &str, partition: i32) -> (i64, i64) {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.brokers())
+            .create()
+            .unwrap();
+        c.fetch_watermarks(topic, partition, Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("watermarks of {topic}/{partition}: {e}"))
+    }
+
+    /// [`Kafka::watermarks`] of every partition of `topic` (none when it does not exist yet).
+    pub fn all_watermarks(&self, topic: &str) -> Vec<(i64, i64)> {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.brokers())
+            .create()
+            .unwrap();
+        let Ok(md) = c.fetch_metadata(Some(topic), Duration::from_secs(10)) else {
+            return vec![];
+        };
+        let n = md.topics().first().map_or(0, |t| t.partitions().len()) as i32;
+        (0..n)
+            .filter_map(|p| c.fetch_watermarks(topic, p, Duration::from_secs(10)).ok())
+            .collect()
+    }
+
     /// A tansu that keeps its topics, records and group offsets in sqlite, so it can be
     /// stopped ([`Kafka::stop`], SIGKILL) and started again on the same port mid-test.
     pub fn start_persistent() -> Kafka {
-        let bin = tansu_sqlite_binary();
+        let bin = tansu_engines_binary();
         let dir = tempfile::tempdir().unwrap();
         let mut k = Kafka {
             proc: Proc::Persistent(None, bin, dir),

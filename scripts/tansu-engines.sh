@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Prints the path of a tansu broker binary with the sqlite and slatedb storage engines, building
+# it first if needed (about 15 min on 2 cores, once per change of tools/tansu; cached in
+# $FLOWBROKER_CACHE, default ~/.cache/flowbroker).
+#
+# The prebuilt tansu of scripts/tansu.sh keeps its data in memory and does not implement
+# DeleteRecords. This build (tools/tansu: tansu 0.6.0 from crates.io, Apache-2.0, with its lock
+# file) adds `--storage-engine sqlite://FILE`, which keeps topics, records and group offsets
+# across a restart (tests/kafka_restart.rs), and `--storage-engine slatedb://memory`, which
+# deletes records before an offset on DeleteRecords (tests/trim.rs). Its tansu-storage is
+# patched so that a produce or DeleteRecords on slatedb is retried after a transaction
+# conflict instead of failing. docs/kafka.md has the details.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+CACHE="${FLOWBROKER_CACHE:-$HOME/.cache/flowbroker}"
+TOOL=tools/tansu
+STAMP="$(cat $TOOL/Cargo.toml $TOOL/Cargo.lock $TOOL/src/main.rs $TOOL/*.patch | sha256sum | cut -c1-12)"
+ROOT="$CACHE/tansu-engines-$STAMP"
+BIN="$ROOT/bin/tansu"
+STORAGE=tansu-storage-0.6.0
+STORAGE_SHA=720d2ed8e6010c70f7f06e5af5a7274ebbf6e42fdcd9e46de542b10dc4d2f35d
+
+if [ ! -x "$BIN" ]; then
+  echo "building tansu 0.6.0 with the sqlite and slatedb engines (once; about 15 min)" >&2
+  tmp="$(mktemp -d)"
+  trap 'rm -rf "$tmp"' EXIT
+  # the crate to patch: from cargo's download cache, or from crates.io
+  crate="$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/$STORAGE.crate 2>/dev/null | head -1 || true)"
+  if [ -z "$crate" ]; then
+    crate="$tmp/$STORAGE.crate"
+    curl -sSfL -o "$crate" "https://static.crates.io/crates/tansu-storage/$STORAGE.crate"
+  fi
+  got="$(sha256sum "$crate" | cut -d' ' -f1)"
+  if [ "$got" != "$STORAGE_SHA" ]; then
+    echo "error: $crate has sha256 $got, expected $STORAGE_SHA" >&2
+    exit 1
+  fi
+  rm -rf "$TOOL/vendor"
+  mkdir -p "$TOOL/vendor"
+  tar xzf "$crate" -C "$tmp"
+  patch --batch -s -p2 -d "$tmp/$STORAGE" < "$TOOL/slate-retry.patch"
+  mv "$tmp/$STORAGE" "$TOOL/vendor/tansu-storage"
+  build="$CACHE/tansu-engines-build"
+  CARGO_TARGET_DIR="$build" cargo build --release --locked --manifest-path $TOOL/Cargo.toml >&2
+  mkdir -p "$ROOT/bin"
+  cp "$build/release/tansu" "$BIN.tmp"
+  mv "$BIN.tmp" "$BIN"
+  rm -rf "$build"
+fi
+echo "$BIN"
