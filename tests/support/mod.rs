@@ -394,6 +394,8 @@ pub struct Received {
     pub headers: BTreeMap<String, String>,
     pub payload: Option<Vec<u8>>,
     pub event: Option<Event>,
+    /// The record's Kafka timestamp (ms since the epoch; the producer's clock at send).
+    pub timestamp_ms: Option<i64>,
 }
 
 impl Received {
@@ -420,6 +422,7 @@ impl Received {
                 .and_then(|ce| flowbroker::cloudevent::from_sdk(&ce).ok())
         };
         Received {
+            timestamp_ms: m.timestamp().to_millis(),
             topic: m.topic().to_string(),
             key: m.key().map(|k| String::from_utf8_lossy(k).to_string()),
             headers,
@@ -857,6 +860,18 @@ impl Broker {
     pub fn start_again(&mut self) {
         assert!(self.child.is_none(), "still running");
         self.spawn();
+    }
+
+    /// Freezes the process (SIGSTOP: a long GC pause, a stalled VM) or lets it go on
+    /// (SIGCONT).
+    pub fn freeze(&self, frozen: bool) {
+        let pid = self.pid().expect("the broker runs");
+        let sig = if frozen { "-STOP" } else { "-CONT" };
+        let ok = Command::new("kill")
+            .args([sig, &pid.to_string()])
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "kill {sig} {pid}");
     }
 
     /// SIGTERM: a graceful stop (the broker stops writing and flushes; it leaves the group
