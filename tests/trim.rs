@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use support::*;
 
-const PARTITIONS: i32 = 4;
+const PARTITIONS: u16 = 4;
 const CHANGELOG: &str = "flowbroker.changelog";
 const SNAPSHOTS: &str = "flowbroker.snapshots";
 
@@ -25,7 +25,7 @@ fn state(b: &Broker, id: &str) -> Value {
 /// Per changelog partition: (first offset still held, next offset).
 fn changelog(kafka: &Kafka) -> Vec<(i64, i64)> {
     (0..PARTITIONS)
-        .map(|p| kafka.watermarks(CHANGELOG, p))
+        .map(|p| kafka.watermarks(CHANGELOG, i32::from(p)))
         .collect()
 }
 
@@ -80,7 +80,7 @@ fn snapshots_trim_the_changelog_under_load_and_a_fresh_broker_restores_from_them
     // and the snapshot topic behind the latest snapshots
     wait_for(60, "older snapshots trimmed", || {
         (0..PARTITIONS)
-            .all(|p| kafka.watermarks(SNAPSHOTS, p).0 > 0)
+            .all(|p| kafka.watermarks(SNAPSHOTS, i32::from(p)).0 > 0)
             .then_some(())
     });
 
@@ -145,4 +145,101 @@ fn snapshots_trim_the_changelog_under_load_and_a_fresh_broker_restores_from_them
         N,
         "each order completed once"
     );
+}
+
+/// Where Kafka trims, a broker with an empty store can still be a standby: its copy of each
+/// partition it stands by for starts from the partition's latest snapshot, then tails the
+/// changelog. Here a replacement broker starts right after the owner was SIGKILLed: while the
+/// group waits out the dead member's session, the newcomer stands by for the partitions the
+/// claims still give the dead broker, so its take-overs find the copies ready and load no
+/// snapshot. (Two live members cannot share a group on tansu's slatedb engine: docs/kafka.md.)
+#[test]
+fn a_standby_with_an_empty_store_starts_from_the_snapshot_where_the_changelog_was_trimmed() {
+    const N: usize = 80;
+    let kafka = Kafka::start_trimming();
+    let out = kafka.collect(&["flowbroker.lifecycle"]);
+    let env = [
+        ("FLOWBROKER_CLUSTER_PARTITIONS", "4"),
+        ("FLOWBROKER_CLUSTER_SNAPSHOT_EVERY_RECORDS", "3"),
+        ("FLOWBROKER_CLUSTER_STANDBY_REPLICAS", "1"),
+    ];
+    let mut a = Broker::start(&kafka, &[("order.yaml", ORDER)], &env);
+    wait_for(60, "a to own every partition", || {
+        (a.owned().len() == PARTITIONS as usize).then_some(())
+    });
+    let p = kafka.producer();
+    for w in 0..4 {
+        for i in w * N / 4..(w + 1) * N / 4 {
+            send_order(&p, "order.placed", i);
+        }
+        out.wait_events("flowbroker.instance.started", (w + 1) * N / 4, 60);
+    }
+    wait_for(60, "every changelog partition trimmed", || {
+        changelog(&kafka)
+            .iter()
+            .all(|(low, _)| *low > 0)
+            .then_some(())
+    });
+    let started = out.wait_events("flowbroker.instance.started", N, 60);
+    let ids: Vec<String> = started
+        .iter()
+        .map(|e| {
+            e.data.as_ref().unwrap()["instanceId"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let before: BTreeMap<&String, Value> = ids.iter().map(|id| (id, state(&a, id))).collect();
+    a.kill();
+
+    // b starts with an empty store; the changelogs no longer start at 0. It makes its copies
+    // within a second or two, while the group waits out a's session (6 s)
+    let b = Broker::start_joining(&kafka, &[("order.yaml", ORDER)], &env);
+    wait_for(60, "b's copies of every partition to catch up", || {
+        let (_, health) = b.get("/health");
+        (0..PARTITIONS)
+            .all(|p| {
+                let (_, end) = kafka.watermarks(CHANGELOG, i32::from(p));
+                health["standby"][p.to_string()].as_i64() == Some(end)
+            })
+            .then_some(())
+    });
+    let log = b.log();
+    for p in 0..PARTITIONS {
+        assert!(
+            log.lines().any(|l| l.contains("from its latest snapshot")
+                && log_field(l, "partition") == i64::from(p)),
+            "b's copy of partition {p} started from a snapshot: {log}"
+        );
+    }
+    assert!(
+        b.owned().is_empty(),
+        "the copies were made before b owned anything"
+    );
+    let seen = log.len();
+    wait_for(90, "b to own every partition", || {
+        (b.owned().len() == PARTITIONS as usize).then_some(())
+    });
+    let log = b.log();
+    let after = &log[seen..];
+    // the take-overs stood on the copies: no snapshot loaded again
+    let taken = after
+        .lines()
+        .filter(|l| l.contains("state partition taken over"))
+        .count();
+    assert_eq!(taken, PARTITIONS as usize, "{after}");
+    assert!(
+        !after.contains("restored from a snapshot"),
+        "a take-over loaded a snapshot although its copy stood: {after}"
+    );
+    // every instance is there as it was, and every order completes once
+    for id in &ids {
+        assert_eq!(state(&b, id), before[id], "{id} after the failover");
+    }
+    for i in 0..N {
+        send_order(&p, "order.paid", i);
+    }
+    out.wait_events("flowbroker.instance.completed", N, 60);
+    assert_eq!(out.events("flowbroker.instance.completed").len(), N);
 }

@@ -3,7 +3,9 @@
 //! partition's copy is written with its checkpoint in one store write, exactly as a restore
 //! writes it, so a take-over continues from wherever the copy had got to. A partition the core
 //! owns or is taking over is closed to standby writes from the moment [`Standby::take`]
-//! returns, so the core's take-over never races a standby write.
+//! returns, so the core's take-over never races a standby write. Where the changelog was
+//! trimmed past a copy, the copy is replaced by the partition's latest snapshot first
+//! ([`Standby::reset`], [`Standby::load`]), as a take-over would.
 
 use super::core::{checkpoint_key, node_write};
 use crate::cluster::changelog::Checkpoint;
@@ -73,6 +75,44 @@ impl Standby {
         Ok(true)
     }
 
+    /// Empties the copy of `p` before a snapshot is loaded into it, its checkpoint first (so
+    /// a crash midway, or a take-over between the snapshot's chunks, finds nothing applied
+    /// and loads a snapshot itself); whether it did (not when the core has taken `p`).
+    pub fn reset(&self, store: &Store, p: PartitionId) -> Result<bool, StoreError> {
+        let Ok(taken) = self.taken.lock() else {
+            return Ok(false);
+        };
+        if taken.contains(&p) {
+            return Ok(false);
+        }
+        store.apply(
+            &[node_write(&checkpoint_key(p), &Checkpoint::default())],
+            true,
+        )?;
+        store.clear(crate::store::Scope::Partition(p.0))?;
+        drop(taken);
+        Ok(true)
+    }
+
+    /// Writes part of a snapshot to the copy of `p` (emptied by [`Standby::reset`]), its
+    /// checkpoint unchanged, unless the core has taken `p`; whether it did.
+    pub fn load(
+        &self,
+        store: &Store,
+        p: PartitionId,
+        writes: &[Write],
+    ) -> Result<bool, StoreError> {
+        let Ok(taken) = self.taken.lock() else {
+            return Ok(false);
+        };
+        if taken.contains(&p) {
+            return Ok(false);
+        }
+        store.apply(writes, false)?;
+        drop(taken);
+        Ok(true)
+    }
+
     /// Records where the copy of `p` starts (nothing written yet).
     pub fn started(&self, p: PartitionId, next: i64) {
         if let Ok(mut pos) = self.positions.lock() {
@@ -90,5 +130,77 @@ impl Standby {
     /// The partitions stood by for and the changelog offset each copy has reached.
     pub fn positions(&self) -> BTreeMap<PartitionId, i64> {
         self.positions.lock().map(|p| p.clone()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Scope;
+
+    /// A write of the copy of `p`: one instance key in its scope.
+    fn instance(store: &Store, p: PartitionId, key: &str) -> Vec<Write> {
+        let tx = store.scoped(Scope::Partition(p.0));
+        tx.put(Table::Instances, key, &key.to_string()).unwrap();
+        tx.writes()
+    }
+
+    fn count(store: &Store, p: PartitionId) -> u64 {
+        store
+            .read()
+            .unwrap()
+            .len_in(Scope::Partition(p.0), Table::Instances)
+            .unwrap()
+    }
+
+    #[test]
+    fn a_snapshot_replaces_the_copy_and_a_take_over_midway_finds_nothing_applied() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (s, p) = (Standby::default(), PartitionId(3));
+        // a copy that stood at offset 10 with one instance
+        let cp = Checkpoint {
+            next: 10,
+            fence: Some(1),
+        };
+        assert!(s.apply(&store, p, instance(&store, p, "old"), &cp).unwrap());
+        assert_eq!(Standby::checkpoint(&store, p).unwrap().next, 10);
+
+        // the changelog was trimmed past it: the copy is emptied, then the snapshot loaded
+        assert!(s.reset(&store, p).unwrap());
+        assert_eq!(count(&store, p), 0, "the old copy is gone");
+        assert_eq!(
+            Standby::checkpoint(&store, p).unwrap(),
+            Checkpoint::default()
+        );
+        assert!(s.load(&store, p, &instance(&store, p, "a")).unwrap());
+        // the core takes the partition over between two chunks
+        s.take(p);
+        assert!(!s.load(&store, p, &instance(&store, p, "b")).unwrap());
+        let at = Checkpoint {
+            next: 40,
+            fence: Some(2),
+        };
+        assert!(!s.apply(&store, p, Vec::new(), &at).unwrap());
+        // the take-over finds nothing applied (so it loads the snapshot itself)
+        assert_eq!(
+            Standby::checkpoint(&store, p).unwrap(),
+            Checkpoint::default()
+        );
+        assert_eq!(
+            count(&store, p),
+            1,
+            "only the chunk written before the take-over"
+        );
+        assert!(!s.reset(&store, p).unwrap(), "nor is it emptied again");
+
+        // let go: a copy may be made again, and stands on the snapshot once it is in
+        s.give_back(p);
+        assert!(s.reset(&store, p).unwrap());
+        assert!(s.load(&store, p, &instance(&store, p, "a")).unwrap());
+        assert!(s.load(&store, p, &instance(&store, p, "b")).unwrap());
+        assert!(s.apply(&store, p, Vec::new(), &at).unwrap());
+        assert_eq!(Standby::checkpoint(&store, p).unwrap(), at);
+        assert_eq!(count(&store, p), 2);
     }
 }

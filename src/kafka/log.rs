@@ -3,6 +3,7 @@
 //! read back with a consumer of its own (no group) from an offset through an offset; work
 //! records are forwarded to their work topic partition the same way.
 
+use super::scan::Each;
 use super::{client_config, KafkaError};
 use crate::cluster::changelog::Entry;
 use crate::cluster::partition::PartitionId;
@@ -11,10 +12,8 @@ use crate::cluster::work::Work;
 use crate::cluster::{Log, LogError};
 use crate::config::Config;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::Message;
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
-use rdkafka::{Offset, TopicPartitionList};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub struct KafkaLog {
     producer: FutureProducer,
@@ -29,9 +28,6 @@ pub struct KafkaLog {
 /// changelog producer's `message.max.bytes` and the topic's `max.message.bytes` when the broker
 /// creates it. Larger than any single event, since a batch holds several copies of its data.
 pub const CHANGELOG_RECORD_MAX: usize = 64 << 20;
-
-/// How long reading a changelog partition through a fence may take before the core gives up.
-const READ_DEADLINE: Duration = Duration::from_secs(120);
 
 impl KafkaLog {
     pub fn new(cfg: &Config, owner: String) -> Result<KafkaLog, KafkaError> {
@@ -131,74 +127,16 @@ impl KafkaLog {
     }
 }
 
-/// What [`KafkaLog::scan`] hands each record to: its offset and payload.
-type Each<'a> = dyn FnMut(i64, &[u8]) -> Result<(), LogError> + 'a;
-
 impl KafkaLog {
-    /// Reads offsets `from..=through` of one partition of `topic` in order, handing each
-    /// record's offset and payload to `each`. A broker restart or a dropped connection is
-    /// waited out up to [`READ_DEADLINE`]; records deleted from `from` on are an error.
     fn scan(
         &mut self,
         topic: &str,
         partition: PartitionId,
-        (from, through): (i64, i64),
+        range: (i64, i64),
         fail: &dyn Fn(String) -> LogError,
         each: &mut Each<'_>,
     ) -> Result<(), LogError> {
-        if from > through {
-            return Ok(());
-        }
-        let mut tpl = TopicPartitionList::new();
-        tpl.add_partition_offset(topic, partition.kafka(), Offset::Offset(from))
-            .map_err(|e| fail(e.to_string()))?;
-        self.reader.assign(&tpl).map_err(|e| fail(e.to_string()))?;
-        let r = self.scan_assigned(partition, (from, through), fail, each);
-        let _ = self.reader.unassign();
-        r
-    }
-
-    fn scan_assigned(
-        &mut self,
-        partition: PartitionId,
-        (from, through): (i64, i64),
-        fail: &dyn Fn(String) -> LogError,
-        each: &mut Each<'_>,
-    ) -> Result<(), LogError> {
-        let deadline = Instant::now() + READ_DEADLINE;
-        let mut last = from - 1;
-        while last < through {
-            if Instant::now() > deadline {
-                return Err(fail(format!(
-                    "could not read offsets {from}..={through} within {READ_DEADLINE:?} (read up to {last})"
-                )));
-            }
-            let Some(m) = self.reader.poll(Duration::from_millis(500)) else {
-                continue;
-            };
-            let m = match m {
-                Ok(m) => m,
-                Err(e) => {
-                    tracing::warn!(partition = %partition, error = %e,
-                        "reading failed; retrying until the read deadline");
-                    std::thread::sleep(Duration::from_millis(200));
-                    continue;
-                }
-            };
-            if last < from && m.offset() > from {
-                return Err(fail(format!(
-                    "the records from offset {from} were deleted (the partition starts at {}); \
-                     a newer snapshot replaced them: take the partition over again",
-                    m.offset()
-                )));
-            }
-            last = m.offset();
-            if last < from || last > through {
-                continue;
-            }
-            each(last, m.payload().unwrap_or_default())?;
-        }
-        Ok(())
+        super::scan::scan(&self.reader, topic, partition, range, fail, each)
     }
 }
 
@@ -287,24 +225,7 @@ impl Log for KafkaLog {
         m: &Manifest,
         apply: &mut dyn FnMut(Vec<crate::store::Write>) -> Result<(), LogError>,
     ) -> Result<(), LogError> {
-        use crate::cluster::snapshot::{decode_chunk, SnapshotError};
-        let partition = m.partition;
-        let fail = |why: String| LogError::Snapshot { partition, why };
-        let topic = self.snapshots.clone();
-        self.scan(
-            &topic,
-            partition,
-            (m.first, m.last),
-            &fail,
-            &mut |offset, payload| {
-                match decode_chunk(offset, m.next, payload) {
-                    Ok(writes) => apply(writes),
-                    // chunks of another snapshot written in between (a former owner's)
-                    Err(SnapshotError::Foreign { .. }) => Ok(()),
-                    Err(e) => Err(fail(e.to_string())),
-                }
-            },
-        )
+        super::scan::read_snapshot(&self.reader, &self.snapshots, m, apply)
     }
 
     fn forward(

@@ -12,6 +12,7 @@ pub mod log;
 pub mod owners;
 pub mod producer;
 pub mod resume;
+mod scan;
 pub mod snapshots;
 pub mod standby;
 pub mod work;

@@ -2,7 +2,10 @@
 //! changelogs of the partitions this broker stands by for (`cluster::standby` decides which,
 //! from the claims, once a second) into the store (`broker::standby`), from where each copy
 //! stands. A partition the core takes over leaves the set at once; one it lets go may join it.
+//! A copy the changelog was trimmed past (or none at all, where Kafka trims) starts from the
+//! partition's latest snapshot, as a take-over would.
 
+use super::scan::read_snapshot;
 use super::{client_config, KafkaError};
 use crate::broker::shared::Shared;
 use crate::broker::standby::Standby;
@@ -10,6 +13,7 @@ use crate::cluster::changelog::{Checkpoint, Entry};
 use crate::cluster::node::NodeId;
 use crate::cluster::partition::PartitionId;
 use crate::cluster::standby::standby_for;
+use crate::cluster::LogError;
 use crate::config::Config;
 use crate::store::{Store, Write};
 use rdkafka::consumer::{BaseConsumer, Consumer};
@@ -29,6 +33,7 @@ struct Tail {
     /// How the reader is made: a new one replaces it at every change of its partitions.
     config: rdkafka::ClientConfig,
     topic: String,
+    snapshot_topic: String,
     store: Arc<Store>,
     shared: Arc<Shared>,
     node: NodeId,
@@ -36,8 +41,9 @@ struct Tail {
     /// Per partition stood by for: where its copy stands.
     copies: BTreeMap<PartitionId, Checkpoint>,
     /// Partitions not stood by for although the rule says so (their changelog was trimmed
-    /// past this store's copy), until the rule leaves them out.
-    refused: BTreeSet<PartitionId>,
+    /// past this store's copy and no snapshot could replace it), with the `next` of the
+    /// latest snapshot known then (-1: none): tried again once a newer one is announced.
+    refused: BTreeMap<PartitionId, i64>,
 }
 
 /// Starts the standby thread when `cluster.standby_replicas` is above 0.
@@ -72,12 +78,13 @@ pub fn start(
         consumer,
         config,
         topic: cfg.cluster.changelog_topic.clone(),
+        snapshot_topic: cfg.cluster.snapshot_topic.clone(),
         store,
         shared,
         node,
         replicas,
         copies: BTreeMap::new(),
-        refused: BTreeSet::new(),
+        refused: BTreeMap::new(),
     };
     std::thread::Builder::new()
         .name("flowbroker-standby".into())
@@ -102,6 +109,16 @@ impl Tail {
         }
     }
 
+    /// The `next` of `p`'s latest snapshot known (-1: none).
+    fn latest(&self, p: PartitionId) -> i64 {
+        self.shared
+            .directory
+            .read()
+            .ok()
+            .and_then(|d| d.snapshot(p).map(|m| m.next))
+            .unwrap_or(-1)
+    }
+
     /// Works out the partitions to stand by for and reassigns the reader when they changed.
     fn recheck(&mut self) {
         let taken = self.shared.standby.taken();
@@ -109,8 +126,14 @@ impl Tail {
             Ok(d) => standby_for(&d, &self.node, &taken, self.replicas),
             Err(_) => return,
         };
-        self.refused.retain(|p| want.contains(p));
-        let want: BTreeSet<PartitionId> = want.difference(&self.refused).copied().collect();
+        self.refused.retain(|p, _| want.contains(p));
+        let refused: BTreeSet<PartitionId> = self
+            .refused
+            .iter()
+            .filter(|(p, known)| self.latest(**p) == **known)
+            .map(|(p, _)| *p)
+            .collect();
+        let want: BTreeSet<PartitionId> = want.difference(&refused).copied().collect();
         let have: BTreeSet<PartitionId> = self.copies.keys().copied().collect();
         if want == have {
             return;
@@ -131,11 +154,20 @@ impl Tail {
             };
             match Standby::checkpoint(&self.store, *p) {
                 Ok(cp) if start > cp.next => {
-                    // the changelog was trimmed past this copy: a take-over loads a snapshot
-                    tracing::info!(partition = %p, copy = cp.next, changelog_start = start,
-                        "not standing by for a partition whose changelog was trimmed past this \
-                         store's copy");
-                    self.refused.insert(*p);
+                    // the changelog was trimmed past this copy: start from the snapshot
+                    match self.copy_snapshot(*p, start) {
+                        Ok(cp) => {
+                            self.refused.remove(p);
+                            self.shared.standby.started(*p, cp.next);
+                            self.copies.insert(*p, cp);
+                        }
+                        Err(why) => {
+                            tracing::info!(partition = %p, copy = cp.next, changelog_start = start,
+                                why, "not standing by for a partition whose changelog was \
+                                trimmed past this store's copy");
+                            self.refused.insert(*p, self.latest(*p));
+                        }
+                    }
                 }
                 Ok(cp) => {
                     tracing::info!(partition = %p, from = cp.next,
@@ -150,8 +182,65 @@ impl Tail {
         self.assign();
     }
 
+    /// Replaces the copy of `p` with its latest snapshot, when the changelog (which starts at
+    /// `start`) holds everything after it; where the copy then stands, or why not.
+    fn copy_snapshot(&self, p: PartitionId, start: i64) -> Result<Checkpoint, String> {
+        let m = self
+            .shared
+            .directory
+            .read()
+            .ok()
+            .and_then(|d| d.snapshot(p).cloned())
+            .ok_or("no snapshot of it is known yet")?;
+        if m.next < start {
+            return Err(format!(
+                "its latest snapshot (changelog offset {}) is older than the changelog's start",
+                m.next
+            ));
+        }
+        let t0 = Instant::now();
+        let reader: BaseConsumer = self.config.create().map_err(|e| e.to_string())?;
+        let standby = &self.shared.standby;
+        let taken = || String::from("the core took it over meanwhile");
+        if !standby.reset(&self.store, p).map_err(|e| e.to_string())? {
+            return Err(taken());
+        }
+        read_snapshot(
+            &reader,
+            &self.snapshot_topic,
+            &m,
+            &mut |writes| match standby.load(&self.store, p, &writes) {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(LogError::Snapshot {
+                    partition: p,
+                    why: taken(),
+                }),
+                Err(e) => Err(LogError::Snapshot {
+                    partition: p,
+                    why: e.to_string(),
+                }),
+            },
+        )
+        .map_err(|e| e.to_string())?;
+        let cp = Checkpoint {
+            next: m.next,
+            fence: m.fence,
+        };
+        if !standby
+            .apply(&self.store, p, Vec::new(), &cp)
+            .map_err(|e| e.to_string())?
+        {
+            return Err(taken());
+        }
+        tracing::info!(partition = %p, next = m.next, keys = m.keys, written_by = %m.broker,
+            took_ms = t0.elapsed().as_millis() as u64,
+            "standing by for a state partition from its latest snapshot (tailing its changelog \
+             after it)");
+        Ok(cp)
+    }
+
     /// Drops the copies whose position the changelog no longer holds (trimmed past them):
-    /// a take-over of theirs loads a snapshot instead.
+    /// the next check starts them again from the latest snapshot.
     fn drop_trimmed(&mut self) {
         let behind: Vec<PartitionId> = self
             .copies
@@ -164,11 +253,11 @@ impl Tail {
             .map(|(p, _)| *p)
             .collect();
         for p in behind {
-            tracing::warn!(partition = %p,
-                "the changelog was trimmed past this standby copy; no longer a standby for it");
+            tracing::info!(partition = %p,
+                "the changelog was trimmed past this standby copy; it starts again from the \
+                 latest snapshot");
             self.copies.remove(&p);
             self.shared.standby.forget(p);
-            self.refused.insert(p);
         }
         self.assign();
     }
@@ -239,7 +328,7 @@ impl Tail {
                         "unreadable changelog record; no longer a standby for this partition");
                     self.copies.remove(&p);
                     self.shared.standby.forget(p);
-                    self.refused.insert(p);
+                    self.refused.insert(p, self.latest(p));
                     writes.remove(&p);
                     closed = true;
                 }
