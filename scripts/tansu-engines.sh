@@ -15,19 +15,19 @@ cd "$(dirname "$0")/.."
 
 CACHE="${FLOWBROKER_CACHE:-$HOME/.cache/flowbroker}"
 TOOL=tools/tansu
-STAMP="$(cat $TOOL/Cargo.toml $TOOL/Cargo.lock $TOOL/src/main.rs $TOOL/*.patch | sha256sum | cut -c1-12)"
+STAMP="$(cat scripts/tansu-engines.sh $TOOL/Cargo.toml $TOOL/Cargo.lock $TOOL/src/main.rs $TOOL/*.patch | sha256sum | cut -c1-12)"
 ROOT="$CACHE/tansu-engines-$STAMP"
 BIN="$ROOT/bin/tansu"
 STORAGE=tansu-storage-0.6.0
 STORAGE_SHA=720d2ed8e6010c70f7f06e5af5a7274ebbf6e42fdcd9e46de542b10dc4d2f35d
 
-if [ ! -x "$BIN" ]; then
+build() {
   echo "building tansu 0.6.0 with the sqlite and slatedb engines (once; about 15 min)" >&2
   tmp="$(mktemp -d)"
   trap 'rm -rf "$tmp"' EXIT
-  # the crate to patch: from cargo's download cache, or from crates.io
+  # the crate to patch: from cargo's download cache when it is intact, else from crates.io
   crate="$(ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/$STORAGE.crate 2>/dev/null | head -1 || true)"
-  if [ -z "$crate" ]; then
+  if [ -z "$crate" ] || [ "$(sha256sum "$crate" | cut -d' ' -f1)" != "$STORAGE_SHA" ]; then
     crate="$tmp/$STORAGE.crate"
     curl -sSfL -o "$crate" "https://static.crates.io/crates/tansu-storage/$STORAGE.crate"
   fi
@@ -36,16 +36,26 @@ if [ ! -x "$BIN" ]; then
     echo "error: $crate has sha256 $got, expected $STORAGE_SHA" >&2
     exit 1
   fi
+  tar xzf "$crate" -C "$tmp"
+  (cd "$tmp/$STORAGE" && git apply -p2 "$OLDPWD/$TOOL/slate-retry.patch")
   rm -rf "$TOOL/vendor"
   mkdir -p "$TOOL/vendor"
-  tar xzf "$crate" -C "$tmp"
-  patch --batch -s -p2 -d "$tmp/$STORAGE" < "$TOOL/slate-retry.patch"
   mv "$tmp/$STORAGE" "$TOOL/vendor/tansu-storage"
-  build="$CACHE/tansu-engines-build"
-  CARGO_TARGET_DIR="$build" cargo build --release --locked --manifest-path $TOOL/Cargo.toml >&2
+  local out="$CACHE/tansu-engines-build"
+  CARGO_TARGET_DIR="$out" cargo build --release --locked --manifest-path $TOOL/Cargo.toml >&2
   mkdir -p "$ROOT/bin"
-  cp "$build/release/tansu" "$BIN.tmp"
+  cp "$out/release/tansu" "$BIN.tmp"
   mv "$BIN.tmp" "$BIN"
-  rm -rf "$build"
+  rm -rf "$out"
+}
+
+if [ ! -x "$BIN" ]; then
+  mkdir -p "$CACHE"
+  # one build at a time (tests run this script in parallel); the others wait and reuse it
+  exec 9>"$CACHE/tansu-engines.lock"
+  flock 9
+  if [ ! -x "$BIN" ]; then
+    build
+  fi
 fi
 echo "$BIN"

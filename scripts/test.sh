@@ -14,7 +14,7 @@ mkdir -p "$CARGO_TARGET_DIR"
 scripts/install-deps.sh
 export FLOWBROKER_TANSU="$(scripts/tansu.sh)"
 # tansu with the sqlite and slatedb engines, for the tests that restart Kafka and trim the
-# changelog (built once, about 12 min)
+# changelog (built once, about 15 min)
 export FLOWBROKER_TANSU_ENGINES="$(scripts/tansu-engines.sh)"
 # AWS's durable execution SDK for Python, in a virtualenv (the durable-function tests' host)
 export FLOWBROKER_DURABLE_PYTHON="$(scripts/durable-sdk.sh)"

@@ -396,8 +396,9 @@ pub struct ClusterConfig {
     /// never by time).
     pub snapshot_interval_ms: u64,
     /// After a snapshot, delete the changelog records before it and the snapshot records
-    /// before it (DeleteRecords). A refusal is logged and asked again after 30 s, the wait
-    /// doubling while refusals continue, up to an hour (a broker that does not implement it).
+    /// before it (DeleteRecords). After a refusal no snapshot asks for 30 s, the wait
+    /// doubling while refusals continue, up to an hour (a broker that does not implement it);
+    /// the first snapshot after the wait trims everything before it.
     pub trim_changelog: bool,
     /// After a restart on the same `data_dir`, take back at once the state partitions this
     /// broker held last (nobody wrote to them since) and read its last input partitions, before

@@ -67,8 +67,10 @@
 //!   broker owns), the work reader, the producer (outbox -> Kafka, acks back to the core), the
 //!   changelog log ([`cluster::Log`]), the owners topic (claims and snapshot manifests
 //!   published and read), the snapshot writer ([`kafka::snapshots`]), resuming after a
-//!   restart (`kafka::resume`), standby copies (`kafka::standby`), the definitions topic,
-//!   topic creation; [`cloudevent`] converts SDK events.
+//!   restart (`kafka::resume`), standby copies (`kafka::standby`, started from a snapshot
+//!   where the changelog was trimmed), reading a partition's range in order (the changelog,
+//!   a snapshot's chunks: `kafka::scan`), the definitions topic, topic creation;
+//!   [`cloudevent`] converts SDK events.
 //! - [`http`]: CloudEvents HTTP ingress, admin API (requests about another broker's
 //!   partitions are forwarded to it), workflow definitions and graphs, the web console
 //!   (`/ui/`, assets built in), health, Prometheus [`metrics`]; bearer-token access (header or

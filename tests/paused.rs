@@ -149,6 +149,11 @@ fn a_sigstopped_owner_resumed_after_its_partitions_moved_sends_nothing() {
         N + 50
     );
     assert!(by_b > 0, "b produced part of the stream");
+    assert!(
+        resent > 0,
+        "the freeze left committed effects unsent ({pending} pending just before it): b must \
+         have re-sent some of a's"
+    );
     // whatever a appended but held back, b sent: every event has its pong, each id once or
     // re-sent with the same id
     assert_eq!(distinct(&all), N + 50);

@@ -10,6 +10,16 @@ use std::collections::BTreeMap;
 use support::*;
 
 const PARTITIONS: u16 = 4;
+
+/// The tests here run one at a time: the standby test's timing (copies made while the group
+/// waits out a session) should not compete with the other for two cores.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 const CHANGELOG: &str = "flowbroker.changelog";
 const SNAPSHOTS: &str = "flowbroker.snapshots";
 
@@ -31,6 +41,7 @@ fn changelog(kafka: &Kafka) -> Vec<(i64, i64)> {
 
 #[test]
 fn snapshots_trim_the_changelog_under_load_and_a_fresh_broker_restores_from_them() {
+    let _one = one_at_a_time();
     const WAVES: usize = 6;
     const PER_WAVE: usize = 40;
     const N: usize = WAVES * PER_WAVE;
@@ -155,6 +166,7 @@ fn snapshots_trim_the_changelog_under_load_and_a_fresh_broker_restores_from_them
 /// snapshot. (Two live members cannot share a group on tansu's slatedb engine: docs/kafka.md.)
 #[test]
 fn a_standby_with_an_empty_store_starts_from_the_snapshot_where_the_changelog_was_trimmed() {
+    let _one = one_at_a_time();
     const N: usize = 80;
     let kafka = Kafka::start_trimming();
     let out = kafka.collect(&["flowbroker.lifecycle"]);

@@ -14,10 +14,20 @@ use crate::store::{Store, StoreError, Table, Write};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
+/// A snapshot load into a copy, from [`Standby::reset`] on.
+#[derive(Debug)]
+pub struct Lease {
+    partition: PartitionId,
+    takes: u64,
+}
+
 #[derive(Debug, Default)]
 pub struct Standby {
     /// Partitions the core owns or is taking over.
     taken: Mutex<BTreeSet<PartitionId>>,
+    /// Per partition: how many times the core took it (a snapshot load spans many writes; a
+    /// take-over and a give-back between two of them must end it).
+    takes: Mutex<BTreeMap<PartitionId, u64>>,
     /// Per partition stood by for: the changelog offset its copy has reached.
     positions: Mutex<BTreeMap<PartitionId, i64>>,
 }
@@ -27,8 +37,18 @@ impl Standby {
     pub fn take(&self, p: PartitionId) {
         if let Ok(mut t) = self.taken.lock() {
             t.insert(p);
+            if let Ok(mut n) = self.takes.lock() {
+                *n.entry(p).or_default() += 1;
+            }
         }
         self.forget(p);
+    }
+
+    fn takes(&self, p: PartitionId) -> u64 {
+        self.takes
+            .lock()
+            .map(|n| n.get(&p).copied().unwrap_or(0))
+            .unwrap_or(u64::MAX)
     }
 
     /// The core let `p` go: a standby may copy it again.
@@ -77,38 +97,58 @@ impl Standby {
 
     /// Empties the copy of `p` before a snapshot is loaded into it, its checkpoint first (so
     /// a crash midway, or a take-over between the snapshot's chunks, finds nothing applied
-    /// and loads a snapshot itself); whether it did (not when the core has taken `p`).
-    pub fn reset(&self, store: &Store, p: PartitionId) -> Result<bool, StoreError> {
+    /// and loads a snapshot itself). `None` when the core has taken `p`; otherwise the lease
+    /// the load's writes go under ([`Standby::load`]). The clearing holds the lock the core's
+    /// [`Standby::take`] waits on: for a copy a trim overtook, that is the time of deleting
+    /// its keys, which a take-over loading the snapshot would spend too.
+    pub fn reset(&self, store: &Store, p: PartitionId) -> Result<Option<Lease>, StoreError> {
         let Ok(taken) = self.taken.lock() else {
-            return Ok(false);
+            return Ok(None);
         };
         if taken.contains(&p) {
-            return Ok(false);
+            return Ok(None);
         }
         store.apply(
             &[node_write(&checkpoint_key(p), &Checkpoint::default())],
             true,
         )?;
         store.clear(crate::store::Scope::Partition(p.0))?;
+        let lease = Lease {
+            partition: p,
+            takes: self.takes(p),
+        };
         drop(taken);
-        Ok(true)
+        Ok(Some(lease))
     }
 
-    /// Writes part of a snapshot to the copy of `p` (emptied by [`Standby::reset`]), its
-    /// checkpoint unchanged, unless the core has taken `p`; whether it did.
+    /// Writes part of a snapshot to the copy emptied by [`Standby::reset`] (and with `done`,
+    /// the checkpoint the copy then stands on), unless the core has taken the partition since
+    /// the reset, even if it gave it back; whether it did.
     pub fn load(
         &self,
         store: &Store,
-        p: PartitionId,
+        lease: &Lease,
         writes: &[Write],
+        done: Option<&Checkpoint>,
     ) -> Result<bool, StoreError> {
+        let p = lease.partition;
         let Ok(taken) = self.taken.lock() else {
             return Ok(false);
         };
-        if taken.contains(&p) {
+        if taken.contains(&p) || self.takes(p) != lease.takes {
             return Ok(false);
         }
-        store.apply(writes, false)?;
+        match done {
+            None => store.apply(writes, false)?,
+            Some(cp) => {
+                let mut all = writes.to_vec();
+                all.push(node_write(&checkpoint_key(p), cp));
+                store.apply(&all, false)?;
+                if let Ok(mut pos) = self.positions.lock() {
+                    pos.insert(p, cp.next);
+                }
+            }
+        }
         drop(taken);
         Ok(true)
     }
@@ -167,21 +207,23 @@ mod tests {
         assert_eq!(Standby::checkpoint(&store, p).unwrap().next, 10);
 
         // the changelog was trimmed past it: the copy is emptied, then the snapshot loaded
-        assert!(s.reset(&store, p).unwrap());
+        let lease = s.reset(&store, p).unwrap().expect("not taken");
         assert_eq!(count(&store, p), 0, "the old copy is gone");
         assert_eq!(
             Standby::checkpoint(&store, p).unwrap(),
             Checkpoint::default()
         );
-        assert!(s.load(&store, p, &instance(&store, p, "a")).unwrap());
+        let a = instance(&store, p, "a");
+        assert!(s.load(&store, &lease, &a, None).unwrap());
         // the core takes the partition over between two chunks
         s.take(p);
-        assert!(!s.load(&store, p, &instance(&store, p, "b")).unwrap());
+        let b = instance(&store, p, "b");
+        assert!(!s.load(&store, &lease, &b, None).unwrap());
         let at = Checkpoint {
             next: 40,
             fence: Some(2),
         };
-        assert!(!s.apply(&store, p, Vec::new(), &at).unwrap());
+        assert!(!s.load(&store, &lease, &[], Some(&at)).unwrap());
         // the take-over finds nothing applied (so it loads the snapshot itself)
         assert_eq!(
             Standby::checkpoint(&store, p).unwrap(),
@@ -192,15 +234,24 @@ mod tests {
             1,
             "only the chunk written before the take-over"
         );
-        assert!(!s.reset(&store, p).unwrap(), "nor is it emptied again");
-
-        // let go: a copy may be made again, and stands on the snapshot once it is in
+        assert!(
+            s.reset(&store, p).unwrap().is_none(),
+            "nor is it emptied again"
+        );
+        // given back: the load that began before the take-over stays ended
         s.give_back(p);
-        assert!(s.reset(&store, p).unwrap());
-        assert!(s.load(&store, p, &instance(&store, p, "a")).unwrap());
-        assert!(s.load(&store, p, &instance(&store, p, "b")).unwrap());
-        assert!(s.apply(&store, p, Vec::new(), &at).unwrap());
+        assert!(!s.load(&store, &lease, &b, Some(&at)).unwrap());
+        assert_eq!(
+            Standby::checkpoint(&store, p).unwrap(),
+            Checkpoint::default()
+        );
+
+        // a new load: the copy stands on the snapshot once it is in
+        let lease = s.reset(&store, p).unwrap().expect("given back");
+        assert!(s.load(&store, &lease, &a, None).unwrap());
+        assert!(s.load(&store, &lease, &b, Some(&at)).unwrap());
         assert_eq!(Standby::checkpoint(&store, p).unwrap(), at);
+        assert_eq!(s.positions().get(&p), Some(&40));
         assert_eq!(count(&store, p), 2);
     }
 }

@@ -61,6 +61,14 @@ fn scan_assigned(
         };
         let m = match m {
             Ok(m) => m,
+            Err(rdkafka::error::KafkaError::MessageConsumption(
+                rdkafka::types::RDKafkaErrorCode::AutoOffsetReset,
+            )) => {
+                // a reader that may not jump (`auto.offset.reset = error`): `from` is gone
+                return Err(fail(format!(
+                    "the records from offset {from} were deleted; a newer snapshot replaced them"
+                )));
+            }
             Err(e) => {
                 tracing::warn!(partition = %partition, error = %e,
                         "reading failed; retrying until the read deadline");

@@ -261,7 +261,7 @@ impl Thread {
                 true
             }
             Some(why) => {
-                refusals.in_a_row += 1;
+                refusals.in_a_row = refusals.in_a_row.saturating_add(1);
                 let wait = TRIM_BACKOFF
                     .saturating_mul(1 << (refusals.in_a_row - 1).min(16))
                     .min(TRIM_BACKOFF_MAX);

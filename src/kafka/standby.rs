@@ -25,6 +25,9 @@ use std::time::{Duration, Instant};
 
 /// How often the set of partitions stood by for is worked out again.
 const RECHECK: Duration = Duration::from_secs(1);
+/// How long a partition that could not be stood by for waits before it is tried again,
+/// when no newer snapshot was announced meanwhile.
+const RETRY_REFUSED: Duration = Duration::from_secs(300);
 /// Records read before they are written to the store, at most.
 const BATCH: usize = 500;
 
@@ -41,9 +44,10 @@ struct Tail {
     /// Per partition stood by for: where its copy stands.
     copies: BTreeMap<PartitionId, Checkpoint>,
     /// Partitions not stood by for although the rule says so (their changelog was trimmed
-    /// past this store's copy and no snapshot could replace it), with the `next` of the
-    /// latest snapshot known then (-1: none): tried again once a newer one is announced.
-    refused: BTreeMap<PartitionId, i64>,
+    /// past this store's copy and no snapshot could replace it, or a record was unreadable),
+    /// with the `next` of the snapshot tried (-1: none) and when: tried again once a newer
+    /// snapshot is announced, or after [`RETRY_REFUSED`].
+    refused: BTreeMap<PartitionId, (i64, Instant)>,
 }
 
 /// Starts the standby thread when `cluster.standby_replicas` is above 0.
@@ -130,7 +134,7 @@ impl Tail {
         let refused: BTreeSet<PartitionId> = self
             .refused
             .iter()
-            .filter(|(p, known)| self.latest(**p) == **known)
+            .filter(|(p, (tried, at))| self.latest(**p) == *tried && at.elapsed() < RETRY_REFUSED)
             .map(|(p, _)| *p)
             .collect();
         let want: BTreeSet<PartitionId> = want.difference(&refused).copied().collect();
@@ -161,11 +165,12 @@ impl Tail {
                             self.shared.standby.started(*p, cp.next);
                             self.copies.insert(*p, cp);
                         }
-                        Err(why) => {
+                        Err((why, tried)) => {
                             tracing::info!(partition = %p, copy = cp.next, changelog_start = start,
                                 why, "not standing by for a partition whose changelog was \
-                                trimmed past this store's copy");
-                            self.refused.insert(*p, self.latest(*p));
+                                trimmed past this store's copy (tried again when a newer \
+                                snapshot is announced, or in 5 minutes)");
+                            self.refused.insert(*p, (tried, Instant::now()));
                         }
                     }
                 }
@@ -183,33 +188,39 @@ impl Tail {
     }
 
     /// Replaces the copy of `p` with its latest snapshot, when the changelog (which starts at
-    /// `start`) holds everything after it; where the copy then stands, or why not.
-    fn copy_snapshot(&self, p: PartitionId, start: i64) -> Result<Checkpoint, String> {
+    /// `start`) holds everything after it; where the copy then stands, or why not and the
+    /// `next` of the snapshot tried (-1: none known).
+    fn copy_snapshot(&self, p: PartitionId, start: i64) -> Result<Checkpoint, (String, i64)> {
         let m = self
             .shared
             .directory
             .read()
             .ok()
             .and_then(|d| d.snapshot(p).cloned())
-            .ok_or("no snapshot of it is known yet")?;
+            .ok_or(("no snapshot of it is known yet".to_string(), -1))?;
+        let tried = m.next;
+        let why = |e: String| (e, tried);
         if m.next < start {
-            return Err(format!(
+            return Err(why(format!(
                 "its latest snapshot (changelog offset {}) is older than the changelog's start",
                 m.next
-            ));
+            )));
         }
         let t0 = Instant::now();
-        let reader: BaseConsumer = self.config.create().map_err(|e| e.to_string())?;
+        let reader: BaseConsumer = self.config.create().map_err(|e| why(e.to_string()))?;
         let standby = &self.shared.standby;
         let taken = || String::from("the core took it over meanwhile");
-        if !standby.reset(&self.store, p).map_err(|e| e.to_string())? {
-            return Err(taken());
-        }
+        let Some(lease) = standby
+            .reset(&self.store, p)
+            .map_err(|e| why(e.to_string()))?
+        else {
+            return Err(why(taken()));
+        };
         read_snapshot(
             &reader,
             &self.snapshot_topic,
             &m,
-            &mut |writes| match standby.load(&self.store, p, &writes) {
+            &mut |writes| match standby.load(&self.store, &lease, &writes, None) {
                 Ok(true) => Ok(()),
                 Ok(false) => Err(LogError::Snapshot {
                     partition: p,
@@ -221,16 +232,16 @@ impl Tail {
                 }),
             },
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| why(e.to_string()))?;
         let cp = Checkpoint {
             next: m.next,
             fence: m.fence,
         };
         if !standby
-            .apply(&self.store, p, Vec::new(), &cp)
-            .map_err(|e| e.to_string())?
+            .load(&self.store, &lease, &[], Some(&cp))
+            .map_err(|e| why(e.to_string()))?
         {
-            return Err(taken());
+            return Err(why(taken()));
         }
         tracing::info!(partition = %p, next = m.next, keys = m.keys, written_by = %m.broker,
             took_ms = t0.elapsed().as_millis() as u64,
@@ -328,7 +339,7 @@ impl Tail {
                         "unreadable changelog record; no longer a standby for this partition");
                     self.copies.remove(&p);
                     self.shared.standby.forget(p);
-                    self.refused.insert(p, self.latest(p));
+                    self.refused.insert(p, (self.latest(p), Instant::now()));
                     writes.remove(&p);
                     closed = true;
                 }
