@@ -36,6 +36,22 @@ struct Sample {
     kept: i64,
 }
 
+impl Sample {
+    /// One line of the table.
+    fn row(&self) -> String {
+        format!(
+            "{:>7.0} {:>10} {:>12} {:>10} {:>9} {:>8.1} {:>18}",
+            self.at,
+            self.consumed,
+            self.dedupe,
+            self.finished,
+            self.lag,
+            self.rss_mib,
+            format!("{}/{}", self.kept, self.written)
+        )
+    }
+}
+
 fn sample(b: &Broker, kafka: &Kafka, t0: Instant) -> Sample {
     let m = b.metrics();
     let marks = kafka.all_watermarks("flowbroker.changelog");
@@ -117,16 +133,7 @@ fn main() {
         // sampling on a period, not waiting for a condition
         std::thread::sleep(every);
         let s = sample(&broker, &kafka, t0);
-        println!(
-            "{:>7.0} {:>10} {:>12} {:>10} {:>9} {:>8.1} {:>18}",
-            s.at,
-            s.consumed,
-            s.dedupe,
-            s.finished,
-            s.lag,
-            s.rss_mib,
-            format!("{}/{}", s.kept, s.written)
-        );
+        println!("{}", s.row());
         samples.push(s);
     }
     publisher.join().unwrap();
@@ -166,16 +173,7 @@ fn main() {
         std::thread::sleep(every);
         let s = sample(&broker, &kafka, t0);
         let produced = pongs(&broker.metrics());
-        println!(
-            "{:>7.0} {:>10} {:>12} {:>10} {:>9} {:>8.1} {:>18}  (draining: {produced} produced)",
-            s.at,
-            s.consumed,
-            s.dedupe,
-            s.finished,
-            s.lag,
-            s.rss_mib,
-            format!("{}/{}", s.kept, s.written)
-        );
+        println!("{}  (draining: {produced} produced)", s.row());
         let done = produced >= n as i64 && s.consumed >= n as i64;
         samples.push(s);
         if done {

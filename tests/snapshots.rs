@@ -4,18 +4,9 @@
 //! was: status, state, data and history.
 
 mod support;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use support::*;
-
-/// What must survive a restore, per instance.
-fn state(b: &Broker, id: &str) -> Value {
-    let v = b.instance(id);
-    json!({
-        "status": v["status"], "state": v["state"], "data": v["data"],
-        "history": v["history"].as_array().map(Vec::len), "version": v["version"],
-    })
-}
 
 #[test]
 fn a_broker_with_an_empty_data_dir_restores_every_instance_from_snapshots_and_a_tail() {
@@ -44,16 +35,8 @@ fn a_broker_with_an_empty_data_dir_restores_every_instance_from_snapshots_and_a_
         send_order(&p, "order.paid", i);
     }
     out.wait_events("flowbroker.instance.completed", N / 2, 60);
-    let ids: Vec<String> = started
-        .iter()
-        .map(|e| {
-            e.data.as_ref().unwrap()["instanceId"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    let before: BTreeMap<&String, Value> = ids.iter().map(|id| (id, state(&a, id))).collect();
+    let ids = instance_ids(&started);
+    let before: BTreeMap<&String, Value> = ids.iter().map(|id| (id, restorable(&a, id))).collect();
     a.kill();
 
     // a new broker, a new data directory: everything comes from Kafka
@@ -81,7 +64,7 @@ fn a_broker_with_an_empty_data_dir_restores_every_instance_from_snapshots_and_a_
             .join("\n")
     );
     for id in &ids {
-        assert_eq!(state(&b, id), before[id], "{id} after the restore");
+        assert_eq!(restorable(&b, id), before[id], "{id} after the restore");
     }
     // the restored correlation index still routes: the rest of the orders complete
     for i in N / 2..N {

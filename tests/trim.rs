@@ -5,7 +5,7 @@
 //! load every partition's snapshot, and every instance comes back as it was.
 
 mod support;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use support::*;
 
@@ -22,15 +22,6 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 const CHANGELOG: &str = "flowbroker.changelog";
 const SNAPSHOTS: &str = "flowbroker.snapshots";
-
-/// What must survive a restore, per instance.
-fn state(b: &Broker, id: &str) -> Value {
-    let v = b.instance(id);
-    json!({
-        "status": v["status"], "state": v["state"], "data": v["data"],
-        "history": v["history"].as_array().map(Vec::len), "version": v["version"],
-    })
-}
 
 /// Per changelog partition: (first offset still held, next offset).
 fn changelog(kafka: &Kafka) -> Vec<(i64, i64)> {
@@ -110,16 +101,8 @@ fn snapshots_trim_the_changelog_under_load_and_a_fresh_broker_restores_from_them
     );
 
     let started = out.wait_events("flowbroker.instance.started", N, 60);
-    let ids: Vec<String> = started
-        .iter()
-        .map(|e| {
-            e.data.as_ref().unwrap()["instanceId"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    let before: BTreeMap<&String, Value> = ids.iter().map(|id| (id, state(&a, id))).collect();
+    let ids = instance_ids(&started);
+    let before: BTreeMap<&String, Value> = ids.iter().map(|id| (id, restorable(&a, id))).collect();
     a.kill();
 
     // a new broker, a new data directory: the changelog no longer starts at 0, so each
@@ -139,7 +122,7 @@ fn snapshots_trim_the_changelog_under_load_and_a_fresh_broker_restores_from_them
         "every partition restored from a snapshot: {log}"
     );
     for id in &ids {
-        assert_eq!(state(&b, id), before[id], "{id} after the restore");
+        assert_eq!(restorable(&b, id), before[id], "{id} after the restore");
     }
     // the restored correlation index still routes: every unpaid order completes, once
     let paid = (WAVES - 1) * PER_WAVE / 2;
@@ -193,16 +176,8 @@ fn a_standby_with_an_empty_store_starts_from_the_snapshot_where_the_changelog_wa
             .then_some(())
     });
     let started = out.wait_events("flowbroker.instance.started", N, 60);
-    let ids: Vec<String> = started
-        .iter()
-        .map(|e| {
-            e.data.as_ref().unwrap()["instanceId"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
-    let before: BTreeMap<&String, Value> = ids.iter().map(|id| (id, state(&a, id))).collect();
+    let ids = instance_ids(&started);
+    let before: BTreeMap<&String, Value> = ids.iter().map(|id| (id, restorable(&a, id))).collect();
     a.kill();
 
     // b starts with an empty store; the changelogs no longer start at 0. It makes its copies
@@ -247,7 +222,7 @@ fn a_standby_with_an_empty_store_starts_from_the_snapshot_where_the_changelog_wa
     );
     // every instance is there as it was, and every order completes once
     for id in &ids {
-        assert_eq!(state(&b, id), before[id], "{id} after the failover");
+        assert_eq!(restorable(&b, id), before[id], "{id} after the failover");
     }
     for i in 0..N {
         send_order(&p, "order.paid", i);

@@ -144,55 +144,36 @@ impl Kafka {
             Ok("slatedb") => return Kafka::start_trimming(),
             _ => {}
         }
-        let bin = tansu_binary();
-        let port = free_port();
-        let url = format!("tcp://127.0.0.1:{port}");
-        let child = Command::new(&bin)
-            .args([
-                "broker",
-                "--listener-url",
-                &url,
-                "--advertised-listener-url",
-                &url,
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
-        wait_for(20, "tansu to listen", || {
-            std::net::TcpStream::connect(("127.0.0.1", port)).ok()
-        });
-        let k = Kafka {
-            proc: Proc::Tansu(child),
-            port,
-        };
-        for t in TOPICS {
-            k.create_topic(t, 3);
-        }
-        k
+        Kafka::tansu(&tansu_binary(), &[])
     }
 
     /// A tansu whose storage engine (slatedb, in memory) implements DeleteRecords, so a
     /// changelog can be trimmed; the default engine refuses it (docs/kafka.md).
     pub fn start_trimming() -> Kafka {
-        let bin = tansu_engines_binary();
+        Kafka::tansu(
+            &tansu_engines_binary(),
+            &["--storage-engine", "slatedb://memory"],
+        )
+    }
+
+    /// tansu `bin` with `args` on a free port, with the tests' topics.
+    fn tansu(bin: &Path, args: &[&str]) -> Kafka {
         let port = free_port();
         let url = format!("tcp://127.0.0.1:{port}");
-        let child = Command::new(&bin)
+        let child = Command::new(bin)
             .args([
                 "broker",
                 "--listener-url",
                 &url,
                 "--advertised-listener-url",
                 &url,
-                "--storage-engine",
-                "slatedb://memory",
             ])
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
-        wait_for(20, "tansu (slatedb) to listen", || {
+        wait_for(20, "tansu to listen", || {
             std::net::TcpStream::connect(("127.0.0.1", port)).ok()
         });
         let k = Kafka {
@@ -376,6 +357,14 @@ impl Kafka {
 
 impl Drop for Kafka {
     fn drop(&mut self) {
+        if let (true, Proc::Persistent(_, _, dir)) = (std::thread::panicking(), &self.proc) {
+            let log = std::fs::read_to_string(dir.path().join("tansu.log")).unwrap_or_default();
+            let tail: Vec<&str> = log.lines().rev().take(60).collect();
+            eprintln!("---- tansu log (last lines) ----");
+            for l in tail.iter().rev() {
+                eprintln!("{l}");
+            }
+        }
         match &mut self.proc {
             Proc::Tansu(child) | Proc::Persistent(Some(child), ..) => {
                 let _ = child.kill();
@@ -487,6 +476,29 @@ pub struct Publisher {
 /// correlation `key` both `key`.
 pub fn ping(key: &str, data: Value) -> Event {
     event(key, "/bench", "bench.ping", &[("key", key)], data)
+}
+
+/// What a restore must bring back of an instance: status, state, data, history length and
+/// version, as `b` answers them.
+pub fn restorable(b: &Broker, id: &str) -> Value {
+    let v = b.instance(id);
+    json!({
+        "status": v["status"], "state": v["state"], "data": v["data"],
+        "history": v["history"].as_array().map(Vec::len), "version": v["version"],
+    })
+}
+
+/// The instance ids of `flowbroker.instance.started` lifecycle events.
+pub fn instance_ids(started: &[Event]) -> Vec<String> {
+    started
+        .iter()
+        .map(|e| {
+            e.data.as_ref().unwrap()["instanceId"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
 }
 
 /// A number field of a broker's log line (`partition=3` -> 3); -1 when the line has none.
