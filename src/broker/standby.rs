@@ -22,12 +22,23 @@ pub struct Lease {
 }
 
 #[derive(Debug, Default)]
-pub struct Standby {
-    /// Partitions the core owns or is taking over.
-    taken: Mutex<BTreeSet<PartitionId>>,
+struct Taken {
+    now: BTreeSet<PartitionId>,
     /// Per partition: how many times the core took it (a snapshot load spans many writes; a
     /// take-over and a give-back between two of them must end it).
-    takes: Mutex<BTreeMap<PartitionId, u64>>,
+    times: BTreeMap<PartitionId, u64>,
+}
+
+impl Taken {
+    fn times(&self, p: PartitionId) -> u64 {
+        self.times.get(&p).copied().unwrap_or(0)
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct Standby {
+    /// Partitions the core owns or is taking over, and how often each was taken.
+    taken: Mutex<Taken>,
     /// Per partition stood by for: the changelog offset its copy has reached.
     positions: Mutex<BTreeMap<PartitionId, i64>>,
 }
@@ -36,31 +47,22 @@ impl Standby {
     /// The core is taking `p` over: no standby write reaches it after this returns.
     pub fn take(&self, p: PartitionId) {
         if let Ok(mut t) = self.taken.lock() {
-            t.insert(p);
-            if let Ok(mut n) = self.takes.lock() {
-                *n.entry(p).or_default() += 1;
-            }
+            t.now.insert(p);
+            *t.times.entry(p).or_default() += 1;
         }
         self.forget(p);
-    }
-
-    fn takes(&self, p: PartitionId) -> u64 {
-        self.takes
-            .lock()
-            .map(|n| n.get(&p).copied().unwrap_or(0))
-            .unwrap_or(u64::MAX)
     }
 
     /// The core let `p` go: a standby may copy it again.
     pub fn give_back(&self, p: PartitionId) {
         if let Ok(mut t) = self.taken.lock() {
-            t.remove(&p);
+            t.now.remove(&p);
         }
     }
 
     /// The partitions the core owns or is taking over.
     pub fn taken(&self) -> BTreeSet<PartitionId> {
-        self.taken.lock().map(|t| t.clone()).unwrap_or_default()
+        self.taken.lock().map(|t| t.now.clone()).unwrap_or_default()
     }
 
     /// Where this store's copy of `p` stands.
@@ -83,7 +85,7 @@ impl Standby {
         let Ok(taken) = self.taken.lock() else {
             return Ok(false);
         };
-        if taken.contains(&p) {
+        if taken.now.contains(&p) {
             return Ok(false);
         }
         writes.push(node_write(&checkpoint_key(p), cp));
@@ -105,7 +107,7 @@ impl Standby {
         let Ok(taken) = self.taken.lock() else {
             return Ok(None);
         };
-        if taken.contains(&p) {
+        if taken.now.contains(&p) {
             return Ok(None);
         }
         store.apply(
@@ -115,7 +117,7 @@ impl Standby {
         store.clear(crate::store::Scope::Partition(p.0))?;
         let lease = Lease {
             partition: p,
-            takes: self.takes(p),
+            takes: taken.times(p),
         };
         drop(taken);
         Ok(Some(lease))
@@ -135,7 +137,7 @@ impl Standby {
         let Ok(taken) = self.taken.lock() else {
             return Ok(false);
         };
-        if taken.contains(&p) || self.takes(p) != lease.takes {
+        if taken.now.contains(&p) || taken.times(p) != lease.takes {
             return Ok(false);
         }
         match done {
