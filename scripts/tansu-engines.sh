@@ -8,8 +8,10 @@
 # file) adds `--storage-engine sqlite://FILE`, which keeps topics, records and group offsets
 # across a restart (tests/kafka_restart.rs), and `--storage-engine slatedb://memory`, which
 # deletes records before an offset on DeleteRecords (tests/trim.rs). Its tansu-storage is
-# patched so that a produce or DeleteRecords on slatedb is retried after a transaction
-# conflict instead of failing. docs/kafka.md has the details.
+# patched (tools/tansu/*.patch, in this order): a produce or DeleteRecords on slatedb is retried
+# after a transaction conflict instead of failing, and ListOffsets answers the log start offset
+# that DeleteRecords set instead of 0 once a partition's every record is deleted. docs/kafka.md
+# has the details.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,7 +39,9 @@ build() {
     exit 1
   fi
   tar xzf "$crate" -C "$tmp"
-  (cd "$tmp/$STORAGE" && git apply -p2 "$OLDPWD/$TOOL/slate-retry.patch")
+  for patch in slate-retry slate-earliest; do
+    (cd "$tmp/$STORAGE" && git apply -p2 "$OLDPWD/$TOOL/$patch.patch")
+  done
   rm -rf "$TOOL/vendor"
   mkdir -p "$TOOL/vendor"
   mv "$tmp/$STORAGE" "$TOOL/vendor/tansu-storage"

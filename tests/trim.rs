@@ -169,11 +169,14 @@ fn a_standby_with_an_empty_store_starts_from_the_snapshot_where_the_changelog_wa
         }
         out.wait_events("flowbroker.instance.started", (w + 1) * N / 4, 60);
     }
+    let mut seen = vec![];
     wait_for(60, "every changelog partition trimmed", || {
-        changelog(&kafka)
-            .iter()
-            .all(|(low, _)| *low > 0)
-            .then_some(())
+        let now = changelog(&kafka);
+        if now != seen {
+            eprintln!("changelog watermarks (low, high) by partition: {now:?}");
+            seen = now;
+        }
+        seen.iter().all(|(low, _)| *low > 0).then_some(())
     });
     let started = out.wait_events("flowbroker.instance.started", N, 60);
     let ids = instance_ids(&started);
