@@ -59,7 +59,8 @@
 //!   rounds in flight; a transaction's writes are its changelog batch; a partition's keys
 //!   exported as of one moment (snapshots).
 //! - [`cluster`]: scale-out (docs/scale.md): state partitions and ids that carry them, work
-//!   topic records with their source positions, changelog batches and fences, snapshots of
+//!   topic records with their source positions, changelog batches and fences (binary records,
+//!   format 1 JSON still read), snapshots of
 //!   a partition (chunks and manifests), the directory of which broker owns which
 //!   partition and where its latest snapshot is, a broker's lasting node id (resuming after a
 //!   restart) and which partitions it keeps standby copies of.

@@ -9,9 +9,10 @@
 //! The new owner restores up to its own fence before it writes anything, so every batch the
 //! zombie appended before that fence is part of the state it continues from.
 
+mod json;
+
 use crate::store::{Table, Write};
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 /// One record of the changelog.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,8 +30,13 @@ pub enum Entry {
 }
 
 /// The changelog record format this broker writes and the newest it reads. A record of a
-/// newer format is refused, never guessed at.
-pub const FORMAT: u32 = 1;
+/// newer format is refused, never guessed at. Format 2 is binary ([`MAGIC`], the format, then
+/// the record in postcard); format 1 was JSON and is still read.
+pub const FORMAT: u32 = 2;
+
+/// The first byte of a binary record: never the first byte of a JSON text (format 1 records
+/// start with `{`), nor of any UTF-8 text.
+const MAGIC: u8 = 0xFB;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ChangelogError {
@@ -44,125 +50,99 @@ pub enum ChangelogError {
     Version { offset: i64, found: u32 },
 }
 
-fn format_one() -> u32 {
-    1
-}
-
-/// The record as JSON. A plain struct, not a tagged enum: values are embedded as raw JSON,
-/// which serde cannot buffer through an internally tagged enum.
+/// A format 2 record, after its two leading bytes. Values are the store's bytes, carried as
+/// they are (no copy on decode: they borrow from the record).
 #[derive(Serialize, Deserialize)]
-struct Wire<'a> {
-    /// The record format ([`FORMAT`]); records from before it was written are format 1.
-    #[serde(default = "format_one")]
-    v: u32,
-    kind: Kind,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    owner: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    fence: Option<i64>,
-    /// A fence of a resumed partition (absent: `false`; older readers ignore it).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    provisional: bool,
-    /// `[table, key, value]`: a value may itself be `null` (a unit value), so deletes are a
-    /// list of their own rather than puts of `null`.
-    #[serde(borrow, default, skip_serializing_if = "Vec::is_empty")]
-    puts: Vec<(String, String, &'a RawValue)>,
-    /// `[table, key]`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    deletes: Vec<(String, String)>,
+enum Wire<'a> {
+    Fence {
+        owner: &'a str,
+        /// Written by a restarted broker resuming what it held last (see [`Entry::Fence`]).
+        provisional: bool,
+    },
+    Batch {
+        fence: i64,
+        #[serde(borrow)]
+        writes: Vec<WireWrite<'a>>,
+    },
 }
 
-#[derive(Serialize, Deserialize, PartialEq)]
-#[serde(rename_all = "camelCase")]
-enum Kind {
-    Fence,
-    Batch,
+/// One write of a format 2 batch: the table by name (stable across versions), the key, and
+/// the value (`None`: deleted).
+#[derive(Serialize, Deserialize)]
+struct WireWrite<'a> {
+    table: &'a str,
+    key: &'a str,
+    #[serde(borrow)]
+    value: Option<&'a serde_bytes::Bytes>,
 }
 
 impl Entry {
-    /// JSON: store values are JSON already and are embedded as they are.
+    /// Format 2: binary, the store's values embedded as they are.
     pub fn encode(&self) -> Vec<u8> {
         let wire = match self {
-            Entry::Fence { owner, provisional } => {
-                return serde_json::to_vec(&Wire {
-                    v: FORMAT,
-                    kind: Kind::Fence,
-                    owner: Some(owner.clone()),
-                    fence: None,
-                    provisional: *provisional,
-                    puts: vec![],
-                    deletes: vec![],
-                })
-                .expect("changelog entries serialize")
-            }
-            Entry::Batch { fence, writes } => (fence, writes),
+            Entry::Fence { owner, provisional } => Wire::Fence {
+                owner,
+                provisional: *provisional,
+            },
+            Entry::Batch { fence, writes } => Wire::Batch {
+                fence: *fence,
+                writes: writes
+                    .iter()
+                    .map(|w| WireWrite {
+                        table: w.table.name(),
+                        key: &w.key,
+                        value: w.value.as_deref().map(serde_bytes::Bytes::new),
+                    })
+                    .collect(),
+            },
         };
-        let (fence, writes) = wire;
-        let raw: Vec<(String, String, Box<RawValue>)> = writes
-            .iter()
-            .filter_map(|w| {
-                let v = w.value.as_ref()?;
-                let text = String::from_utf8_lossy(v).into_owned();
-                let raw = RawValue::from_string(text).expect("store values are JSON");
-                Some((w.table.name().to_string(), w.key.clone(), raw))
-            })
-            .collect();
-        serde_json::to_vec(&Wire {
-            v: FORMAT,
-            kind: Kind::Batch,
-            owner: None,
-            fence: Some(*fence),
-            provisional: false,
-            puts: raw
+        let size = match self {
+            Entry::Fence { owner, .. } => owner.len() + 16,
+            Entry::Batch { writes, .. } => writes
                 .iter()
-                .map(|(t, k, v)| (t.clone(), k.clone(), &**v))
-                .collect(),
-            deletes: writes
-                .iter()
-                .filter(|w| w.value.is_none())
-                .map(|w| (w.table.name().to_string(), w.key.clone()))
-                .collect(),
-        })
-        .expect("changelog entries serialize")
+                .map(|w| w.key.len() + w.value.as_ref().map_or(0, Vec::len) + 16)
+                .sum::<usize>(),
+        };
+        let mut out = Vec::with_capacity(size + 16);
+        out.extend_from_slice(&[MAGIC, FORMAT as u8]);
+        postcard::to_extend(&wire, out).expect("changelog entries serialize")
     }
 
     pub fn decode(offset: i64, bytes: &[u8]) -> Result<Entry, ChangelogError> {
         let corrupt = |why: String| ChangelogError::Corrupt { offset, why };
-        let wire: Wire<'_> = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
-        if wire.v > FORMAT {
+        let Some((&MAGIC, rest)) = bytes.split_first() else {
+            return json::decode(offset, bytes);
+        };
+        let (&found, body) = rest
+            .split_first()
+            .ok_or_else(|| corrupt("a record without its format".into()))?;
+        if u32::from(found) > FORMAT {
             return Err(ChangelogError::Version {
                 offset,
-                found: wire.v,
+                found: found.into(),
             });
         }
-        if wire.kind == Kind::Fence {
-            return Ok(Entry::Fence {
-                owner: wire.owner.unwrap_or_default(),
-                provisional: wire.provisional,
-            });
+        let wire: Wire<'_> = postcard::from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
+        match wire {
+            Wire::Fence { owner, provisional } => Ok(Entry::Fence {
+                owner: owner.to_string(),
+                provisional,
+            }),
+            Wire::Batch { fence, writes } => {
+                let writes = writes
+                    .into_iter()
+                    .map(|w| {
+                        Ok(Write {
+                            table: Table::from_name(w.table)
+                                .ok_or_else(|| corrupt(format!("unknown table {:?}", w.table)))?,
+                            key: w.key.to_string(),
+                            value: w.value.map(|v| v.to_vec()),
+                        })
+                    })
+                    .collect::<Result<_, ChangelogError>>()?;
+                Ok(Entry::Batch { fence, writes })
+            }
         }
-        let fence = wire
-            .fence
-            .ok_or_else(|| corrupt("a batch without `fence`".into()))?;
-        let table = |name: &str| {
-            Table::from_name(name).ok_or_else(|| corrupt(format!("unknown table {name:?}")))
-        };
-        let mut writes = Vec::with_capacity(wire.puts.len() + wire.deletes.len());
-        for (t, key, value) in wire.puts {
-            writes.push(Write {
-                table: table(&t)?,
-                key,
-                value: Some(value.get().as_bytes().to_vec()),
-            });
-        }
-        for (t, key) in wire.deletes {
-            writes.push(Write {
-                table: table(&t)?,
-                key,
-                value: None,
-            });
-        }
-        Ok(Entry::Batch { fence, writes })
     }
 }
 
@@ -221,52 +201,79 @@ mod tests {
     #[test]
     fn records_carry_their_format_and_a_newer_one_is_refused() {
         let bytes = fence("a").encode();
-        assert!(String::from_utf8_lossy(&bytes).contains("\"v\":1"));
-        // a record from before the format was written reads as format 1
+        assert_eq!(bytes[..2], [MAGIC, 2]);
+        // format 1 (JSON) records are still read
         let old = br#"{"kind":"batch","fence":4,"deletes":[["instances","k"]]}"#;
         assert!(matches!(
             Entry::decode(9, old),
             Ok(Entry::Batch { fence: 4, .. })
         ));
-        let newer = br#"{"v":2,"kind":"batch","fence":4}"#;
-        let e = Entry::decode(9, newer).unwrap_err();
+        let mut newer = batch(4, "k", None).encode();
+        newer[1] = 3;
+        let e = Entry::decode(9, &newer).unwrap_err();
         assert!(matches!(
             e,
             ChangelogError::Version {
                 offset: 9,
-                found: 2
+                found: 3
             }
         ));
         assert!(e.to_string().contains("upgrade every broker"), "{e}");
+        // a record cut short, or with an unknown table, is corrupt, not guessed at
+        let whole = batch(4, "k", Some("[1]")).encode();
+        for cut in [1, whole.len() - 1] {
+            let e = Entry::decode(9, &whole[..cut]).unwrap_err();
+            assert!(
+                matches!(e, ChangelogError::Corrupt { offset: 9, .. }),
+                "{e}"
+            );
+        }
+        let mut renamed = whole.clone();
+        let at = renamed.windows(9).position(|w| w == b"instances").unwrap();
+        renamed[at + 8] = b'Z';
+        let e = Entry::decode(9, &renamed).unwrap_err();
+        assert!(e.to_string().contains("unknown table"), "{e}");
     }
 
     #[test]
-    fn entries_round_trip_with_values_embedded_as_json() {
+    fn entries_round_trip_with_values_carried_as_they_are() {
         let e = batch(3, "p0001\u{1f}x", Some(r#"{"a":[1,2]}"#));
         let bytes = e.encode();
         assert!(
-            String::from_utf8_lossy(&bytes).contains(r#"{"a":[1,2]}"#),
-            "{}",
-            String::from_utf8_lossy(&bytes)
+            bytes.windows(11).any(|w| w == br#"{"a":[1,2]}"#),
+            "the value's bytes are in the record as they are"
         );
         assert_eq!(Entry::decode(9, &bytes).unwrap(), e);
         let d = batch(3, "k", None);
         assert_eq!(Entry::decode(9, &d.encode()).unwrap(), d);
-        // a unit value (`null`, as the waits index stores) is a put, not a delete
+        // a unit value (`null`, as the waits index stores) is a put, not a delete, and an
+        // empty value stays an empty value
         let unit = batch(3, "w", Some("null"));
         assert_eq!(Entry::decode(9, &unit.encode()).unwrap(), unit);
-        let f = Entry::Fence {
-            owner: "broker-a".into(),
-            provisional: false,
+        let empty = batch(3, "w", Some(""));
+        assert_eq!(Entry::decode(9, &empty.encode()).unwrap(), empty);
+        let many = Entry::Batch {
+            fence: -1,
+            writes: Table::ALL
+                .iter()
+                .enumerate()
+                .map(|(i, t)| Write {
+                    table: *t,
+                    key: format!("k{i}"),
+                    value: (i % 3 != 0).then(|| vec![b'x'; i * 100]),
+                })
+                .collect(),
         };
-        assert_eq!(Entry::decode(0, &f.encode()).unwrap(), f);
-        assert!(!String::from_utf8_lossy(&f.encode()).contains("provisional"));
-        let r = Entry::Fence {
-            owner: "broker-a".into(),
-            provisional: true,
-        };
-        assert_eq!(Entry::decode(0, &r.encode()).unwrap(), r);
+        assert_eq!(Entry::decode(9, &many.encode()).unwrap(), many);
+        for provisional in [false, true] {
+            let f = Entry::Fence {
+                owner: "broker-a".into(),
+                provisional,
+            };
+            assert_eq!(Entry::decode(0, &f.encode()).unwrap(), f);
+        }
         assert!(Entry::decode(4, b"{nope").is_err());
+        assert!(Entry::decode(4, b"").is_err());
     }
 
     /// A owns the partition (fence at 0); B takes over (fence at 3) while A, a zombie, still
