@@ -194,7 +194,6 @@ impl<'a, 's> Batch<'a, 's> {
             history: 0,
             trace: Some(trace),
         };
-        self.tx.put(Table::Instances, id, &rec)?;
         // the partition keeps the versions its instances run on: a broker that takes it over
         // runs them whatever its own workflows_dir holds (docs/scale.md)
         let vk = key(&[&wf.id, &wf.version]);
@@ -205,13 +204,11 @@ impl<'a, 's> Batch<'a, 's> {
         {
             self.tx.put(Table::Versions, &vk, &StoredVersion::of(wf))?;
         }
-        match self.apply_now(id, Input::Start { input, events })? {
-            Ok(()) => Ok(Ok(true)),
-            Err(e) => {
-                self.tx.delete(Table::Instances, id)?;
-                Ok(Err(e))
-            }
-        }
+        // applied as it is, not stored first and read back: the instance is written once,
+        // after its start, and not at all when the engine refuses the start
+        Ok(self
+            .apply_to(id, rec, Input::Start { input, events })?
+            .map(|()| true))
     }
 
     /// The open run of the SWF workflow id an SWF start names, other than the run that
@@ -278,9 +275,20 @@ impl<'a, 's> Batch<'a, 's> {
         id: &str,
         input: Input,
     ) -> Result<std::result::Result<(), EngineError>> {
-        let Some(mut rec) = self.load(id)? else {
+        let Some(rec) = self.load(id)? else {
             return Ok(Err(EngineError::NotStarted(id.to_string())));
         };
+        self.apply_to(id, rec, input)
+    }
+
+    /// Applies one input to `rec`, instance `id` as stored (or about to be created), and
+    /// stores the result. Nothing is written when the engine refuses the input.
+    fn apply_to(
+        &mut self,
+        id: &str,
+        mut rec: InstanceRecord,
+        input: Input,
+    ) -> Result<std::result::Result<(), EngineError>> {
         let Some(def) = self
             .reg
             .effective(&rec.instance.workflow_id, &rec.version, &rec.lineage)
