@@ -8,6 +8,13 @@ cd "$(dirname "$0")/.."
 
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/flowbroker-target}"
 mkdir -p "$CARGO_TARGET_DIR"
+# the persistent target directory only grows (incremental caches, a test binary per build);
+# with less than 15 GiB free, drop what a build recreates (linkers die with SIGBUS on a full disk)
+if [ "$(df -Pk "$CARGO_TARGET_DIR" | awk 'NR==2 {print $4}')" -lt $((15 * 1024 * 1024)) ]; then
+  echo "== less than 15 GiB free: pruning $CARGO_TARGET_DIR (incremental caches, old test binaries)"
+  rm -rf "$CARGO_TARGET_DIR"/*/incremental
+  find "$CARGO_TARGET_DIR"/*/deps -maxdepth 1 -type f -perm -u+x ! -name '*.so' -mmin +60 -delete || true
+fi
 
 # apt packages (C toolchain, cmake, libcurl headers for librdkafka), rustfmt/clippy and the
 # tansu Kafka-protocol broker the integration tests start; each step checks first.

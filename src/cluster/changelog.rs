@@ -122,7 +122,14 @@ impl Entry {
                 found: found.into(),
             });
         }
-        let wire: Wire<'_> = postcard::from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
+        if found < 2 {
+            return Err(corrupt(format!("a binary record of format {found}")));
+        }
+        let (wire, rest): (Wire<'_>, _) =
+            postcard::take_from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
+        if !rest.is_empty() {
+            return Err(corrupt(format!("{} bytes after the record", rest.len())));
+        }
         match wire {
             Wire::Fence { owner, provisional } => Ok(Entry::Fence {
                 owner: owner.to_string(),
@@ -228,6 +235,14 @@ mod tests {
                 "{e}"
             );
         }
+        let mut longer = whole.clone();
+        longer.push(0);
+        let e = Entry::decode(9, &longer).unwrap_err();
+        assert!(e.to_string().contains("1 bytes after the record"), "{e}");
+        let mut older = whole.clone();
+        older[1] = 1;
+        let e = Entry::decode(9, &older).unwrap_err();
+        assert!(matches!(e, ChangelogError::Corrupt { .. }), "{e}");
         let mut renamed = whole.clone();
         let at = renamed.windows(9).position(|w| w == b"instances").unwrap();
         renamed[at + 8] = b'Z';

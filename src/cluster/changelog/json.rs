@@ -41,16 +41,16 @@ enum Kind {
     Batch,
 }
 
-/// Reads a format 1 record. JSON records never had a format above 1: a higher `v` is a
-/// newer broker's, refused like any newer format.
+/// Reads a format 1 record. No broker wrote a JSON record of another format, so one is
+/// damaged, not newer.
 pub(super) fn decode(offset: i64, bytes: &[u8]) -> Result<Entry, ChangelogError> {
     let corrupt = |why: String| ChangelogError::Corrupt { offset, why };
     let wire: Wire<'_> = serde_json::from_slice(bytes).map_err(|e| corrupt(e.to_string()))?;
-    if wire.v > 1 {
-        return Err(ChangelogError::Version {
-            offset,
-            found: wire.v,
-        });
+    if wire.v != 1 {
+        return Err(corrupt(format!(
+            "a JSON record of format {} (JSON records are format 1)",
+            wire.v
+        )));
     }
     if wire.kind == Kind::Fence {
         return Ok(Entry::Fence {
@@ -118,7 +118,7 @@ mod tests {
             }
         );
         let e = decode(9, br#"{"v":2,"kind":"batch","fence":4}"#).unwrap_err();
-        assert!(matches!(e, ChangelogError::Version { found: 2, .. }), "{e}");
+        assert!(matches!(e, ChangelogError::Corrupt { .. }), "{e}");
         let e = decode(9, br#"{"kind":"batch"}"#).unwrap_err();
         assert!(matches!(e, ChangelogError::Corrupt { .. }), "{e}");
     }
