@@ -96,11 +96,11 @@ pub struct KafkaConfig {
     /// stopped mid-join, a rolling restart during a rebalance; docs/scale.md "Membership").
     /// Turn it on with Apache Kafka for faster hand-offs on a graceful stop.
     pub leave_group_on_stop: bool,
-    /// librdkafka's `partition.assignment.strategy`. `range` (default): eager, every
-    /// partition is revoked and assigned again, each topic split evenly; `cooperative-sticky`:
+    /// librdkafka's `partition.assignment.strategy`, for both of the broker's groups (input
+    /// topics, and state partitions in `{group_id}.state`). `cooperative-sticky` (default):
     /// a rebalance moves only the partitions that change hands and the others keep working
-    /// (KIP-429), but it balances the count of all subscribed partitions together, so state
-    /// partitions can end up unevenly spread (docs/scale.md "Membership").
+    /// (KIP-429); `range`: eager, every partition is revoked and assigned again
+    /// (docs/scale.md "Membership").
     pub assignment_strategy: String,
     /// Records handled in one store transaction at most.
     pub batch_size: usize,
@@ -244,7 +244,7 @@ impl Default for KafkaConfig {
             fetch_wait_max_ms: 100,
             session_timeout_ms: 10_000,
             leave_group_on_stop: false,
-            assignment_strategy: "range".into(),
+            assignment_strategy: "cooperative-sticky".into(),
             batch_size: 500,
             max_in_flight: 10_000,
             create_topics: true,

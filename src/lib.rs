@@ -64,8 +64,9 @@
 //!   a partition (chunks and manifests), the directory of which broker owns which
 //!   partition and where its latest snapshot is, a broker's lasting node id (resuming after a
 //!   restart) and which partitions it keeps standby copies of.
-//! - [`kafka`]: the group consumer (input records in batches; which state partitions this
-//!   broker owns), the work reader, the producer (outbox -> Kafka, acks back to the core), the
+//! - [`kafka`]: the input consumer (input records in batches, in the `kafka.group_id` group),
+//!   the state partition group (`kafka::membership`: which state partitions this broker
+//!   owns, balanced apart from the inputs), the work reader, the producer (outbox -> Kafka, acks back to the core), the
 //!   changelog log ([`cluster::Log`]), the owners topic (claims and snapshot manifests
 //!   published and read), the snapshot writer ([`kafka::snapshots`]), resuming after a
 //!   restart (`kafka::resume`), standby copies (`kafka::standby`, started from a snapshot

@@ -155,13 +155,14 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     // backpressure: the core says when intake must pause (too much handed to the producer and
     // the invoker and not heard back about); both consumers follow it
     let (intake_tx, intake_rx) = tokio::sync::watch::channel(false);
-    let (consumer, assigned) = crate::kafka::consumer::create(
-        k,
-        &cfg.cluster.work_topic,
-        control_tx.clone(),
-        metrics.clone(),
-        intake_rx.clone(),
-    )?;
+    let (consumer, assigned_inputs) =
+        crate::kafka::consumer::create(k, control_tx.clone(), metrics.clone(), intake_rx.clone())?;
+    let (state_consumer, assigned_state) =
+        crate::kafka::membership::create(k, &cfg.cluster.work_topic, control_tx.clone())?;
+    let assigned = crate::broker::shared::Assigned {
+        inputs: assigned_inputs,
+        state: assigned_state,
+    };
     let log = crate::kafka::log::KafkaLog::new(&cfg, owner.clone())?;
     crate::kafka::owners::tail(k, &cfg.cluster.owners_topic, shared.clone())?;
     let work_reader = crate::kafka::work::create(&cfg)?;
@@ -272,6 +273,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
             .run(),
         );
     }
+    tokio::spawn(crate::kafka::membership::run(state_consumer.clone()));
     tokio::spawn(crate::kafka::consumer::run(
         consumer.clone(),
         cmd_tx.clone(),
@@ -370,19 +372,24 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
                 }
                 if leave {
                     // librdkafka revokes the assignment, then sends LeaveGroup from its own
-                    // thread: wait for the revocation so the leave is on its way before exit
+                    // thread: wait for the revocations so the leaves are on their way before
+                    // exit
                     consumer.unsubscribe();
+                    state_consumer.unsubscribe();
                     let end = std::time::Instant::now() + Duration::from_secs(5);
-                    while consumer.assignment().is_ok_and(|a| a.count() > 0)
+                    while (consumer.assignment().is_ok_and(|a| a.count() > 0)
+                        || state_consumer.assignment().is_ok_and(|a| a.count() > 0))
                         && std::time::Instant::now() < end
                     {
                         std::thread::sleep(Duration::from_millis(20));
                     }
                     drop(consumer);
+                    drop(state_consumer);
                 } else {
-                    // no LeaveGroup: the consumer is never closed (closing it leaves the
-                    // group); the process ends with it, as after a crash
+                    // no LeaveGroup: the consumers are never closed (closing one leaves its
+                    // group); the process ends with them, as after a crash
                     std::mem::forget(consumer);
+                    std::mem::forget(state_consumer);
                 }
                 producer.flush(Duration::from_secs(5))
             }).await;

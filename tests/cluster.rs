@@ -518,7 +518,7 @@ states:
 - name: Nap
   type: delay
   start: {kind: default}
-  timeDelay: PT10S
+  timeDelay: PT30S
   end: {kind: default}
 "#;
 

@@ -116,23 +116,29 @@ fn a_sigkilled_broker_restarted_on_its_data_dir_applies_new_events_before_the_gr
     assert_eq!(out.events("flowbroker.instance.started").len(), N + 5);
 }
 
-/// docs/scale.md "Membership": with the cooperative-sticky assignor (not the default), a broker
-/// joining the group takes only the partitions that move to it; the first broker neither lets
-/// go of nor takes over again the ones it keeps, so they are applied throughout.
+/// docs/scale.md "Membership": with the cooperative-sticky assignor (the default), a broker
+/// joining the group takes only the partitions that move to it, and half of them: state
+/// partitions have a group of their own, so the assignor balances them by themselves, not
+/// together with the input topics' partitions. The first broker neither lets go of nor takes
+/// over again the ones it keeps, so they are applied throughout.
 #[test]
 fn a_joining_broker_moves_only_the_partitions_that_change_hands() {
     let kafka = Kafka::start();
-    let env = [("FLOWBROKER_KAFKA_ASSIGNMENT_STRATEGY", "cooperative-sticky")];
-    let a = Broker::start(&kafka, &[], &env);
+    let a = Broker::start(&kafka, &[], &[]);
     wait_for(60, "a to own every partition", || {
         (a.owned().len() == 12).then_some(())
     });
     let seen = a.log().len();
-    let b = Broker::start(&kafka, &[], &env);
+    let b = Broker::start(&kafka, &[], &[]);
     let (kept, moved) = wait_for(60, "a and b to share the partitions", || {
         let (oa, ob) = (a.owned(), b.owned());
         (oa.len() + ob.len() == 12 && !oa.is_empty() && !ob.is_empty()).then_some((oa, ob))
     });
+    assert_eq!(
+        (kept.len(), moved.len()),
+        (6, 6),
+        "the state partitions are split evenly: a kept {kept:?}, b took {moved:?}"
+    );
     let log = a.log()[seen..].to_string();
     let released: Vec<u16> = log
         .lines()

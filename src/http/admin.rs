@@ -222,12 +222,15 @@ pub async fn workflows(State(s): State<AppState>) -> Json<Value> {
 /// `GET /health`: always 200 while the process serves (a liveness probe must not restart a
 /// broker because Kafka is away); `status` is `kafka_down` while no Kafka broker is reachable.
 pub async fn health(State(s): State<AppState>) -> Json<Value> {
-    let partitions = *s.assigned.borrow();
+    let (inputs, state) = (*s.assigned.inputs.borrow(), *s.assigned.state.borrow());
     let owned: Vec<u16> = s.shared.owned().into_keys().map(|p| p.0).collect();
     let connected = s.metrics.kafka_up.get() == 1;
     Json(json!({
         "status": if connected { "ok" } else { "kafka_down" },
-        "kafka": {"connected": connected, "assignedPartitions": partitions},
+        // what the two groups assigned: input topic partitions, and state partitions (the work
+        // topic's, in the `.state` group)
+        "kafka": {"connected": connected, "assignedPartitions": inputs + state,
+            "assignedInputPartitions": inputs, "assignedStatePartitions": state},
         "statePartitions": owned,
         // standby copies: partition -> the changelog offset the copy has reached
         "standby": s.shared.standby.positions().into_iter()

@@ -30,7 +30,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde_json::json;
 use std::sync::Arc;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 
 #[derive(Clone)]
 pub struct AppState {
@@ -38,8 +38,8 @@ pub struct AppState {
     pub store: Arc<Store>,
     pub metrics: Arc<Metrics>,
     pub shared: Arc<Shared>,
-    /// Partitions assigned to the consumer.
-    pub assigned: watch::Receiver<usize>,
+    /// Partitions the broker's groups assigned it.
+    pub assigned: crate::broker::shared::Assigned,
     /// The other brokers: requests about their partitions are forwarded to them.
     pub peers: Peers,
     /// The work topic's end per partition (reads wait for their writes: [`barrier`]).

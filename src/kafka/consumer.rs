@@ -1,14 +1,13 @@
-//! The group consumer: membership in the consumer group, which assigns this broker input
-//! topic partitions (records are decoded here, off the core, and handed over in batches; the
-//! core applies them on the state partitions it owns or forwards them to the work topic, and
-//! commits their offsets once the changelog holds the batches and Kafka acknowledged the
-//! forwarded records) and work topic partitions (the state partitions this broker owns: they
-//! are paused here and read by the work reader from the offsets their state records).
+//! The input consumer: membership in the consumer group (`kafka.group_id`), which assigns this
+//! broker input topic partitions. Records are decoded here, off the core, and handed over in
+//! batches; the core applies them on the state partitions it owns or forwards them to the work
+//! topic, and commits their offsets once the changelog holds the batches and Kafka acknowledged
+//! the forwarded records. State partitions are assigned by a group of their own
+//! ([`super::membership`]).
 
 use super::{client_config, decode::decode, KafkaError};
 use crate::broker::{Cmd, Record};
 use crate::cluster::node::{InputPartition, Inputs};
-use crate::cluster::partition::PartitionId;
 use crate::config::KafkaConfig;
 use rdkafka::consumer::{CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer};
 use rdkafka::message::{Headers, Message};
@@ -21,39 +20,10 @@ use tokio::sync::{mpsc, watch};
 pub struct Ctx {
     pub assigned: watch::Sender<usize>,
     pub metrics: Arc<crate::metrics::Metrics>,
-    /// The work topic: its partitions are the state partitions this broker owns.
-    pub work_topic: String,
-    /// Tells the core which state partitions it gained or lost.
+    /// Tells the core which input partitions this broker reads (remembered for a restart).
     pub control: mpsc::UnboundedSender<Cmd>,
     /// `true` while intake is paused (backpressure from the core).
     pub intake: watch::Receiver<bool>,
-}
-
-impl Ctx {
-    fn work_partitions(&self, tpl: &TopicPartitionList) -> (Vec<PartitionId>, TopicPartitionList) {
-        let mut ps = Vec::new();
-        let mut list = TopicPartitionList::new();
-        for e in tpl.elements() {
-            if e.topic() == self.work_topic {
-                if let Ok(p) = u16::try_from(e.partition()) {
-                    ps.push(PartitionId(p));
-                    list.add_partition(e.topic(), e.partition());
-                }
-            }
-        }
-        (ps, list)
-    }
-
-    /// The input topic partitions of `tpl` (everything but the work topic).
-    fn input_partitions(&self, tpl: &TopicPartitionList) -> TopicPartitionList {
-        let mut list = TopicPartitionList::new();
-        for e in tpl.elements() {
-            if e.topic() != self.work_topic {
-                list.add_partition(e.topic(), e.partition());
-            }
-        }
-        list
-    }
 }
 
 impl ClientContext for Ctx {
@@ -99,23 +69,18 @@ impl ConsumerContext for Ctx {
                 // `tpl` is what this rebalance added (cooperative: only the partitions that
                 // changed hands; eager: everything); `all` is what this member has now
                 let all = c.assignment().unwrap_or_else(|_| (*tpl).clone());
-                let (added, list) = self.work_partitions(tpl);
-                let (owned, _) = self.work_partitions(&all);
-                tracing::info!(partitions = tpl.count(), state_partitions = ?added,
-                    now = all.count(), "partitions assigned");
-                // the group only says who owns a state partition; the work reader reads it
-                // from the offset its restored state records
-                if let Err(e) = c.pause(&list) {
-                    tracing::warn!(error = %e, "could not pause work partitions in the group consumer");
-                }
+                tracing::info!(
+                    partitions = tpl.count(),
+                    now = all.count(),
+                    "input partitions assigned"
+                );
                 // assigned while intake is paused: they stay paused until it resumes
                 if *self.intake.borrow() {
-                    if let Err(e) = c.pause(&self.input_partitions(tpl)) {
+                    if let Err(e) = c.pause(tpl) {
                         tracing::warn!(error = %e, "could not pause input partitions");
                     }
                 }
-                let inputs = self
-                    .input_partitions(&all)
+                let inputs = all
                     .elements()
                     .iter()
                     .map(|e| InputPartition {
@@ -124,24 +89,11 @@ impl ConsumerContext for Ctx {
                     })
                     .collect();
                 let _ = self.control.send(Cmd::Inputs(Inputs(inputs)));
-                let _ = self.control.send(Cmd::Assignment(owned));
-                let _ = self.control.send(Cmd::Assigned(added));
                 let _ = self.assigned.send(all.count());
                 self.metrics.kafka_up.set(1);
             }
             Rebalance::Revoke(tpl) => {
-                let (lost, _) = self.work_partitions(tpl);
-                tracing::info!(partitions = tpl.count(), state_partitions = ?lost, "partitions revoked");
-                // Wait until the core has stopped writing them: this broker rejoins the group
-                // (and so anyone else may get them) only after this returns.
-                let (done, stopped) = std::sync::mpsc::sync_channel(1);
-                if self.control.send(Cmd::Revoked(lost, Some(done))).is_ok()
-                    && stopped.recv_timeout(REVOKE_WAIT).is_err()
-                {
-                    tracing::warn!(
-                        "the core did not release its partitions within {REVOKE_WAIT:?}"
-                    );
-                }
+                tracing::info!(partitions = tpl.count(), "input partitions revoked");
                 // cooperative: what was not revoked stays (eager: nothing)
                 let _ = self
                     .assigned
@@ -154,20 +106,15 @@ impl ConsumerContext for Ctx {
 
 pub type KafkaConsumer = StreamConsumer<Ctx>;
 
-/// How long a revocation waits for the core to stop writing the revoked partitions.
-const REVOKE_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
-
 pub fn create(
     cfg: &KafkaConfig,
-    work_topic: &str,
     control: mpsc::UnboundedSender<Cmd>,
     metrics: Arc<crate::metrics::Metrics>,
     intake: watch::Receiver<bool>,
 ) -> Result<(Arc<KafkaConsumer>, watch::Receiver<usize>), KafkaError> {
     let (tx, rx) = watch::channel(0);
-    let consumer = build(cfg, work_topic, control, metrics, intake, tx)?;
-    let mut topics: Vec<&str> = cfg.input_topics.iter().map(String::as_str).collect();
-    topics.push(work_topic);
+    let consumer = build(cfg, control, metrics, intake, tx)?;
+    let topics: Vec<&str> = cfg.input_topics.iter().map(String::as_str).collect();
     consumer
         .subscribe(&topics)
         .map_err(|source| KafkaError::Client {
@@ -183,20 +130,12 @@ pub fn create(
 /// them; `kafka::resume`). It takes part in no rebalance.
 pub fn create_outside(
     cfg: &KafkaConfig,
-    work_topic: &str,
     control: mpsc::UnboundedSender<Cmd>,
     metrics: Arc<crate::metrics::Metrics>,
     intake: watch::Receiver<bool>,
     inputs: &Inputs,
 ) -> Result<Arc<KafkaConsumer>, KafkaError> {
-    let consumer = build(
-        cfg,
-        work_topic,
-        control,
-        metrics,
-        intake,
-        watch::channel(0).0,
-    )?;
+    let consumer = build(cfg, control, metrics, intake, watch::channel(0).0)?;
     let mut tpl = TopicPartitionList::new();
     for i in &inputs.0 {
         let _ = tpl.add_partition_offset(&i.topic, i.partition, Offset::Stored);
@@ -209,9 +148,27 @@ pub fn create_outside(
     Ok(Arc::new(consumer))
 }
 
+/// What a member of one of the broker's groups is configured with: the group, no automatic
+/// commits, the session and heartbeat, and the assignor (`kafka.assignment_strategy`).
+pub fn group_settings(cfg: &KafkaConfig, group: String) -> Vec<(&'static str, String)> {
+    vec![
+        ("group.id", group),
+        ("enable.auto.commit", "false".into()),
+        ("enable.auto.offset.store", "false".into()),
+        ("session.timeout.ms", cfg.session_timeout_ms.to_string()),
+        (
+            "partition.assignment.strategy",
+            cfg.assignment_strategy.clone(),
+        ),
+        (
+            "heartbeat.interval.ms",
+            (cfg.session_timeout_ms / 6).max(100).to_string(),
+        ),
+    ]
+}
+
 fn build(
     cfg: &KafkaConfig,
-    work_topic: &str,
     control: mpsc::UnboundedSender<Cmd>,
     metrics: Arc<crate::metrics::Metrics>,
     intake: watch::Receiver<bool>,
@@ -219,31 +176,19 @@ fn build(
 ) -> Result<KafkaConsumer, KafkaError> {
     let c = client_config(
         cfg,
-        &[
-            ("group.id", cfg.group_id.clone()),
-            ("enable.auto.commit", "false".into()),
-            ("enable.auto.offset.store", "false".into()),
-            ("auto.offset.reset", cfg.auto_offset_reset.clone()),
-            ("fetch.wait.max.ms", cfg.fetch_wait_max_ms.to_string()),
-            ("session.timeout.ms", cfg.session_timeout_ms.to_string()),
-            (
-                "partition.assignment.strategy",
-                cfg.assignment_strategy.clone(),
-            ),
-            (
-                "heartbeat.interval.ms",
-                (cfg.session_timeout_ms / 6).max(100).to_string(),
-            ),
-            ("statistics.interval.ms", "5000".into()),
-        ]
-        .into_iter()
-        .chain(PREFETCH.iter().map(|(k, v)| (*k, v.to_string())))
-        .collect::<Vec<_>>(),
+        &group_settings(cfg, cfg.group_id.clone())
+            .into_iter()
+            .chain([
+                ("auto.offset.reset", cfg.auto_offset_reset.clone()),
+                ("fetch.wait.max.ms", cfg.fetch_wait_max_ms.to_string()),
+                ("statistics.interval.ms", "5000".into()),
+            ])
+            .chain(PREFETCH.iter().map(|(k, v)| (*k, v.to_string())))
+            .collect::<Vec<_>>(),
     );
     c.create_with_context(Ctx {
         assigned,
         metrics,
-        work_topic: work_topic.to_string(),
         control,
         intake,
     })
@@ -264,13 +209,11 @@ pub const PREFETCH: [(&str, &str); 3] = [
     ("fetch.max.bytes", "16777216"),
 ];
 
-/// Pauses or resumes the input topic partitions assigned now (never the work topic's, which
-/// stay paused here).
+/// Pauses or resumes the input topic partitions assigned now.
 fn pause_inputs(consumer: &KafkaConsumer, pause: bool) {
-    let Ok(assigned) = consumer.assignment() else {
+    let Ok(inputs) = consumer.assignment() else {
         return;
     };
-    let inputs = consumer.context().input_partitions(&assigned);
     let r = if pause {
         consumer.pause(&inputs)
     } else {
@@ -320,7 +263,6 @@ pub async fn run(
     mut intake: watch::Receiver<bool>,
     definitions: Option<Arc<super::definitions::Caught>>,
 ) {
-    let work_topic = consumer.context().work_topic.clone();
     let mut paused = false;
     loop {
         // backpressure: follow the core's signal. Paused partitions deliver nothing, but recv
@@ -340,9 +282,6 @@ pub async fn run(
         };
         let fetched = std::time::Instant::now();
         let first = match next {
-            // work topic partitions are paused here; a record fetched before the pause took
-            // effect is the work reader's to read
-            Ok(m) if m.topic() == work_topic => continue,
             Ok(m) => m.detach(),
             Err(e) => {
                 tracing::warn!(error = %e, "kafka consume error");
@@ -354,7 +293,6 @@ pub async fn run(
         while batch.len() < batch_size {
             use futures::FutureExt;
             match consumer.recv().now_or_never() {
-                Some(Ok(m)) if m.topic() == work_topic => continue,
                 Some(Ok(m)) => batch.push(record(m.detach(), max_input_bytes)),
                 _ => break,
             }

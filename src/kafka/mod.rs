@@ -1,5 +1,6 @@
-//! Kafka at the edges: the consumer (records -> decoded [`crate::broker::Record`]s in
-//! batches), the producer (outbox -> records, acknowledged back to the core), the changelog
+//! Kafka at the edges: the input consumer (records -> decoded [`crate::broker::Record`]s in
+//! batches), the state partition group ([`membership`]: which state partitions this broker
+//! owns), the producer (outbox -> records, acknowledged back to the core), the changelog
 //! ([`log`]), the work reader ([`work`]), partition claims ([`owners`]), snapshots
 //! ([`snapshots`]), resuming after a restart before the group assigns ([`resume`]), standby
 //! replicas ([`standby`]), topic
@@ -9,6 +10,7 @@ pub mod consumer;
 pub mod decode;
 pub mod definitions;
 pub mod log;
+pub mod membership;
 pub mod owners;
 pub mod producer;
 pub mod resume;

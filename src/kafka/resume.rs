@@ -9,6 +9,7 @@
 //! position where they are applied.
 
 use super::consumer::{create_outside, run as consume};
+use crate::broker::shared::Assigned;
 use crate::broker::shared::Shared;
 use crate::broker::Cmd;
 use crate::cluster::node::{held_last, Inputs, NodeId};
@@ -34,8 +35,8 @@ pub struct Resume {
     pub shared: Arc<Shared>,
     pub control: mpsc::UnboundedSender<Cmd>,
     pub core: mpsc::Sender<Cmd>,
-    /// How many partitions the group has assigned this broker (0: none yet).
-    pub assigned: watch::Receiver<usize>,
+    /// How many partitions the groups have assigned this broker (0: none yet).
+    pub assigned: Assigned,
     pub metrics: Arc<crate::metrics::Metrics>,
     pub intake: watch::Receiver<bool>,
     pub definitions: Option<Arc<super::definitions::Caught>>,
@@ -50,7 +51,7 @@ impl Resume {
             tokio::task::spawn_blocking(move || shared.directory_ready.wait(DIRECTORY_WAIT))
                 .await
                 .unwrap_or(false);
-        if *self.assigned.borrow() > 0 {
+        if *self.assigned.state.borrow() > 0 {
             return;
         }
         if !ready {
@@ -91,7 +92,6 @@ impl Resume {
         }
         let consumer = match create_outside(
             k,
-            &self.cfg.cluster.work_topic,
             self.control.clone(),
             self.metrics.clone(),
             self.intake.clone(),
@@ -108,9 +108,7 @@ impl Resume {
             partitions = inputs.0.len(),
             "reading the input partitions this node had last until the group assigns"
         );
-        let assigned = async {
-            let _ = self.assigned.wait_for(|n| *n > 0).await;
-        };
+        let assigned = self.assigned.any();
         tokio::select! {
             _ = consume(consumer, self.core, k.batch_size, k.max_input_bytes, self.intake,
                 self.definitions) => {}

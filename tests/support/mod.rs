@@ -812,8 +812,12 @@ impl Broker {
                     );
                 }
             }
+            // both groups: input topic partitions and state partitions
             let v: Value = reqwest::blocking::get(&url).ok()?.json().ok()?;
-            (v["kafka"]["assignedPartitions"].as_u64()? > 0).then_some(())
+            let k = &v["kafka"];
+            (k["assignedInputPartitions"].as_u64()? > 0
+                && k["assignedStatePartitions"].as_u64()? > 0)
+                .then_some(())
         });
     }
 
