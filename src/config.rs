@@ -96,6 +96,13 @@ pub struct KafkaConfig {
     /// stopped mid-join, a rolling restart during a rebalance; docs/scale.md "Membership").
     /// Turn it on with Apache Kafka for faster hand-offs on a graceful stop.
     pub leave_group_on_stop: bool,
+    /// Static membership (KIP-345): each of the broker's group members carries its node id
+    /// (its data directory's, kept across restarts) as `group.instance.id`, so a broker
+    /// restarted within `session_timeout_ms` gets its partitions back without a rebalance.
+    /// Off by default: tansu never expires a static member that does not return, so its
+    /// partitions would stay unowned (docs/scale.md "Membership"). Turn it on with Apache
+    /// Kafka. A restarted broker resumes its partitions at once either way ("Restart").
+    pub static_membership: bool,
     /// librdkafka's `partition.assignment.strategy`, for both of the broker's groups (input
     /// topics, and state partitions in `{group_id}.state`). `cooperative-sticky` (default):
     /// a rebalance moves only the partitions that change hands and the others keep working
@@ -244,6 +251,7 @@ impl Default for KafkaConfig {
             fetch_wait_max_ms: 100,
             session_timeout_ms: 10_000,
             leave_group_on_stop: false,
+            static_membership: false,
             assignment_strategy: "cooperative-sticky".into(),
             batch_size: 500,
             max_in_flight: 10_000,

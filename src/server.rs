@@ -155,10 +155,15 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     // backpressure: the core says when intake must pause (too much handed to the producer and
     // the invoker and not heard back about); both consumers follow it
     let (intake_tx, intake_rx) = tokio::sync::watch::channel(false);
-    let (consumer, assigned_inputs) =
-        crate::kafka::consumer::create(k, control_tx.clone(), metrics.clone(), intake_rx.clone())?;
+    let (consumer, assigned_inputs) = crate::kafka::consumer::create(
+        k,
+        &node,
+        control_tx.clone(),
+        metrics.clone(),
+        intake_rx.clone(),
+    )?;
     let (state_consumer, assigned_state) =
-        crate::kafka::membership::create(k, &cfg.cluster.work_topic, control_tx.clone())?;
+        crate::kafka::membership::create(k, &node, &cfg.cluster.work_topic, control_tx.clone())?;
     let assigned = crate::broker::shared::Assigned {
         inputs: assigned_inputs,
         state: assigned_state,

@@ -158,3 +158,39 @@ fn a_joining_broker_moves_only_the_partitions_that_change_hands() {
         "a took none of the {kept:?} it kept over again: {log}"
     );
 }
+
+/// docs/scale.md "Membership": with `kafka.static_membership`, each group member carries the
+/// broker's node id as `group.instance.id`; a broker SIGKILLed and started again on its data
+/// directory (resuming on its own turned off, so only the group can give it anything) is
+/// given every state partition back by the group, and applies new events.
+#[test]
+fn a_static_member_restarted_on_its_data_dir_is_given_its_partitions_back() {
+    let kafka = Kafka::start();
+    let out = kafka.collect(&["flowbroker.lifecycle"]);
+    let env = [
+        ("FLOWBROKER_KAFKA_STATIC_MEMBERSHIP", "true"),
+        ("FLOWBROKER_CLUSTER_RESUME_ON_RESTART", "false"),
+    ];
+    let mut b = Broker::start(&kafka, &[("order.yaml", ORDER)], &env);
+    wait_for(60, "b to own every partition", || {
+        (b.owned().len() == 12).then_some(())
+    });
+    let p = kafka.producer();
+    send_order(&p, "order.placed", 0);
+    out.wait_events("flowbroker.instance.started", 1, 60);
+    let t = Instant::now();
+    b.restart_joining();
+    wait_for(
+        60,
+        "the group to give the restarted static member every partition",
+        || (b.owned().len() == 12).then_some(()),
+    );
+    eprintln!("SIGKILL to owning every partition again: {:?}", t.elapsed());
+    let log = b.log();
+    assert!(
+        !log.contains("state partition resumed"),
+        "the group gave them: {log}"
+    );
+    send_order(&p, "order.paid", 0);
+    out.wait_events("flowbroker.instance.completed", 1, 60);
+}

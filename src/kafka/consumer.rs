@@ -7,7 +7,7 @@
 
 use super::{client_config, decode::decode, KafkaError};
 use crate::broker::{Cmd, Record};
-use crate::cluster::node::{InputPartition, Inputs};
+use crate::cluster::node::{InputPartition, Inputs, NodeId};
 use crate::config::KafkaConfig;
 use rdkafka::consumer::{CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer};
 use rdkafka::message::{Headers, Message};
@@ -108,12 +108,13 @@ pub type KafkaConsumer = StreamConsumer<Ctx>;
 
 pub fn create(
     cfg: &KafkaConfig,
+    node: &NodeId,
     control: mpsc::UnboundedSender<Cmd>,
     metrics: Arc<crate::metrics::Metrics>,
     intake: watch::Receiver<bool>,
 ) -> Result<(Arc<KafkaConsumer>, watch::Receiver<usize>), KafkaError> {
     let (tx, rx) = watch::channel(0);
-    let consumer = build(cfg, control, metrics, intake, tx)?;
+    let consumer = build(cfg, Some(node), control, metrics, intake, tx)?;
     let topics: Vec<&str> = cfg.input_topics.iter().map(String::as_str).collect();
     consumer
         .subscribe(&topics)
@@ -135,7 +136,8 @@ pub fn create_outside(
     intake: watch::Receiver<bool>,
     inputs: &Inputs,
 ) -> Result<Arc<KafkaConsumer>, KafkaError> {
-    let consumer = build(cfg, control, metrics, intake, watch::channel(0).0)?;
+    // no member name: it joins no group
+    let consumer = build(cfg, None, control, metrics, intake, watch::channel(0).0)?;
     let mut tpl = TopicPartitionList::new();
     for i in &inputs.0 {
         let _ = tpl.add_partition_offset(&i.topic, i.partition, Offset::Stored);
@@ -149,9 +151,14 @@ pub fn create_outside(
 }
 
 /// What a member of one of the broker's groups is configured with: the group, no automatic
-/// commits, the session and heartbeat, and the assignor (`kafka.assignment_strategy`).
-pub fn group_settings(cfg: &KafkaConfig, group: String) -> Vec<(&'static str, String)> {
-    vec![
+/// commits, the session and heartbeat, the assignor (`kafka.assignment_strategy`), and with
+/// `kafka.static_membership` the member's lasting name, `member` (a static member, KIP-345).
+pub fn group_settings(
+    cfg: &KafkaConfig,
+    group: String,
+    member: Option<&NodeId>,
+) -> Vec<(&'static str, String)> {
+    let mut settings = vec![
         ("group.id", group),
         ("enable.auto.commit", "false".into()),
         ("enable.auto.offset.store", "false".into()),
@@ -164,11 +171,16 @@ pub fn group_settings(cfg: &KafkaConfig, group: String) -> Vec<(&'static str, St
             "heartbeat.interval.ms",
             (cfg.session_timeout_ms / 6).max(100).to_string(),
         ),
-    ]
+    ];
+    if let Some(node) = member.filter(|_| cfg.static_membership) {
+        settings.push(("group.instance.id", node.to_string()));
+    }
+    settings
 }
 
 fn build(
     cfg: &KafkaConfig,
+    member: Option<&NodeId>,
     control: mpsc::UnboundedSender<Cmd>,
     metrics: Arc<crate::metrics::Metrics>,
     intake: watch::Receiver<bool>,
@@ -176,7 +188,7 @@ fn build(
 ) -> Result<KafkaConsumer, KafkaError> {
     let c = client_config(
         cfg,
-        &group_settings(cfg, cfg.group_id.clone())
+        &group_settings(cfg, cfg.group_id.clone(), member)
             .into_iter()
             .chain([
                 ("auto.offset.reset", cfg.auto_offset_reset.clone()),
@@ -348,5 +360,31 @@ fn record(m: rdkafka::message::OwnedMessage, limit: usize) -> Record {
         key: m.key().map(<[u8]>::to_vec),
         payload: m.payload().map(<[u8]>::to_vec),
         headers,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member_name(cfg: &KafkaConfig, node: Option<&NodeId>) -> Option<String> {
+        group_settings(cfg, "g".into(), node)
+            .into_iter()
+            .find(|(k, _)| *k == "group.instance.id")
+            .map(|(_, v)| v)
+    }
+
+    #[test]
+    fn a_static_member_is_named_after_its_node() {
+        let node = NodeId("n-1".into());
+        let mut cfg = KafkaConfig::default();
+        assert_eq!(member_name(&cfg, Some(&node)), None, "off by default");
+        cfg.static_membership = true;
+        assert_eq!(member_name(&cfg, Some(&node)).as_deref(), Some("n-1"));
+        assert_eq!(
+            member_name(&cfg, None),
+            None,
+            "a consumer outside the group"
+        );
     }
 }

@@ -10,6 +10,7 @@
 use super::consumer::group_settings;
 use super::{client_config, KafkaError};
 use crate::broker::Cmd;
+use crate::cluster::node::NodeId;
 use crate::cluster::partition::PartitionId;
 use crate::config::KafkaConfig;
 use rdkafka::consumer::{Consumer, ConsumerContext, Rebalance, StreamConsumer};
@@ -94,6 +95,7 @@ pub type StateConsumer = StreamConsumer<Ctx>;
 /// Joins the state partition group; the receiver counts the state partitions assigned now.
 pub fn create(
     cfg: &KafkaConfig,
+    node: &NodeId,
     work_topic: &str,
     control: mpsc::UnboundedSender<Cmd>,
 ) -> Result<(Arc<StateConsumer>, watch::Receiver<usize>), KafkaError> {
@@ -103,7 +105,7 @@ pub fn create(
         source,
     };
     let (assigned, rx) = watch::channel(0);
-    let consumer: StateConsumer = client_config(cfg, &group_settings(cfg, group(cfg)))
+    let consumer: StateConsumer = client_config(cfg, &group_settings(cfg, group(cfg), Some(node)))
         .create_with_context(Ctx { assigned, control })
         .map_err(client)?;
     consumer.subscribe(&[work_topic]).map_err(client)?;
