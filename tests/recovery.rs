@@ -37,19 +37,15 @@ const N: usize = 12;
 /// State partitions (the default `cluster.partitions`): one take-over each per assignment.
 const PARTITIONS: usize = 12;
 
-fn start(kafka: &Kafka, fns: &Functions) -> Broker {
-    Broker::start(
-        kafka,
-        &[("jobs.yaml", JOBS)],
-        &[
-            (
-                "FLOWBROKER_FUNCTIONS",
-                &format!("work={}", fns.url("/work")),
-            ),
-            // held calls must not time out while the test holds them
-            ("FLOWBROKER_INVOKE_TIMEOUT_MS", "120000"),
-        ],
-    )
+fn start(kafka: &Kafka, fns: &Functions, more: &[(&str, &str)]) -> Broker {
+    let functions = format!("work={}", fns.url("/work"));
+    let mut env = vec![
+        ("FLOWBROKER_FUNCTIONS", functions.as_str()),
+        // held calls must not time out while the test holds them
+        ("FLOWBROKER_INVOKE_TIMEOUT_MS", "120000"),
+    ];
+    env.extend_from_slice(more);
+    Broker::start(kafka, &[("jobs.yaml", JOBS)], &env)
 }
 
 fn send_jobs(kafka: &Kafka) {
@@ -83,7 +79,13 @@ fn a_rebalance_that_hands_back_the_same_partitions_invokes_nothing_twice() {
     let kafka = Kafka::start();
     let out = kafka.collect(&["flowbroker.out"]);
     let fns = Functions::held(|_, body| (200, json!({"worked": body["job"]})));
-    let broker = start(&kafka, &fns);
+    // eager rebalancing: every partition is revoked and assigned again (the cooperative
+    // default would not revoke what does not move)
+    let broker = start(
+        &kafka,
+        &fns,
+        &[("FLOWBROKER_KAFKA_ASSIGNMENT_STRATEGY", "range")],
+    );
     wait_for(30, "the first take-overs", || {
         (takeovers(&broker) >= PARTITIONS).then_some(())
     });
@@ -92,13 +94,14 @@ fn a_rebalance_that_hands_back_the_same_partitions_invokes_nothing_twice() {
         (fns.calls().len() >= N).then_some(())
     });
 
-    // another member joins the group for a topic of its own: librdkafka's eager protocol
-    // revokes every partition of the broker and assigns them straight back (twice: once when
-    // it joins, once when it leaves)
+    // another member joins the state partitions' group for a topic of its own: librdkafka's
+    // eager protocol revokes every partition of the broker and assigns them straight back
+    // (twice: once when it joins, once when it leaves)
     kafka.create_topic("flowbroker.probe", 1);
     let probe: BaseConsumer = ClientConfig::new()
         .set("bootstrap.servers", kafka.brokers())
-        .set("group.id", "flowbroker-test")
+        .set("group.id", "flowbroker-test.state")
+        .set("partition.assignment.strategy", "range")
         .set("session.timeout.ms", "6000")
         .create()
         .unwrap();
@@ -138,7 +141,7 @@ fn a_restart_reinvokes_each_call_once_and_resends_nothing_acknowledged() {
     let kafka = Kafka::start();
     let out = kafka.collect(&["flowbroker.out", "flowbroker.lifecycle"]);
     let fns = Functions::held(|_, body| (200, json!({"worked": body["job"]})));
-    let mut broker = start(&kafka, &fns);
+    let mut broker = start(&kafka, &fns, &[]);
     send_jobs(&kafka);
     wait_for(60, "every job's call to be in flight", || {
         (fns.calls().len() >= N).then_some(())

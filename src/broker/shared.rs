@@ -91,25 +91,18 @@ impl Ready {
 }
 
 /// How many partitions each of the broker's groups has assigned it now: input topic
-/// partitions (`kafka.group_id`) and state partitions (its `.state` group). 0: none yet.
+/// partitions (`kafka.group_id`; `None` until the group first assigned, an assignment of none
+/// being `Some(0)`) and state partitions (its `.state` group; 0: none yet).
 #[derive(Clone)]
 pub struct Assigned {
-    pub inputs: tokio::sync::watch::Receiver<usize>,
+    pub inputs: tokio::sync::watch::Receiver<Option<usize>>,
     pub state: tokio::sync::watch::Receiver<usize>,
 }
 
 impl Assigned {
-    /// Input and state partitions together.
-    pub fn total(&self) -> usize {
-        *self.inputs.borrow() + *self.state.borrow()
-    }
-
-    /// Waits until either group has assigned this broker something (or a group's consumer
-    /// is gone).
-    pub async fn any(&mut self) {
-        tokio::select! {
-            _ = self.inputs.wait_for(|n| *n > 0) => {}
-            _ = self.state.wait_for(|n| *n > 0) => {}
-        }
+    /// Waits until the input group has assigned this broker its input partitions, none
+    /// included (or its consumer is gone).
+    pub async fn inputs_decided(&mut self) {
+        let _ = self.inputs.wait_for(Option::is_some).await;
     }
 }

@@ -223,13 +223,14 @@ pub async fn workflows(State(s): State<AppState>) -> Json<Value> {
 /// broker because Kafka is away); `status` is `kafka_down` while no Kafka broker is reachable.
 pub async fn health(State(s): State<AppState>) -> Json<Value> {
     let (inputs, state) = (*s.assigned.inputs.borrow(), *s.assigned.state.borrow());
+    let total = inputs.unwrap_or(0) + state;
     let owned: Vec<u16> = s.shared.owned().into_keys().map(|p| p.0).collect();
     let connected = s.metrics.kafka_up.get() == 1;
     Json(json!({
         "status": if connected { "ok" } else { "kafka_down" },
-        // what the two groups assigned: input topic partitions, and state partitions (the work
-        // topic's, in the `.state` group)
-        "kafka": {"connected": connected, "assignedPartitions": inputs + state,
+        // what the two groups assigned: input topic partitions (null until that group first
+        // assigned), and state partitions (the work topic's, in the `.state` group)
+        "kafka": {"connected": connected, "assignedPartitions": total,
             "assignedInputPartitions": inputs, "assignedStatePartitions": state},
         "statePartitions": owned,
         // standby copies: partition -> the changelog offset the copy has reached

@@ -18,7 +18,9 @@ use tokio::sync::{mpsc, watch};
 /// Logs rebalances, reports when partitions are assigned, and turns librdkafka's statistics
 /// into the consumer-lag gauge.
 pub struct Ctx {
-    pub assigned: watch::Sender<usize>,
+    /// How many input partitions the group assigned this broker; `None` until it first did
+    /// (an assignment of none is `Some(0)`).
+    pub assigned: watch::Sender<Option<usize>>,
     pub metrics: Arc<crate::metrics::Metrics>,
     /// Tells the core which input partitions this broker reads (remembered for a restart).
     pub control: mpsc::UnboundedSender<Cmd>,
@@ -89,7 +91,7 @@ impl ConsumerContext for Ctx {
                     })
                     .collect();
                 let _ = self.control.send(Cmd::Inputs(Inputs(inputs)));
-                let _ = self.assigned.send(all.count());
+                let _ = self.assigned.send(Some(all.count()));
                 self.metrics.kafka_up.set(1);
             }
             Rebalance::Revoke(tpl) => {
@@ -97,7 +99,7 @@ impl ConsumerContext for Ctx {
                 // cooperative: what was not revoked stays (eager: nothing)
                 let _ = self
                     .assigned
-                    .send(c.assignment().map(|a| a.count()).unwrap_or(0));
+                    .send(Some(c.assignment().map(|a| a.count()).unwrap_or(0)));
             }
             Rebalance::Error(e) => tracing::warn!(error = %e, "rebalance error"),
         }
@@ -112,8 +114,8 @@ pub fn create(
     control: mpsc::UnboundedSender<Cmd>,
     metrics: Arc<crate::metrics::Metrics>,
     intake: watch::Receiver<bool>,
-) -> Result<(Arc<KafkaConsumer>, watch::Receiver<usize>), KafkaError> {
-    let (tx, rx) = watch::channel(0);
+) -> Result<(Arc<KafkaConsumer>, watch::Receiver<Option<usize>>), KafkaError> {
+    let (tx, rx) = watch::channel(None);
     let consumer = build(cfg, Some(node), control, metrics, intake, tx)?;
     let topics: Vec<&str> = cfg.input_topics.iter().map(String::as_str).collect();
     consumer
@@ -137,7 +139,7 @@ pub fn create_outside(
     inputs: &Inputs,
 ) -> Result<Arc<KafkaConsumer>, KafkaError> {
     // no member name: it joins no group
-    let consumer = build(cfg, None, control, metrics, intake, watch::channel(0).0)?;
+    let consumer = build(cfg, None, control, metrics, intake, watch::channel(None).0)?;
     let mut tpl = TopicPartitionList::new();
     for i in &inputs.0 {
         let _ = tpl.add_partition_offset(&i.topic, i.partition, Offset::Stored);
@@ -184,7 +186,7 @@ fn build(
     control: mpsc::UnboundedSender<Cmd>,
     metrics: Arc<crate::metrics::Metrics>,
     intake: watch::Receiver<bool>,
-    assigned: watch::Sender<usize>,
+    assigned: watch::Sender<Option<usize>>,
 ) -> Result<KafkaConsumer, KafkaError> {
     let c = client_config(
         cfg,

@@ -7,7 +7,7 @@
 //! records; what it is for is the rebalance callbacks, which tell the core which state
 //! partitions it gained or lost.
 
-use super::consumer::group_settings;
+use super::consumer::{group_settings, PREFETCH};
 use super::{client_config, KafkaError};
 use crate::broker::Cmd;
 use crate::cluster::node::NodeId;
@@ -50,6 +50,21 @@ impl ClientContext for Ctx {
 }
 
 impl ConsumerContext for Ctx {
+    /// A revocation waits here, before librdkafka lets go of the partitions (and so before
+    /// the group can give them to anyone else), until the core has stopped writing them.
+    fn pre_rebalance(&self, _: &rdkafka::consumer::BaseConsumer<Self>, r: &Rebalance<'_>) {
+        if let Rebalance::Revoke(tpl) = r {
+            let lost = partitions(tpl);
+            tracing::info!(state_partitions = ?lost, "state partitions revoked");
+            let (done, stopped) = std::sync::mpsc::sync_channel(1);
+            if self.control.send(Cmd::Revoked(lost, Some(done))).is_ok()
+                && stopped.recv_timeout(REVOKE_WAIT).is_err()
+            {
+                tracing::warn!("the core did not release its partitions within {REVOKE_WAIT:?}");
+            }
+        }
+    }
+
     fn post_rebalance(&self, c: &rdkafka::consumer::BaseConsumer<Self>, r: &Rebalance<'_>) {
         match r {
             Rebalance::Assign(tpl) => {
@@ -67,20 +82,9 @@ impl ConsumerContext for Ctx {
                 let _ = self.control.send(Cmd::Assigned(added));
                 let _ = self.assigned.send(all.count());
             }
-            Rebalance::Revoke(tpl) => {
-                let lost = partitions(tpl);
-                tracing::info!(state_partitions = ?lost, "state partitions revoked");
-                // Wait until the core has stopped writing them: this broker rejoins the group
-                // (and so anyone else may get them) only after this returns.
-                let (done, stopped) = std::sync::mpsc::sync_channel(1);
-                if self.control.send(Cmd::Revoked(lost, Some(done))).is_ok()
-                    && stopped.recv_timeout(REVOKE_WAIT).is_err()
-                {
-                    tracing::warn!(
-                        "the core did not release its partitions within {REVOKE_WAIT:?}"
-                    );
-                }
-                // cooperative: what was not revoked stays (eager: nothing)
+            Rebalance::Revoke(_) => {
+                // the core let go of them in `pre_rebalance`; cooperative: what was not
+                // revoked stays (eager: nothing)
                 let _ = self
                     .assigned
                     .send(c.assignment().map(|a| a.count()).unwrap_or(0));
@@ -105,7 +109,12 @@ pub fn create(
         source,
     };
     let (assigned, rx) = watch::channel(0);
-    let consumer: StateConsumer = client_config(cfg, &group_settings(cfg, group(cfg), Some(node)))
+    // it reads nothing, but anything fetched before the pause lands is bounded as elsewhere
+    let settings: Vec<_> = group_settings(cfg, group(cfg), Some(node))
+        .into_iter()
+        .chain(PREFETCH.iter().map(|(k, v)| (*k, v.to_string())))
+        .collect();
+    let consumer: StateConsumer = client_config(cfg, &settings)
         .create_with_context(Ctx { assigned, control })
         .map_err(client)?;
     consumer.subscribe(&[work_topic]).map_err(client)?;

@@ -2,9 +2,10 @@
 //! a rejoining member gets nothing before its old membership times out and a join completes
 //! (about 18 s at the default session timeout on tansu; static membership still takes 8 s
 //! there). Once the owners topic is read to where it ended at start, the state partitions this
-//! node claimed last go to the core ([`Cmd::Resume`]), and the input topic partitions the
-//! group gave it last are read outside the group from the group's committed offsets, until
-//! the group assigns this broker anything. Records read twice (here, then again from the same
+//! node claimed last go to the core ([`Cmd::Resume`]) unless the state partitions' group has
+//! assigned some already, and the input topic partitions the input group gave it last are
+//! read outside the group from the group's committed offsets, until the input group assigns
+//! this broker its inputs (none included). Records read twice (here, then again from the same
 //! committed offset by whoever the group gives the partition) are dropped by their source
 //! position where they are applied.
 
@@ -25,8 +26,9 @@ const DIRECTORY_WAIT: Duration = Duration::from_secs(15);
 const OUTSIDE_AT_MOST: Duration = Duration::from_secs(300);
 
 /// What resuming needs from the rest of the broker. Inputs are read outside the group only
-/// when the core resumed some state partition: when other brokers took them over, the group
-/// has moved this node's inputs too.
+/// when the core resumed some state partition: when other brokers took them over, this
+/// node's membership had ended in both groups (they share the session timeout), so the input
+/// group has moved its inputs too.
 pub struct Resume {
     pub cfg: Arc<Config>,
     pub node: NodeId,
@@ -44,7 +46,7 @@ pub struct Resume {
 
 impl Resume {
     /// Resumes what this node held last, then reads its inputs outside the group until the
-    /// group assigns this broker anything.
+    /// input group assigns this broker its inputs.
     pub async fn run(mut self) {
         let shared = self.shared.clone();
         let ready =
@@ -87,7 +89,8 @@ impl Resume {
                 .filter(|i| k.input_topics.contains(&i.topic))
                 .collect(),
         );
-        if inputs.0.is_empty() {
+        // the input group decided already: its consumer reads whatever it assigned here
+        if inputs.0.is_empty() || self.assigned.inputs.borrow().is_some() {
             return;
         }
         let consumer = match create_outside(
@@ -108,12 +111,12 @@ impl Resume {
             partitions = inputs.0.len(),
             "reading the input partitions this node had last until the group assigns"
         );
-        let assigned = self.assigned.any();
+        let assigned = self.assigned.inputs_decided();
         tokio::select! {
             _ = consume(consumer, self.core, k.batch_size, k.max_input_bytes, self.intake,
                 self.definitions) => {}
-            _ = assigned => tracing::info!("the group assigned this broker its partitions; \
-                inputs are read in the group again"),
+            _ = assigned => tracing::info!("the input group assigned this broker its \
+                partitions; inputs are read in the group again"),
             _ = tokio::time::sleep(OUTSIDE_AT_MOST) => tracing::warn!(
                 "the group assigned nothing for {OUTSIDE_AT_MOST:?}; stopped reading inputs \
                  outside it"),
