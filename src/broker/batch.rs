@@ -205,7 +205,8 @@ impl<'a, 's> Batch<'a, 's> {
             self.tx.put(Table::Versions, &vk, &StoredVersion::of(wf))?;
         }
         // applied as it is, not stored first and read back: the instance is written once,
-        // after its start, and not at all when the engine refuses the start
+        // after its start, and not at all when the engine refuses the start (the version row
+        // above stays: it is the same whoever writes it, and is never deleted)
         Ok(self
             .apply_to(id, rec, Input::Start { input, events })?
             .map(|()| true))

@@ -51,7 +51,10 @@ pub enum ChangelogError {
 }
 
 /// A format 2 record, after its two leading bytes. Values are the store's bytes, carried as
-/// they are (no copy on decode: they borrow from the record).
+/// they are (no copy on decode: they borrow from the record). postcard writes variants by
+/// index and fields by position: any change to `Wire` or `WireWrite` (order, a field added)
+/// is a new [`FORMAT`], or records earlier brokers wrote are misread
+/// (`the_format_2_layout_is_pinned` fails first).
 #[derive(Serialize, Deserialize)]
 enum Wire<'a> {
     Fence {
@@ -248,6 +251,46 @@ mod tests {
         renamed[at + 8] = b'Z';
         let e = Entry::decode(9, &renamed).unwrap_err();
         assert!(e.to_string().contains("unknown table"), "{e}");
+    }
+
+    /// The bytes of format 2 as brokers have written them since it was introduced: a change
+    /// of layout must come with a new format number, not pass silently.
+    #[test]
+    fn the_format_2_layout_is_pinned() {
+        let f = Entry::Fence {
+            owner: "ab".into(),
+            provisional: true,
+        };
+        // marker, format, variant 0, "ab" (length 2), true
+        assert_eq!(f.encode(), [MAGIC, 2, 0, 2, b'a', b'b', 1]);
+        let b = Entry::Batch {
+            fence: 3,
+            writes: vec![
+                Write {
+                    table: Table::Instances,
+                    key: "k".into(),
+                    value: Some(b"[1]".to_vec()),
+                },
+                Write {
+                    table: Table::Instances,
+                    key: "d".into(),
+                    value: None,
+                },
+            ],
+        };
+        let mut want = vec![MAGIC, 2, 1, 6, 2]; // variant 1, fence 3 (zigzag), two writes
+        want.extend([9]);
+        want.extend(b"instances");
+        want.extend([1, b'k', 1, 3, b'[', b'1', b']']); // key "k", Some, 3 bytes
+        want.extend([9]);
+        want.extend(b"instances");
+        want.extend([1, b'd', 0]); // key "d", None
+        assert_eq!(b.encode(), want);
+        assert_eq!(Entry::decode(0, &want).unwrap(), b);
+        assert_eq!(
+            Entry::decode(0, &[MAGIC, 2, 0, 2, b'a', b'b', 1]).unwrap(),
+            f
+        );
     }
 
     #[test]
