@@ -9,9 +9,11 @@
 # across a restart (tests/kafka_restart.rs), and `--storage-engine slatedb://memory`, which
 # deletes records before an offset on DeleteRecords (tests/trim.rs). Its tansu-storage is
 # patched (tools/tansu/*.patch, in this order): a produce or DeleteRecords on slatedb is retried
-# after a transaction conflict instead of failing, and ListOffsets answers the log start offset
-# that DeleteRecords set instead of 0 once a partition's every record is deleted. docs/kafka.md
-# has the details.
+# after a transaction conflict instead of failing, ListOffsets answers the log start offset
+# that DeleteRecords set instead of 0 once a partition's every record is deleted, and the sqlite
+# engine keeps the records of a topic with retention.ms = -1 instead of deleting them all at
+# every start. docs/kafka.md has the details. The build directory is kept, so a change of a
+# patch rebuilds tansu-storage and what depends on it, not every dependency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -39,7 +41,7 @@ build() {
     exit 1
   fi
   tar xzf "$crate" -C "$tmp"
-  for patch in slate-retry slate-earliest; do
+  for patch in slate-retry slate-earliest lite-retention; do
     (cd "$tmp/$STORAGE" && git apply -p2 "$OLDPWD/$TOOL/$patch.patch")
   done
   rm -rf "$TOOL/vendor"
@@ -50,7 +52,6 @@ build() {
   mkdir -p "$ROOT/bin"
   cp "$out/release/tansu" "$BIN.tmp"
   mv "$BIN.tmp" "$BIN"
-  rm -rf "$out"
 }
 
 if [ ! -x "$BIN" ]; then

@@ -95,6 +95,8 @@ fn restart_mid_stream(outage: Option<std::time::Duration>) {
         (calls > 0 && cooling > 0).then_some(())
     });
     drop(p);
+    let kept = ["flowbroker.changelog", "flowbroker.work"];
+    let before: Vec<Vec<(i64, i64)>> = kept.iter().map(|t| kafka.all_watermarks(t)).collect();
     kafka.stop();
     let stopped = std::time::Instant::now();
     let down = wait_for(60, "/health to report Kafka down", || {
@@ -129,6 +131,19 @@ fn restart_mid_stream(outage: Option<std::time::Duration>) {
         (health()["status"] == "ok").then_some(())
     });
     assert_eq!(broker.get("/ready").0, 200);
+    // every record Kafka held before it stopped is still there: these topics keep their
+    // records forever (retention.ms = -1), which tansu's sqlite engine took as "delete them
+    // all" at every start (docs/kafka.md, patched in tools/tansu)
+    for (topic, before) in kept.iter().zip(&before) {
+        let after = kafka.all_watermarks(topic);
+        assert_eq!(after.len(), before.len(), "{topic}");
+        for (p, ((low, high), (_, was))) in after.iter().zip(before).enumerate() {
+            assert!(
+                *low == 0 && high >= was,
+                "{topic}/{p}: (low, high) was (0, {was}) before the restart, now ({low}, {high})"
+            );
+        }
+    }
     let out = kafka.collect(&["flowbroker.out", "flowbroker.lifecycle"]);
     let p = kafka.producer();
     for i in N / 2..N {
