@@ -1,24 +1,49 @@
-//! Restore time (docs/scale.md "Snapshots"): `N` instances waiting on a second event, started
+//! Restore time (docs/scale.md "Snapshots"): `N` instances waiting on further events, started
 //! by `N` start events on one broker, which is then SIGKILLed; a broker with an empty
-//! `data_dir` takes every partition over. Two phases in one run, each on a fresh tansu: the
-//! first broker snapshots every 10 changelog records (the new broker loads the latest
-//! snapshot and reads the records after it), or never (the new broker replays the whole
-//! changelog). Reported: time from the new broker's start to owning every partition, and the
-//! restore work itself (the sum of its take-overs).
+//! `data_dir` takes every partition over. Each phase runs on a fresh tansu: the first broker
+//! snapshots every few changelog records (the new broker loads the latest snapshot and reads
+//! the records after it), or never (the new broker replays the whole changelog). Reported:
+//! time from the new broker's start to owning every partition, and the restore work itself
+//! (the sum of its take-overs).
 //!
-//! `cargo bench --bench restore` uses 100,000; under `cargo test` a 2,000-instance smoke run.
-//! `RESTORE_N` overrides it. The first phase snapshots every `n / 10,000` changelog records
-//! (at least 10; `RESTORE_SNAPSHOT_EVERY` overrides it): a snapshot holds the whole
-//! partition, so at 1M instances one every 10 records would write tens of gigabytes (which
-//! tansu, keeping every record and unable to trim, holds in memory). Results: docs/scale.md
-//! and docs/performance.md.
+//! Two comparisons: the instances as started (a changelog about as long as the state), and
+//! then with a long history: every instance updated `RESTORE_UPDATES` more times (a tick
+//! event each, the instance looping back to wait for the next), so the changelog grows while
+//! the state keeps its size. Restore from snapshots should stay flat; a replay grows with the
+//! history.
+//!
+//! `cargo bench --bench restore` uses 100,000 instances and 9 updates each; under `cargo test`
+//! a 2,000-instance smoke run with 2. `RESTORE_N` and `RESTORE_UPDATES` override them. Phases
+//! snapshot every `n / 10,000` changelog records (at least 10; `RESTORE_SNAPSHOT_EVERY`
+//! overrides it): a snapshot holds the whole partition, so at 1M instances one every 10
+//! records would write tens of gigabytes (which tansu, keeping every record and unable to
+//! trim, holds in memory). Results: docs/scale.md and docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 use serde_json::json;
 use std::time::Instant;
-use support::{log_field, metric_sum, wait_for, Broker, Kafka, WAITING};
+use support::{event, log_field, metric_sum, wait_for, Broker, Kafka};
+
+/// Started by a ping, then updated by every tick of its key, waiting for the next.
+const TICK: &str = r#"
+id: tick
+name: tick
+events:
+- {name: Ping, type: bench.ping, source: /bench, correlation: [{contextAttributeName: key}]}
+- {name: Tick, type: bench.tick, source: /bench, correlation: [{contextAttributeName: key}]}
+states:
+- name: Receive
+  type: event
+  start: {kind: default}
+  eventsActions: [{eventRefs: [Ping]}]
+  transition: {nextState: Count}
+- name: Count
+  type: event
+  eventsActions: [{eventRefs: [Tick]}]
+  transition: {nextState: Count}
+"#;
 
 struct Restored {
     ready: f64,
@@ -28,7 +53,7 @@ struct Restored {
     changelog: i64,
 }
 
-fn phase(n: usize, every: Option<usize>) -> Restored {
+fn phase(n: usize, every: Option<usize>, updates: usize) -> Restored {
     let kafka = Kafka::start();
     let every_s = every.map_or("0".to_string(), |e| e.to_string());
     let env = [
@@ -38,18 +63,37 @@ fn phase(n: usize, every: Option<usize>) -> Restored {
         ),
         ("FLOWBROKER_CLUSTER_SNAPSHOT_INTERVAL_MS", "0"),
     ];
-    let mut a = Broker::start(&kafka, &[("wait.yaml", WAITING)], &env);
-    kafka
-        .producer()
-        .send_pings("r", n, None, |i| json!({"i": i}));
+    let mut a = Broker::start(&kafka, &[("tick.yaml", TICK)], &env);
+    let p = kafka.producer();
+    p.send_pings("r", n, None, |i| json!({"i": i}));
     wait_for(1800, "every instance to wait", || {
         let m = a.metrics();
         (metric_sum(&m, "flowbroker_instances", "status=\"WAITING\"") as usize >= n).then_some(())
     });
+    for u in 0..updates {
+        for i in 0..n {
+            let key = format!("r{i}");
+            let id = format!("{key}-t{u}");
+            p.send_nowait(&event(
+                &id,
+                "/bench",
+                "bench.tick",
+                &[("key", &key)],
+                json!({"t": u}),
+            ));
+        }
+        p.flush();
+    }
+    // each instance entered Receive and Count, then Count again per tick
+    let entered = 2 * n + updates * n;
+    wait_for(1800, "every tick to be applied", || {
+        let m = a.metrics();
+        (metric_sum(&m, "flowbroker_transitions_total", "") as usize >= entered).then_some(())
+    });
     // killed as it is: a snapshot being written then is not announced, the one before counts
     a.kill();
     let t0 = Instant::now();
-    let b = Broker::start(&kafka, &[("wait.yaml", WAITING)], &env);
+    let b = Broker::start(&kafka, &[("tick.yaml", TICK)], &env);
     let parts = wait_for(600, "b to own every partition", || {
         let o = b.owned();
         (o.len() == 12).then_some(o)
@@ -88,9 +132,32 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or((n / 10_000).max(10));
-    let with = phase(n, Some(every));
-    let without = phase(n, None);
-    println!("| {n} waiting instances, 12 partitions | from snapshots (every {every} records) + tail | from the changelog alone |");
+    let updates: usize = std::env::var("RESTORE_UPDATES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if measuring { 9 } else { 2 });
+    let with = phase(n, Some(every), 0);
+    let without = phase(n, None, 0);
+    table(
+        &format!("{n} waiting instances, 12 partitions"),
+        every,
+        &with,
+        &without,
+    );
+    let with_long = phase(n, Some(every), updates);
+    let without_long = phase(n, None, updates);
+    table(
+        &format!("the same, each updated {updates} more times"),
+        every,
+        &with_long,
+        &without_long,
+    );
+}
+
+fn table(what: &str, every: usize, with: &Restored, without: &Restored) {
+    println!(
+        "| {what} | from snapshots (every {every} records) + tail | from the changelog alone |"
+    );
     println!("|---|---|---|");
     println!(
         "| new broker owns every partition after | {:.1} s | {:.1} s |",
