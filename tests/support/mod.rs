@@ -51,12 +51,40 @@ pub fn reader(brokers: &str, topics: &[&str], fetch_wait_ms: u32) -> BaseConsume
 /// The benches' workflow: starts on a `bench.ping` event, injects, ends producing `bench.pong`.
 pub const ECHO: &str = include_str!("../fixtures/echo.yaml");
 
+/// A port nothing listens on, for a process a test starts. It is taken below the kernel's
+/// ephemeral range (`ip_local_port_range`): a port the kernel handed out for `:0` can also be
+/// given to any outgoing connection's local end before the process binds it (seen: a broker
+/// refused "Address already in use"). Each port is handed out once per test process,
+/// starting from a point that differs between processes.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(u32::MAX);
+    const LOW: u32 = 10_000;
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u32>().ok())
+        .unwrap_or(32_768);
+    let span = ephemeral.saturating_sub(LOW);
+    if span < 1_000 {
+        // an unusual range: let the kernel choose
+        return TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+    }
+    let seed = std::process::id().wrapping_mul(7919)
+        ^ std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+    let _ = NEXT.compare_exchange(u32::MAX, seed % span, Ordering::Relaxed, Ordering::Relaxed);
+    for _ in 0..span {
+        let port = LOW + NEXT.fetch_add(1, Ordering::Relaxed) % span;
+        if TcpListener::bind(("127.0.0.1", port as u16)).is_ok() {
+            return port as u16;
+        }
+    }
+    panic!("no free port between {LOW} and {ephemeral}");
 }
 
 /// Waits for `f` to return `Some`, polling every 50 ms, or panics with `what` after `secs`.
