@@ -8,8 +8,9 @@
 //!
 //! Two comparisons: the instances as started (a changelog about as long as the state), and
 //! then with a long history: every instance updated `RESTORE_UPDATES` more times (a tick
-//! event each, the instance looping back to wait for the next), so the changelog grows while
-//! the state keeps its size. Restore from snapshots should stay flat; a replay grows with the
+//! event each, the instance looping back to wait for the next), so the changelog grows with
+//! every update while the state grows only by the history entries each instance keeps
+//! (`history.max_entries`). A restore from snapshots follows the state; a replay follows the
 //! history.
 //!
 //! `cargo bench --bench restore` uses 100,000 instances and 9 updates each; under `cargo test`
