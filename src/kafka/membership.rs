@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, watch};
 const REVOKE_WAIT: Duration = Duration::from_secs(30);
 
 /// The group that assigns state partitions, beside the input topics' `group_id`.
-pub fn group(cfg: &KafkaConfig) -> String {
+fn group(cfg: &KafkaConfig) -> String {
     format!("{}.state", cfg.group_id)
 }
 

@@ -10,8 +10,7 @@
 //! position where they are applied.
 
 use super::consumer::{create_outside, run as consume};
-use crate::broker::shared::Assigned;
-use crate::broker::shared::Shared;
+use crate::broker::shared::{Assigned, Shared};
 use crate::broker::Cmd;
 use crate::cluster::node::{held_last, Inputs, NodeId};
 use crate::config::Config;
@@ -37,7 +36,8 @@ pub struct Resume {
     pub shared: Arc<Shared>,
     pub control: mpsc::UnboundedSender<Cmd>,
     pub core: mpsc::Sender<Cmd>,
-    /// How many partitions the groups have assigned this broker (0: none yet).
+    /// What the two groups have assigned this broker (state partitions: whether to resume;
+    /// the input group's answer: when to stop reading inputs outside it).
     pub assigned: Assigned,
     pub metrics: Arc<crate::metrics::Metrics>,
     pub intake: watch::Receiver<bool>,
