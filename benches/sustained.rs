@@ -7,7 +7,8 @@
 //!
 //! `cargo bench --bench sustained` runs 10 minutes at 1,500 events/s with a 1-minute dedupe
 //! window and retention; under `cargo test` a 12-second smoke run. `SUSTAINED_SECS`,
-//! `SUSTAINED_RATE` and `SUSTAINED_WINDOW` override them. When the stream stops, the bench waits
+//! `SUSTAINED_RATE` and `SUSTAINED_WINDOW` override them; `SUSTAINED_BIN=<flowbroker binary>`
+//! measures another build. When the stream stops, the bench waits
 //! for the backlog to drain and checks that every published event produced exactly one event
 //! (nothing lost when an overload ends). Each sample also shows the changelog records Kafka
 //! still holds against all written: with `FLOWBROKER_TEST_KAFKA=slatedb` (a tansu that
@@ -103,12 +104,9 @@ fn main() {
     if let Some(ms) = &snapshot_ms {
         env.push(("FLOWBROKER_CLUSTER_SNAPSHOT_INTERVAL_MS", ms.as_str()));
     }
-    let broker = Broker::start_bin(
-        env!("CARGO_BIN_EXE_flowbroker"),
-        &kafka,
-        &[("echo.yaml", ECHO)],
-        &env,
-    );
+    let bin = std::env::var("SUSTAINED_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_flowbroker").to_string());
+    let broker = Broker::start_bin(bin, &kafka, &[("echo.yaml", ECHO)], &env);
     support::wait_for(60, "the broker to be ready", || {
         broker.get("/health").0.eq(&200).then_some(())
     });

@@ -43,6 +43,7 @@ pub struct Config {
     pub schedules: ScheduleConfig,
     pub cluster: ClusterConfig,
     pub history: HistoryConfig,
+    pub store: StoreConfig,
     /// Problems that did not stop loading (unknown `FLOWBROKER_*` variables), for the log.
     #[serde(skip)]
     pub warnings: Vec<String>,
@@ -202,6 +203,38 @@ impl Default for HistoryConfig {
     }
 }
 
+/// The embedded store's memory (docs/store.md "Memory"). Both bound what the store keeps in
+/// memory whatever the load; the broker's other memory is bounded by `kafka.max_in_flight`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StoreConfig {
+    /// Writes kept in memory (fjall's memtables, over every table) before they are flushed
+    /// to disk, in MiB (at least 1). Smaller flushes more often, in smaller files.
+    pub write_buffer_mib: u64,
+    /// Blocks read from disk kept for the next read (fjall's block cache), in MiB (at least 1).
+    pub cache_mib: u64,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        let bytes = crate::store::Memory::default();
+        StoreConfig {
+            write_buffer_mib: bytes.write_buffer >> 20,
+            cache_mib: bytes.cache >> 20,
+        }
+    }
+}
+
+impl StoreConfig {
+    /// The store's options, in bytes.
+    pub fn memory(&self) -> crate::store::Memory {
+        crate::store::Memory {
+            write_buffer: self.write_buffer_mib.max(1) << 20,
+            cache: self.cache_mib.max(1) << 20,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum CatchUp {
@@ -228,6 +261,7 @@ impl Default for Config {
             schedules: ScheduleConfig::default(),
             cluster: ClusterConfig::default(),
             history: HistoryConfig::default(),
+            store: StoreConfig::default(),
             warnings: Vec::new(),
         }
     }
@@ -741,6 +775,7 @@ mod tests {
                 ),
                 ("FLOWBROKER_KAFKA_PROPERTIES", "security.protocol=SASL_SSL"),
                 ("FLOWBROKER_SCHEDULES_CATCH_UP", "all"),
+                ("FLOWBROKER_STORE_WRITE_BUFFER_MIB", "16"),
                 ("PATH", "/bin"),
             ]),
         )
@@ -751,6 +786,11 @@ mod tests {
         assert_eq!(c.functions["greet"], "http://x/greet");
         assert_eq!(c.kafka.properties["security.protocol"], "SASL_SSL");
         assert_eq!(c.schedules.catch_up, CatchUp::All);
+        assert_eq!(c.store.memory().write_buffer, 16 << 20);
+        assert_eq!(
+            c.store.memory().cache,
+            crate::store::Memory::default().cache
+        );
     }
 
     #[test]

@@ -135,7 +135,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         }
     }
     let cfg = Arc::new(cfg);
-    let store = Arc::new(Store::open(&cfg.store_path())?);
+    let store = Arc::new(Store::open_with(&cfg.store_path(), cfg.store.memory())?);
     let metrics = Arc::new(Metrics::new());
     let shared = Arc::new(Shared::default());
     let k = &cfg.kafka;

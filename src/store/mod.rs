@@ -124,9 +124,32 @@ fn check_layout(ks: &Keyspace, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// What the store keeps in memory at most, in bytes (`[store]` in the configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Memory {
+    /// fjall's memtables over every table, before a flush to disk.
+    pub write_buffer: u64,
+    /// fjall's block cache.
+    pub cache: u64,
+}
+
+impl Default for Memory {
+    fn default() -> Self {
+        Memory {
+            write_buffer: 32 << 20,
+            cache: 32 << 20,
+        }
+    }
+}
+
 impl Store {
-    /// Opens (or creates) the store directory and every table.
+    /// Opens (or creates) the store directory and every table, with the default [`Memory`].
     pub fn open(path: &Path) -> Result<Store> {
+        Store::open_with(path, Memory::default())
+    }
+
+    /// Opens (or creates) the store directory and every table.
+    pub fn open_with(path: &Path, memory: Memory) -> Result<Store> {
         std::fs::create_dir_all(path).map_err(|source| StoreError::Dir {
             dir: path.display().to_string(),
             source,
@@ -134,6 +157,8 @@ impl Store {
         // Durability is ours to decide: a commit says whether it waits for the disk.
         let ks = fjall::Config::new(path)
             .manual_journal_persist(true)
+            .max_write_buffer_size(memory.write_buffer)
+            .cache_size(memory.cache)
             .open()?;
         let parts = Table::ALL
             .iter()
