@@ -9,7 +9,8 @@
 //!
 //! `cargo bench --bench ratio`; under `cargo test` a small smoke run. `RATIO_EVENTS` sets the
 //! queue, `RATIO_RATE` the paced rate, `RATIO_BASELINE=<path to an older flowbroker binary>`
-//! adds that build's throughput, measured the same way in the same run,
+//! adds that build's throughput, measured the same way in the same run, `RATIO_BIN=<path>`
+//! measures another build in every phase (for its latency),
 //! `RATIO_FETCH_WAIT_MS` every consumer's fetch wait (default 100, flowbroker's). Results:
 //! docs/performance.md.
 
@@ -197,7 +198,10 @@ fn main() {
     {
         n = v;
     }
-    let bin = env!("CARGO_BIN_EXE_flowbroker");
+    // RATIO_BIN: every phase, latency included, on another build
+    let bin =
+        std::env::var("RATIO_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_flowbroker").to_string());
+    let bin = bin.as_str();
     println!("| measure | raw passthrough | flowbroker | ratio |");
     println!("|---|---|---|---|");
     // an older build, measured the same way in the same run (before/after figures)
