@@ -177,16 +177,29 @@ fn start(kafka: &Kafka, bin: &str) -> Broker {
 }
 
 /// On a fresh tansu: `n` queued start events, copied by the raw passthrough, then run through
-/// the broker binary `bin`. Returns (records/s copied, instances/s completed).
-fn throughput(bin: &str, n: usize) -> (f64, f64) {
+/// the broker binary `bin`. Returns (records/s copied, instances/s completed, inputs applied
+/// directly, inputs through the work topic).
+fn throughput(bin: &str, n: usize) -> (f64, f64, i64, i64) {
     let kafka = Kafka::start();
     kafka.create_topic(COPY, 3);
     publish(&kafka, "q", n, None);
     let raw = passthrough(&kafka.brokers(), n);
     let lifecycle = reader(&kafka.brokers(), "flowbroker.lifecycle");
-    let _broker = start(&kafka, bin);
+    let broker = start(&kafka, bin);
     let (ours, _) = drain(&lifecycle, b"flowbroker.instance.completed", n);
-    (raw, ours)
+    let (direct, hop) = routed(&broker);
+    (raw, ours, direct, hop)
+}
+
+/// Inputs the broker applied directly and through the work topic (a hop that costs a
+/// produce, a fetch and a decode more), from its metrics.
+fn routed(broker: &Broker) -> (i64, i64) {
+    let metrics = broker.metrics();
+    let routed = "flowbroker_input_records_routed_total";
+    (
+        metric_sum(&metrics, routed, "path=\"direct\""),
+        metric_sum(&metrics, routed, "path=\"work_topic\""),
+    )
 }
 
 fn main() {
@@ -206,17 +219,21 @@ fn main() {
     println!("|---|---|---|---|");
     // an older build, measured the same way in the same run (before/after figures)
     if let Ok(old) = std::env::var("RATIO_BASELINE") {
-        let (raw, ours) = throughput(&old, n);
+        let (raw, ours, direct, hop) = throughput(&old, n);
         println!(
             "| {n} queued start events, baseline build, records or instances/s | {raw:.0} | {ours:.0} | {:.3} |",
             ours / raw
         );
+        println!(
+            "| baseline: inputs applied directly / through the work topic | | {direct} / {hop} | |"
+        );
     }
-    let (raw, ours) = throughput(bin, n);
+    let (raw, ours, direct, hop) = throughput(bin, n);
     println!(
         "| {n} queued start events, records or instances/s | {raw:.0} | {ours:.0} | {:.3} |",
         ours / raw
     );
+    println!("| inputs applied directly / through the work topic | | {direct} / {hop} | |");
 
     // Latency at half of flowbroker's rate, on a fresh broker pair: passthrough first, then
     // flowbroker, each with its own paced stream.
@@ -249,16 +266,17 @@ fn main() {
     sender.join().unwrap();
     // how the inputs reached their state partitions: applied directly, or through the work
     // topic (a hop that costs a fetch wait on tansu)
-    let metrics = broker.metrics();
-    let routed = "flowbroker_input_records_routed_total";
+    let (direct, hop) = routed(&broker);
     println!(
-        "| inputs applied directly / through the work topic (whole run) | | {} / {} | |",
-        metric_sum(&metrics, routed, "path=\"direct\""),
-        metric_sum(&metrics, routed, "path=\"work_topic\"")
+        "| inputs applied directly / through the work topic (whole run) | | {direct} / {hop} | |"
     );
     println!(
         "| rounds landed (store commits, whole run) | | {} | |",
-        metric_sum(&metrics, "flowbroker_store_commit_seconds_count", "")
+        metric_sum(
+            &broker.metrics(),
+            "flowbroker_store_commit_seconds_count",
+            ""
+        )
     );
     drop(broker);
     println!(

@@ -51,7 +51,8 @@ fn scenario(name: &str, total: usize, every_second: usize, secs: u64) {
             .enable_all()
             .build()
             .unwrap();
-        rt.block_on(core.run(rx, control_rx)).unwrap();
+        rt.block_on(core.run(rx, control_rx, mpsc::channel::<Cmd>(1).1))
+            .unwrap();
     });
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -174,6 +174,9 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     crate::kafka::standby::start(&cfg, node.clone(), store.clone(), shared.clone())?;
 
     let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>(64);
+    // the work topic's records never queue behind input records: input records held for a
+    // partition owned here wait for them (`broker::held`)
+    let (work_tx, work_rx) = mpsc::channel::<Cmd>(64);
     let (prod_tx, prod_rx) = mpsc::unbounded_channel();
     let (inv_tx, inv_rx) = mpsc::unbounded_channel();
     let (reader_tx, reader_rx) = mpsc::unbounded_channel();
@@ -248,7 +251,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         work_reader,
         cfg.cluster.work_topic.clone(),
         reader_rx,
-        cmd_tx.clone(),
+        work_tx,
         k.batch_size,
         intake_rx.clone(),
         caught.clone(),
@@ -348,7 +351,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
                 .enable_all()
                 .build()
                 .expect("core runtime");
-            let r = rt.block_on(core.run(cmd_rx, control_rx));
+            let r = rt.block_on(core.run(cmd_rx, control_rx, work_rx));
             let _ = done_tx.send(r);
         })
         .expect("core thread");

@@ -113,3 +113,71 @@ fn owned_partitions_apply_input_directly_and_exactly_once_across_a_kill() {
         "one completed instance per ping"
     );
 }
+
+/// Queued while the broker is down, then drained.
+const BACKLOG: usize = 20_000;
+
+/// A backlog for partitions owned here waits behind each run's first forward
+/// (`broker::held`) and then skips the work topic, instead of following that forward through
+/// it; a kill while it drains loses nothing and applies nothing twice (the input offsets
+/// committed stop at the first record still held).
+#[test]
+fn a_backlog_waits_for_its_first_forward_then_skips_the_work_topic_exactly_once() {
+    let kafka = Kafka::start();
+    let out = kafka.collect(&["flowbroker.out"]);
+    let mut broker = Broker::start(
+        &kafka,
+        &[("echo.yaml", ECHO)],
+        &[("FLOWBROKER_DEDUPE_WINDOW", "PT0S")],
+    );
+    let p = kafka.producer();
+    p.send_pings("a", WAVE, None, |i| json!({"i": i}));
+    out.wait_events("bench.pong", WAVE, 120);
+    // down while a backlog builds; back, it resumes its partitions and starts new runs
+    broker.kill();
+    p.send_pings("b", BACKLOG, None, |i| json!({"i": WAVE + i}));
+    broker.restart_joining();
+    let total = WAVE + BACKLOG;
+    // with every record behind a run's first forward sent through the work topic, none
+    // would be direct until the backlog was gone
+    let at_kill = wait_for(120, "the backlog partly applied, directly", || {
+        let done = distinct_keys(&out).len();
+        let direct = metric_sum(&broker.metrics(), ROUTED, "path=\"direct\"");
+        (done >= WAVE + 1000 && direct >= 1000).then_some((done, direct))
+    });
+    broker.kill();
+    assert!(
+        at_kill.0 < total,
+        "killed mid-backlog: {} of {total} done",
+        at_kill.0
+    );
+    eprintln!(
+        "killed with {} of {total} done, {} routed directly",
+        at_kill.0, at_kill.1
+    );
+    broker.restart();
+    let keys = wait_for(120, "every ping answered", || {
+        let k = distinct_keys(&out);
+        (k.len() >= total).then_some(k)
+    });
+    assert_eq!(keys, (0..total as u64).collect(), "every ping answered");
+    wait_for(30, "the status gauge to count every instance", || {
+        let m = broker.metrics();
+        (metric_sum(&m, "flowbroker_instances", "status=\"COMPLETED\"") >= total as i64)
+            .then_some(())
+    });
+    assert_eq!(
+        out.events("bench.pong").len(),
+        total,
+        "one pong per ping, none from a second instance"
+    );
+    assert_eq!(
+        metric_sum(
+            &broker.metrics(),
+            "flowbroker_instances",
+            "status=\"COMPLETED\""
+        ),
+        total as i64,
+        "one completed instance per ping"
+    );
+}

@@ -94,6 +94,9 @@ pub struct Core {
     /// Input records that were to be applied here directly, of partitions let go since: they
     /// go through the work topic to the new owner, in the order they were consumed.
     pub(super) strays: Vec<(PartitionId, Work)>,
+    /// Input records for partitions owned here waiting behind a forward of their input's run
+    /// to be read back, then applied directly.
+    pub(super) held: super::held::Held,
     /// Rounds whose changelog appends are on their way, oldest first.
     pub(super) flights: std::collections::VecDeque<Flight>,
     /// Per partition: the writes of its rounds in flight (the next round reads through them).
@@ -223,6 +226,7 @@ impl Core {
             group_assigned: false,
             direct: Default::default(),
             strays: Vec::new(),
+            held: Default::default(),
             flights: Default::default(),
             pending: BTreeMap::new(),
             rounds: 0,
@@ -291,11 +295,14 @@ impl Core {
     /// Runs until every sender of `rx` is gone. A store error stops the core: the process
     /// must restart from the last commit rather than continue from a state it could not save.
     /// With a changelog, rounds are pipelined: new rounds are built while earlier ones wait
-    /// for their appends (up to `MAX_FLIGHTS`), and each lands when Kafka has it.
+    /// for their appends (up to `MAX_FLIGHTS`), and each lands when Kafka has it. `work`
+    /// carries the work topic's records, taken before `rx`'s; `rx` waits while too many input
+    /// records are held (`broker::held`), since only the work topic lets them go.
     pub async fn run(
         mut self,
         mut rx: mpsc::Receiver<Cmd>,
         mut control: mpsc::UnboundedReceiver<Cmd>,
+        mut work: mpsc::Receiver<Cmd>,
     ) -> Result<(), CoreError> {
         enum Next {
             Landed(Vec<super::flight::Appended>),
@@ -307,6 +314,7 @@ impl Core {
             let due = self.next_due()?;
             let wait = due.map(|d| (d - self.clock.now()).to_std().unwrap_or_default());
             let room = self.flights.len() < MAX_FLIGHTS;
+            let intake = room && !self.held.full();
             let landing = async {
                 match self.flights.front_mut() {
                     Some(f) => (&mut f.landed).await,
@@ -317,7 +325,8 @@ impl Core {
                 biased;
                 a = landing => Next::Landed(a),
                 Some(c) = control.recv() => Next::Cmd(Box::new(c)),
-                cmd = rx.recv(), if room => match cmd {
+                Some(c) = work.recv(), if room => Next::Cmd(Box::new(c)),
+                cmd = rx.recv(), if intake => match cmd {
                     Some(c) => Next::Cmd(Box::new(c)),
                     None => Next::Closed,
                 },
@@ -347,7 +356,12 @@ impl Core {
             }
             let mut size: usize = cmds.iter().map(Cmd::size).sum();
             while room && cmds.len() < 256 && size < ROUND_INPUTS {
-                match rx.try_recv() {
+                let next = match work.try_recv() {
+                    Ok(c) => Ok(c),
+                    Err(_) if intake => rx.try_recv(),
+                    Err(e) => Err(e),
+                };
+                match next {
                     Ok(c) => {
                         size += c.size();
                         cmds.push(c);
@@ -450,7 +464,10 @@ impl Core {
                 }
             }
             self.unstray(&mut forward);
+            self.unhold(&mut inputs, &mut finish);
         }
+        // a held record's input offset is not committed: after a crash it is read again
+        self.hold_back_offsets(&mut finish.offsets);
         // inputs of partitions owned elsewhere go through the work topic (their owner applies
         // them); on one process everything is owned
         let elsewhere: Vec<PartitionId> = inputs
@@ -695,7 +712,6 @@ impl Core {
         sinks: &mut Sinks<'_>,
     ) -> Result<(), CoreError> {
         let parts = self.parts;
-        let kafka = self.log.is_some();
         let Sinks {
             inputs,
             tickets,
@@ -715,59 +731,14 @@ impl Core {
                 }
             }
             Cmd::Records(records) => {
-                for r in records {
-                    let slot = (r.topic.clone(), r.partition);
-                    let next = offsets.get(&slot).copied().unwrap_or(0).max(r.offset + 1);
-                    offsets.insert(slot, next);
-                    let input = InputPartition {
-                        topic: r.topic.clone(),
-                        partition: r.partition,
-                    };
-                    self.direct.consumed(&input, r.offset);
-                    let ing = super::ingest::record(&self.reg, parts, &self.cfg, r);
-                    stats.extend(ing.stats);
-                    for (p, work) in ing.work {
-                        // exactly once by source position at the owner, wherever it is: here
-                        // at once when nothing of its input can be ahead of it in the work
-                        // topic (`broker::direct`), else through the work topic
-                        let here =
-                            !kafka || self.owned.contains(&p) && self.direct.allows(&input, p);
-                        if let Work::Event { event, source, .. } = &work {
-                            tracing::debug!(to = %p, id = %event.id, from = ?source, here, "route");
-                        }
-                        stats.push(Stat::Routed(if here { "direct" } else { "work_topic" }));
-                        if here {
-                            inputs.entry(p).or_default().push(PartInput::Work {
-                                work,
-                                ticket: None,
-                                offset: None,
-                            });
-                            continue;
-                        }
-                        // records of this partition applied directly in rounds still in
-                        // flight go first if their batches turn out void
-                        if self.flights.iter().any(|f| f.holds_direct(p)) {
-                            self.land_all(inputs)?;
-                            self.unstray(forward);
-                        }
-                        // and this input's direct records of this round go with it, ahead of
-                        // it (the round's batch could turn out void after the forward left)
-                        if let Some(list) = inputs.get_mut(&p) {
-                            let (ahead, keep): (Vec<PartInput>, Vec<PartInput>) =
-                                std::mem::take(list).into_iter().partition(|i| {
-                                    direct_work(i).and_then(input_of).as_ref() == Some(&input)
-                                });
-                            *list = keep;
-                            for i in ahead {
-                                if let PartInput::Work { work, .. } = i {
-                                    forward.push((p, work));
-                                }
-                            }
-                        }
-                        self.direct.forwarding(Some(&input), p);
-                        forward.push((p, work));
-                    }
-                }
+                let mut sinks = Sinks {
+                    inputs,
+                    tickets,
+                    offsets,
+                    stats,
+                    forward,
+                };
+                self.take_records(records, &mut sinks)?;
             }
             Cmd::Event { event, reply } => {
                 let ing =
@@ -1123,7 +1094,7 @@ pub(super) fn direct_work(i: &PartInput) -> Option<&Work> {
 }
 
 /// The input topic partition a work record was consumed from, if it was.
-fn input_of(work: &Work) -> Option<InputPartition> {
+pub(super) fn input_of(work: &Work) -> Option<InputPartition> {
     match work.source() {
         Source::Input {
             topic, partition, ..
@@ -1162,12 +1133,12 @@ pub fn direct_id(parts: Partitions, workflow: &str, key: Option<&str>) -> Instan
 }
 
 /// Where [`Core::take`] puts what a command turns into.
-struct Sinks<'a> {
-    inputs: &'a mut BTreeMap<PartitionId, Vec<PartInput>>,
-    tickets: &'a mut Vec<Ticket>,
-    offsets: &'a mut BTreeMap<(String, i32), i64>,
-    stats: &'a mut Vec<Stat>,
-    forward: &'a mut Vec<(PartitionId, Work)>,
+pub(super) struct Sinks<'a> {
+    pub inputs: &'a mut BTreeMap<PartitionId, Vec<PartInput>>,
+    pub tickets: &'a mut Vec<Ticket>,
+    pub offsets: &'a mut BTreeMap<(String, i32), i64>,
+    pub stats: &'a mut Vec<Stat>,
+    pub forward: &'a mut Vec<(PartitionId, Work)>,
 }
 
 /// A write of a node-scope key (checkpoints).

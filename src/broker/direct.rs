@@ -64,6 +64,17 @@ impl Direct {
             && self.forwarded.get(&p).is_none_or(|&f| f < read)
     }
 
+    /// True when the current run of `input` has a forward to `p`: its later records must not
+    /// overtake it (`broker::held` keeps them until [`Direct::allows`]).
+    pub fn began(&self, input: &InputPartition, p: PartitionId) -> bool {
+        self.barrier.contains(&(input.clone(), p))
+    }
+
+    /// The offset of `input` the current run expects next: everything before it was consumed.
+    pub fn next(&self, input: &InputPartition) -> Option<i64> {
+        self.next.get(input).copied()
+    }
+
     /// A record for `p` (of `input`, when it is an input record) goes into this round's
     /// forward: nothing of any input may overtake it into `p` until it is read back.
     pub fn forwarding(&mut self, input: Option<&InputPartition>, p: PartitionId) {

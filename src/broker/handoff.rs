@@ -199,6 +199,9 @@ impl Core {
                 self.strays.push((p, work));
             }
         }
+        // held behind a forward: consumed after everything above, so they go last
+        let held = self.held.release(p);
+        self.strays.extend(held.into_iter().map(|w| (p, w)));
         self.direct.released(p);
         self.fences.remove(&p);
         self.tail.remove(&p);

@@ -16,9 +16,10 @@
 //!   (indexes, actions, children, lifecycle events, outbox, calls, timers, messages to other
 //!   partitions).
 //! - [`ingest`]: inputs (Kafka records, HTTP events) as work records for the partitions that
-//!   own their keys; [`direct`]: when an input record may skip the work topic into a
-//!   partition owned here; [`apply`]: applying a work record on its partition, exactly once
-//!   by its source position.
+//!   own their keys; `intake`: routing consumed input records (directly, held, or through
+//!   the work topic); [`direct`]: when an input record may skip the work topic into a
+//!   partition owned here; [`held`]: input records waiting for that, in order; [`apply`]:
+//!   applying a work record on its partition, exactly once by its source position.
 //! - [`router`]: correlating a consumed event to instances or starts; `addressed`: events
 //!   addressed by attribute (task token answers, `flowbroker.workflow.start`).
 //! - [`dedupe`]: dropping events whose source and id were already consumed.
@@ -45,10 +46,12 @@ pub mod effects;
 mod flight;
 pub mod gauges;
 mod handoff;
+pub mod held;
 pub mod history;
 pub mod index;
 mod inflight;
 pub mod ingest;
+mod intake;
 pub mod records;
 pub mod registry;
 pub mod resume;

@@ -1,0 +1,169 @@
+//! Input records consumed from Kafka, routed to their state partitions (docs/scale.md "No hop
+//! for owned partitions"): applied here directly when `broker::direct` allows it, held
+//! behind their run's first forward (`broker::held`) when that forward is not read back yet,
+//! else through the work topic to the owner. Exactly once by source position either way.
+
+use super::core::{direct_work, input_of, Core, CoreError, PartInput, Sinks};
+use super::flight::Finish;
+use super::Record;
+use super::Stat;
+use crate::cluster::node::InputPartition;
+use crate::cluster::partition::PartitionId;
+use crate::cluster::work::Work;
+use std::collections::BTreeMap;
+
+impl Core {
+    /// Turns consumed input records into partition inputs and forwards.
+    pub(super) fn take_records(
+        &mut self,
+        records: Vec<Record>,
+        sinks: &mut Sinks<'_>,
+    ) -> Result<(), CoreError> {
+        let (parts, kafka) = (self.parts, self.log.is_some());
+        for r in records {
+            let slot = (r.topic.clone(), r.partition);
+            let next = sinks
+                .offsets
+                .get(&slot)
+                .copied()
+                .unwrap_or(0)
+                .max(r.offset + 1);
+            sinks.offsets.insert(slot, next);
+            let input = InputPartition {
+                topic: r.topic.clone(),
+                partition: r.partition,
+            };
+            // a new run (a gap, or read again): what its last run held goes first, through
+            // the work topic, since the new run's first record will
+            if self.direct.next(&input) != Some(r.offset) && !self.held.is_empty() {
+                for (p, records) in self.held.take_input(&input) {
+                    self.forward_input(&input, p, records, sinks)?;
+                }
+            }
+            self.direct.consumed(&input, r.offset);
+            let ing = super::ingest::record(&self.reg, parts, &self.cfg, r);
+            sinks.stats.extend(ing.stats);
+            for (p, work) in ing.work {
+                // exactly once by source position at the owner, wherever it is: here at once
+                // when nothing of its input can be ahead of it in the work topic
+                let owned = kafka && self.owned.contains(&p);
+                let here =
+                    !kafka || owned && !self.held.holds(&input, p) && self.direct.allows(&input, p);
+                if let Work::Event { event, source, .. } = &work {
+                    tracing::debug!(to = %p, id = %event.id, from = ?source, here, "route");
+                }
+                if here {
+                    sinks.stats.push(Stat::Routed("direct"));
+                    sinks.inputs.entry(p).or_default().push(PartInput::Work {
+                        work,
+                        ticket: None,
+                        offset: None,
+                    });
+                    continue;
+                }
+                // behind a forward of this run not read back yet: held, then applied
+                // directly; past the bound, through the work topic after what was held
+                let records = if owned && self.direct.began(&input, p) {
+                    match self.held.hold(&input, p, work) {
+                        Ok(()) => continue,
+                        Err(records) => records,
+                    }
+                } else {
+                    let mut records = self.held.take(&input, p);
+                    records.push(work);
+                    records
+                };
+                self.forward_input(&input, p, records, sinks)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Sends `records` of `input` (in consumption order) to `p` through the work topic, after
+    /// whatever of that input was applied to `p` directly and could still turn out void.
+    fn forward_input(
+        &mut self,
+        input: &InputPartition,
+        p: PartitionId,
+        records: Vec<Work>,
+        sinks: &mut Sinks<'_>,
+    ) -> Result<(), CoreError> {
+        sinks
+            .stats
+            .extend(records.iter().map(|_| Stat::Routed("work_topic")));
+        // records of this partition applied directly in rounds still in flight go first if
+        // their batches turn out void
+        if self.flights.iter().any(|f| f.holds_direct(p)) {
+            self.land_all(sinks.inputs)?;
+            self.unstray(sinks.forward);
+        }
+        // and this input's direct records of this round go with them, ahead (the round's
+        // batch could turn out void after the forward left)
+        if let Some(list) = sinks.inputs.get_mut(&p) {
+            let (ahead, keep): (Vec<PartInput>, Vec<PartInput>) = std::mem::take(list)
+                .into_iter()
+                .partition(|i| direct_work(i).and_then(input_of).as_ref() == Some(input));
+            *list = keep;
+            for i in ahead {
+                if let PartInput::Work { work, .. } = i {
+                    sinks.forward.push((p, work));
+                }
+            }
+        }
+        self.direct.forwarding(Some(input), p);
+        sinks
+            .forward
+            .extend(records.into_iter().map(|work| (p, work)));
+        Ok(())
+    }
+
+    /// Moves held input records whose partition has read back their run's forward into the
+    /// round, in order: applied directly, and their input's offsets may be committed.
+    pub(super) fn unhold(
+        &mut self,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+        finish: &mut Finish,
+    ) {
+        if self.held.is_empty() {
+            return;
+        }
+        let (owned, direct) = (&self.owned, &self.direct);
+        let ready = self
+            .held
+            .ready(|i, p| owned.contains(&p) && direct.allows(i, p));
+        for (input, p, records) in ready {
+            if let Some(next) = self.direct.next(&input) {
+                let slot = finish
+                    .offsets
+                    .entry((input.topic, input.partition))
+                    .or_default();
+                *slot = (*slot).max(next);
+            }
+            for work in records {
+                finish.stats.push(Stat::Routed("direct"));
+                inputs.entry(p).or_default().push(PartInput::Work {
+                    work,
+                    ticket: None,
+                    offset: None,
+                });
+            }
+        }
+    }
+
+    /// Stops the round's input offsets at the first record still held: after a crash it is
+    /// consumed again.
+    pub(super) fn hold_back_offsets(&self, offsets: &mut BTreeMap<(String, i32), i64>) {
+        if self.held.is_empty() {
+            return;
+        }
+        for ((topic, partition), next) in offsets.iter_mut() {
+            let input = InputPartition {
+                topic: topic.clone(),
+                partition: *partition,
+            };
+            if let Some(lowest) = self.held.lowest(&input) {
+                *next = (*next).min(lowest);
+            }
+        }
+    }
+}
