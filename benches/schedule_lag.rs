@@ -7,7 +7,7 @@
 //! scenario; under `cargo test` a 3 s smoke run. Results: docs/schedules.md.
 
 use chrono::{DateTime, Utc};
-use flowbroker::broker::core::Core;
+use flowbroker::broker::core::{Core, Queues};
 use flowbroker::broker::records::OutRecord;
 use flowbroker::broker::{Cmd, SystemClock};
 use flowbroker::config::Config;
@@ -51,7 +51,7 @@ fn scenario(name: &str, total: usize, every_second: usize, secs: u64) {
             .enable_all()
             .build()
             .unwrap();
-        rt.block_on(core.run(rx, control_rx, mpsc::channel::<Cmd>(1).1))
+        rt.block_on(core.run(Queues::without_kafka(rx, control_rx)))
             .unwrap();
     });
     let rt = tokio::runtime::Builder::new_current_thread()

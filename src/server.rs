@@ -174,9 +174,11 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     crate::kafka::standby::start(&cfg, node.clone(), store.clone(), shared.clone())?;
 
     let (cmd_tx, cmd_rx) = mpsc::channel::<Cmd>(64);
-    // the work topic's records never queue behind input records: input records held for a
-    // partition owned here wait for them (`broker::held`)
+    // the work topic's records never queue behind input records (input records held for a
+    // partition owned here wait for them: `broker::held`), and requests and call results never
+    // wait while input does
     let (work_tx, work_rx) = mpsc::channel::<Cmd>(64);
+    let (inputs_tx, inputs_rx) = mpsc::channel::<Cmd>(64);
     let (prod_tx, prod_rx) = mpsc::unbounded_channel();
     let (inv_tx, inv_rx) = mpsc::unbounded_channel();
     let (reader_tx, reader_rx) = mpsc::unbounded_channel();
@@ -272,7 +274,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
                 inputs: crate::broker::resume::remembered_inputs(&store)?,
                 shared: shared.clone(),
                 control: control_tx.clone(),
-                core: cmd_tx.clone(),
+                core: inputs_tx.clone(),
                 assigned: assigned.clone(),
                 metrics: metrics.clone(),
                 intake: intake_rx.clone(),
@@ -284,7 +286,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     tokio::spawn(crate::kafka::membership::run(state_consumer.clone()));
     tokio::spawn(crate::kafka::consumer::run(
         consumer.clone(),
-        cmd_tx.clone(),
+        inputs_tx,
         k.batch_size,
         k.max_input_bytes,
         intake_rx,
@@ -299,7 +301,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
             cfg.workflows_dir.clone(),
             every,
             files,
-            cmd_tx.clone(),
+            control_tx.clone(),
         )),
         None => tokio::spawn(crate::watch::run(
             cfg.workflows_dir.clone(),
@@ -351,7 +353,12 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
                 .enable_all()
                 .build()
                 .expect("core runtime");
-            let r = rt.block_on(core.run(cmd_rx, control_rx, work_rx));
+            let r = rt.block_on(core.run(crate::broker::core::Queues {
+                cmds: cmd_rx,
+                control: control_rx,
+                work: work_rx,
+                inputs: inputs_rx,
+            }));
             let _ = done_tx.send(r);
         })
         .expect("core thread");

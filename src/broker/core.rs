@@ -97,12 +97,43 @@ pub struct Core {
     /// Input records for partitions owned here waiting behind a forward of their input's run
     /// to be read back, then applied directly.
     pub(super) held: super::held::Held,
+    /// Held records of partitions let go since: they follow their run's first forward, which
+    /// may be in the round being built, so they leave with a round's forward, never before.
+    pub(super) held_strays: Vec<(PartitionId, Work)>,
     /// Rounds whose changelog appends are on their way, oldest first.
     pub(super) flights: std::collections::VecDeque<Flight>,
     /// Per partition: the writes of its rounds in flight (the next round reads through them).
     pub(super) pending: BTreeMap<PartitionId, Pending>,
     /// The number of the last step built (its pending writes carry it).
     rounds: u64,
+}
+
+/// What the core reads, each on a channel of its own so that none queues behind another.
+pub struct Queues {
+    /// Requests, function results, the directory watcher's files: everything not below. The
+    /// core stops when every sender is gone.
+    pub cmds: mpsc::Receiver<Cmd>,
+    /// Ownership changes, acknowledgements, definitions: taken before the others.
+    pub control: mpsc::UnboundedReceiver<Cmd>,
+    /// The work topic's records: they let input records held here go (`broker::held`).
+    pub work: mpsc::Receiver<Cmd>,
+    /// Input records consumed from Kafka: not taken while many are held.
+    pub inputs: mpsc::Receiver<Cmd>,
+}
+
+impl Queues {
+    /// `cmds` and `control`, with nothing ever on the work and input queues (no Kafka).
+    pub fn without_kafka(
+        cmds: mpsc::Receiver<Cmd>,
+        control: mpsc::UnboundedReceiver<Cmd>,
+    ) -> Queues {
+        Queues {
+            cmds,
+            control,
+            work: mpsc::channel(1).1,
+            inputs: mpsc::channel(1).1,
+        }
+    }
 }
 
 /// Why the core stopped.
@@ -226,6 +257,7 @@ impl Core {
             group_assigned: false,
             direct: Default::default(),
             strays: Vec::new(),
+            held_strays: Vec::new(),
             held: Default::default(),
             flights: Default::default(),
             pending: BTreeMap::new(),
@@ -292,29 +324,30 @@ impl Core {
         Ok((core, out, calls))
     }
 
-    /// Runs until every sender of `rx` is gone. A store error stops the core: the process
+    /// Runs until every sender of `q.cmds` is gone. A store error stops the core: the process
     /// must restart from the last commit rather than continue from a state it could not save.
     /// With a changelog, rounds are pipelined: new rounds are built while earlier ones wait
-    /// for their appends (up to `MAX_FLIGHTS`), and each lands when Kafka has it. `work`
-    /// carries the work topic's records, taken before `rx`'s; `rx` waits while too many input
-    /// records are held (`broker::held`), since only the work topic lets them go.
-    pub async fn run(
-        mut self,
-        mut rx: mpsc::Receiver<Cmd>,
-        mut control: mpsc::UnboundedReceiver<Cmd>,
-        mut work: mpsc::Receiver<Cmd>,
-    ) -> Result<(), CoreError> {
+    /// for their appends (up to `MAX_FLIGHTS`), and each lands when Kafka has it.
+    pub async fn run(mut self, mut q: Queues) -> Result<(), CoreError> {
         enum Next {
             Landed(Vec<super::flight::Appended>),
+            Control(Box<Cmd>),
             Cmd(Box<Cmd>),
             Due,
             Closed,
         }
         loop {
+            let room = self.flights.len() < MAX_FLIGHTS;
+            // held records of a partition let go while a round was built or landed leave with
+            // the next round's forward, with or without commands
+            if room && !self.held_strays.is_empty() {
+                self.build(Vec::new())?;
+                continue;
+            }
             let due = self.next_due()?;
             let wait = due.map(|d| (d - self.clock.now()).to_std().unwrap_or_default());
-            let room = self.flights.len() < MAX_FLIGHTS;
-            let intake = room && !self.held.full();
+            // input records wait while many are held: only the work topic lets those go
+            let inputs = room && !self.held.full();
             let landing = async {
                 match self.flights.front_mut() {
                     Some(f) => (&mut f.landed).await,
@@ -324,15 +357,17 @@ impl Core {
             let next = tokio::select! {
                 biased;
                 a = landing => Next::Landed(a),
-                Some(c) = control.recv() => Next::Cmd(Box::new(c)),
-                Some(c) = work.recv(), if room => Next::Cmd(Box::new(c)),
-                cmd = rx.recv(), if intake => match cmd {
+                Some(c) = q.control.recv() => Next::Control(Box::new(c)),
+                Some(c) = q.work.recv(), if room => Next::Cmd(Box::new(c)),
+                cmd = q.cmds.recv(), if room => match cmd {
                     Some(c) => Next::Cmd(Box::new(c)),
                     None => Next::Closed,
                 },
+                Some(c) = q.inputs.recv(), if inputs => Next::Cmd(Box::new(c)),
                 _ = sleep(wait), if room => Next::Due,
             };
             let mut cmds = Vec::new();
+            let mut picked = None;
             match next {
                 Next::Landed(appended) => {
                     let f = self.flights.pop_front().expect("a round in flight landed");
@@ -348,25 +383,37 @@ impl Core {
                     }
                 }
                 Next::Closed => return self.land_all(&mut BTreeMap::new()),
-                Next::Cmd(c) => cmds.push(*c),
+                Next::Control(c) => cmds.push(*c),
+                Next::Cmd(c) => picked = Some(*c),
                 Next::Due => {}
             }
-            while let Ok(c) = control.try_recv() {
+            // the control channel first: a batch picked from another may have waited for
+            // what it carries (definitions: `kafka::definitions::Caught`)
+            while let Ok(c) = q.control.try_recv() {
                 cmds.push(c);
             }
+            cmds.extend(picked);
             let mut size: usize = cmds.iter().map(Cmd::size).sum();
+            // the other three in turn, so none waits behind another
+            let mut turn = 0;
             while room && cmds.len() < 256 && size < ROUND_INPUTS {
-                let next = match work.try_recv() {
-                    Ok(c) => Ok(c),
-                    Err(_) if intake => rx.try_recv(),
-                    Err(e) => Err(e),
-                };
+                let next = (0..3).find_map(|k| match (turn + k) % 3 {
+                    0 => q.work.try_recv().ok(),
+                    1 => q.cmds.try_recv().ok(),
+                    _ if inputs => q.inputs.try_recv().ok(),
+                    _ => None,
+                });
+                turn += 1;
                 match next {
-                    Ok(c) => {
+                    Some(c) => {
+                        // definitions sent before this batch waited for them go first
+                        while let Ok(x) = q.control.try_recv() {
+                            cmds.push(x);
+                        }
                         size += c.size();
                         cmds.push(c);
                     }
-                    Err(_) => break,
+                    None => break,
                 }
             }
             self.build(cmds)?;
@@ -466,6 +513,8 @@ impl Core {
             self.unstray(&mut forward);
             self.unhold(&mut inputs, &mut finish);
         }
+        // (a round of no commands: held records of a partition let go, `Core::run`)
+        self.unstray(&mut forward);
         // a held record's input offset is not committed: after a crash it is read again
         self.hold_back_offsets(&mut finish.offsets);
         // inputs of partitions owned elsewhere go through the work topic (their owner applies
@@ -665,23 +714,29 @@ impl Core {
         Ok(())
     }
 
-    /// Moves input records of partitions let go (`Core::strays`) into the round's forward,
-    /// each before the first record already there for its partition: a stray was consumed
-    /// before any record of its input forwarded to that partition in this round.
+    /// Moves input records of partitions let go (`Core::strays`, `Core::held_strays`) into
+    /// the round's forward, each before the first record there of the same input partition
+    /// at a later offset for the same partition (or last): a partition must get each input's
+    /// records in offset order. A stray applied directly was consumed before what was
+    /// forwarded after it, but a held one after its run's first forward, which may be in this
+    /// round's forward.
     pub(super) fn unstray(&mut self, forward: &mut Vec<(PartitionId, Work)>) {
-        let mut by_partition: BTreeMap<PartitionId, Vec<(PartitionId, Work)>> = BTreeMap::new();
-        for (p, work) in std::mem::take(&mut self.strays) {
+        let mut strays = std::mem::take(&mut self.strays);
+        strays.append(&mut self.held_strays);
+        self.place_strays(strays, forward);
+    }
+
+    /// Puts `strays` into `forward` in consumption order per input, whichever step or round
+    /// they came from.
+    pub(super) fn place_strays(
+        &mut self,
+        mut strays: Vec<(PartitionId, Work)>,
+        forward: &mut Vec<(PartitionId, Work)>,
+    ) {
+        strays.sort_by_cached_key(|(_, w)| w.source().position());
+        for (p, work) in strays {
             self.direct.forwarding(input_of(&work).as_ref(), p);
-            by_partition.entry(p).or_default().push((p, work));
-        }
-        for (p, mut records) in by_partition {
-            // in consumption order per input, whichever step or round they came from
-            records.sort_by_key(|(_, w)| w.source().position());
-            let at = forward
-                .iter()
-                .position(|(q, _)| *q == p)
-                .unwrap_or(forward.len());
-            forward.splice(at..at, records);
+            super::intake::place(forward, p, work);
         }
     }
 

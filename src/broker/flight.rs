@@ -245,13 +245,16 @@ impl Core {
         Ok(())
     }
 
-    /// Sends strays (direct input records of partitions let go) through the work topic now.
+    /// Sends strays (direct input records of partitions let go) through the work topic now:
+    /// each was consumed before anything of its input the round being built forwards. Held
+    /// records of partitions let go (`Core::held_strays`) wait for that round's forward.
     pub(super) fn flush_strays(&mut self) -> Result<(), CoreError> {
         if self.strays.is_empty() {
             return Ok(());
         }
         let mut forward = Vec::new();
-        self.unstray(&mut forward);
+        let strays = std::mem::take(&mut self.strays);
+        self.place_strays(strays, &mut forward);
         if let Some(log) = self.log.as_mut() {
             for (p, offset) in log.forward(forward)? {
                 self.direct.forwarded(p, offset);

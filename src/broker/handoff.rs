@@ -5,7 +5,7 @@
 
 use super::core::{checkpoint_key, node_write, Core, CoreError, PartInput, WORK_OFFSET};
 use super::records::{Call, OutRecord, StoredVersion};
-use super::OutboxKey;
+use super::{OutboxKey, Stat};
 use crate::cluster::changelog::{Checkpoint, Entry};
 use crate::cluster::partition::PartitionId;
 use crate::cluster::work::ReadFrom;
@@ -199,9 +199,11 @@ impl Core {
                 self.strays.push((p, work));
             }
         }
-        // held behind a forward: consumed after everything above, so they go last
+        // held behind their run's first forward: they follow it to the new owner, with the
+        // round's forward (it may be in there)
         let held = self.held.release(p);
-        self.strays.extend(held.into_iter().map(|w| (p, w)));
+        self.count(vec![Stat::Routed("work_topic"); held.len()]);
+        self.held_strays.extend(held.into_iter().map(|w| (p, w)));
         self.direct.released(p);
         self.fences.remove(&p);
         self.tail.remove(&p);

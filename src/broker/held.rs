@@ -8,22 +8,25 @@
 //! wait here, in the order they were consumed, and are applied directly once the partition
 //! has read the forward back.
 //!
-//! Memory is bounded: past [`HELD_MAX`] records in all, a pair's records go through the work
-//! topic after all (in order, so still correct). The input offsets committed never pass a
-//! held record ([`Held::lowest`]): after a crash it is consumed again.
+//! Memory is bounded: from [`HELD_PAUSE`] records on, the core takes no more input records
+//! until some go, and past [`HELD_MAX`] a pair's records go through the work topic after all
+//! (in order, so still correct). The input offsets committed never pass a held record
+//! ([`Held::lowest`]): after a crash it is consumed again.
 
 use crate::cluster::node::InputPartition;
 use crate::cluster::partition::PartitionId;
 use crate::cluster::work::{Source, Work};
 use std::collections::BTreeMap;
 
-/// The most input records held back at once, over every pair. A record is about its event's
-/// size in memory (a few KB at most with the default record limits), so this is a few MB.
+/// The most input records held back at once, over every pair: about four rounds of input.
+/// A record is about its event's size in memory, a few KB with usual events, so this is tens
+/// of MB at most (the input channel in front of the core holds more).
 pub const HELD_MAX: usize = 8192;
 
 /// From this many held records on, the core takes no more input records (`Core::run`) until
-/// the work topic lets some go: a round adds at most about `ROUND_INPUTS` (2,000) more, so
-/// [`HELD_MAX`] is reached only if the work topic stalls.
+/// the work topic lets some go; requests, call results and the work topic's records come on
+/// channels of their own and go on. A round adds at most about `ROUND_INPUTS` (2,000) more,
+/// so [`HELD_MAX`] is reached only if the work topic stalls.
 pub const HELD_PAUSE: usize = HELD_MAX / 2;
 
 /// Records held back per (input partition, state partition), in consumption order.

@@ -9,7 +9,7 @@ use super::Record;
 use super::Stat;
 use crate::cluster::node::InputPartition;
 use crate::cluster::partition::PartitionId;
-use crate::cluster::work::Work;
+use crate::cluster::work::{Source, Work};
 use std::collections::BTreeMap;
 
 impl Core {
@@ -165,5 +165,83 @@ impl Core {
                 *next = (*next).min(lowest);
             }
         }
+    }
+}
+
+/// Puts `work`, an input record for `p`, into a round's forward before the first record there
+/// for `p` of the same input partition at a later offset, or last: each partition gets each
+/// input's records in offset order, whichever way the others took.
+pub(super) fn place(forward: &mut Vec<(PartitionId, Work)>, p: PartitionId, work: Work) {
+    let at = forward
+        .iter()
+        .position(|(q, w)| *q == p && later(w, &work))
+        .unwrap_or(forward.len());
+    forward.insert(at, (p, work));
+}
+
+/// True when `w` was consumed from the same input partition as `than`, at a later offset.
+fn later(w: &Work, than: &Work) -> bool {
+    match (w.source(), than.source()) {
+        (
+            Source::Input {
+                topic,
+                partition,
+                offset,
+            },
+            Source::Input {
+                topic: t,
+                partition: q,
+                offset: o,
+            },
+        ) => topic == t && partition == q && offset > o,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(partition: i32, offset: i64) -> Work {
+        Work::Start {
+            id: format!("x{partition}-{offset}"),
+            workflow: "w".into(),
+            input: serde_json::Value::Null,
+            source: Source::Input {
+                topic: "in".into(),
+                partition,
+                offset,
+            },
+            trace: None,
+            parent: None,
+        }
+    }
+
+    fn order(forward: &[(PartitionId, Work)]) -> Vec<(u16, i32, i64)> {
+        forward
+            .iter()
+            .map(|(p, w)| match w.source() {
+                Source::Input {
+                    partition, offset, ..
+                } => (p.0, *partition, *offset),
+                _ => unreachable!(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_stray_goes_before_later_records_of_its_input_only() {
+        let (p, q) = (PartitionId(1), PartitionId(2));
+        // this round's forward: a run's first record for p (input 0 at 100), input 1's for p,
+        // and input 0's for another partition
+        let mut forward = vec![(p, record(0, 100)), (p, record(1, 5)), (q, record(0, 90))];
+        // held behind input 0's first forward, then let go: after it, not before
+        place(&mut forward, p, record(0, 101));
+        // applied directly before a forward of this round: ahead of it
+        place(&mut forward, p, record(0, 99));
+        assert_eq!(
+            order(&forward),
+            vec![(1, 0, 99), (1, 0, 100), (1, 1, 5), (2, 0, 90), (1, 0, 101)]
+        );
     }
 }

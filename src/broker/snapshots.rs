@@ -65,10 +65,17 @@ impl Core {
         }
     }
 
-    /// A partition taken over: the snapshot it restored from (or none) counts as its last.
+    /// A partition taken over: the snapshot it restored from (or none) counts as its last,
+    /// moved back by its turn ([`turn`]) so the partitions of a broker, taken over together,
+    /// are not all due together. In records only without a snapshot: a partition that has
+    /// one keeps the phase its earlier owners gave it (moving it back would make every
+    /// partition far enough past its snapshot due at once).
     pub(super) fn snapshot_owned(&mut self, p: PartitionId, since: i64, now: DateTime<Utc>) {
+        let parts = self.parts.count();
         if let Some(plan) = self.snapshots.as_mut() {
-            plan.last.insert(p, (since, now));
+            let (records, time) = turn(p, parts, plan.every_records, plan.every);
+            let records = if since == 0 { records } else { 0 };
+            plan.last.insert(p, (since - records, now - time));
         }
     }
 
@@ -77,6 +84,25 @@ impl Core {
             plan.last.remove(&p);
         }
     }
+}
+
+/// Partition `p`'s share of the snapshot interval (`every_records` records, `every` time),
+/// `p mod n` of `n`ths of it, `n` the number of state partitions in the cluster: its first snapshot after a take-over comes that much earlier,
+/// so `n` partitions that change at the same pace take turns, one every `every / n`, instead
+/// of writing all their snapshots at once (which starves the Kafka broker on a small machine
+/// for as long as they take; docs/performance.md "Snapshots in turn").
+fn turn(
+    p: PartitionId,
+    n: u16,
+    every_records: i64,
+    every: chrono::Duration,
+) -> (i64, chrono::Duration) {
+    let (k, n) = (i128::from(p.0 % n.max(1)), i128::from(n.max(1)));
+    let share = |whole: i64| (i128::from(whole) * k / n) as i64;
+    (
+        share(every_records),
+        chrono::Duration::milliseconds(share(every.num_milliseconds())),
+    )
 }
 
 /// At take-over, before the changelog is read from `cp`: loads the partition's latest
@@ -151,4 +177,29 @@ pub(super) fn load(
         written_by = %m.broker, replaced = cleared,
         took_ms = t0.elapsed().as_millis() as u64, "restored from a snapshot");
     Ok(m.next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partitions_take_turns_over_the_interval() {
+        let every = chrono::Duration::seconds(600);
+        let turns: Vec<_> = (0..12)
+            .map(|p| turn(PartitionId(p), 12, 50_000, every))
+            .collect();
+        assert_eq!(turns[0], (0, chrono::Duration::zero()));
+        assert_eq!(turns[1], (4_166, chrono::Duration::seconds(50)));
+        assert_eq!(turns[11], (45_833, chrono::Duration::seconds(550)));
+        // evenly spread, each within one interval
+        for w in turns.windows(2) {
+            assert_eq!(w[1].1 - w[0].1, chrono::Duration::seconds(50));
+            assert!(w[1].0 > w[0].0 && w[1].0 < 50_000);
+        }
+        assert_eq!(
+            turn(PartitionId(3), 1, 50_000, every),
+            (0, chrono::Duration::zero())
+        );
+    }
 }

@@ -266,7 +266,10 @@ pub async fn run(
     dir: PathBuf,
     every: Duration,
     mut deployed: std::collections::BTreeMap<String, String>,
-    core: mpsc::Sender<Cmd>,
+    // the core's control channel: it takes what is there before any input or work topic
+    // batch, so a batch that waited for these definitions ([`Caught`]) is matched against
+    // them, whichever of the core's queues it came through
+    core: mpsc::UnboundedSender<Cmd>,
 ) {
     let topic = reader.topic.clone();
     tokio::spawn(reader.caught.clone().serve(reader.end.clone()));
@@ -295,7 +298,7 @@ pub async fn run(
         let files = rollout.files();
         if files != deployed {
             deployed = files.clone();
-            if core.send(Cmd::Files(files)).await.is_err() {
+            if core.send(Cmd::Files(files)).is_err() {
                 return;
             }
         }
