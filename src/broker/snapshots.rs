@@ -86,10 +86,10 @@ impl Core {
     }
 }
 
-/// Partition `p`'s share of the snapshot interval (`every_records` records, `every` time),
-/// `p mod n` of `n`ths of it, `n` the number of state partitions in the cluster: its first snapshot after a take-over comes that much earlier,
-/// so `n` partitions that change at the same pace take turns, one every `every / n`, instead
-/// of writing all their snapshots at once (which starves the Kafka broker on a small machine
+/// Partition `p`'s share of the snapshot interval (`every_records` records, `every` time):
+/// `p mod n` of `n`ths of it, `n` the number of state partitions in the cluster. Its first
+/// snapshot after a take-over comes that much earlier, so partitions that change at the same
+/// pace take turns, one every `every / n`, instead of writing all their snapshots at once (which starves the Kafka broker on a small machine
 /// for as long as they take; docs/performance.md "Snapshots in turn").
 fn turn(
     p: PartitionId,
