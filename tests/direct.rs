@@ -24,19 +24,25 @@ fn distinct_keys(out: &Collector) -> BTreeSet<u64> {
         .collect()
 }
 
-#[test]
-fn owned_partitions_apply_input_directly_and_exactly_once_across_a_kill() {
-    let kafka = Kafka::start();
-    let out = kafka.collect(&["flowbroker.out"]);
-    // positions alone keep a record from being applied twice (no event-id dedupe)
-    let mut broker = Broker::start(
-        &kafka,
+/// An `echo` broker that has answered a first wave of pings (the runs' first forwards made).
+/// Positions alone keep a record from being applied twice: no event-id dedupe.
+fn first_wave(kafka: &Kafka, out: &Collector) -> (Broker, Publisher) {
+    let broker = Broker::start(
+        kafka,
         &[("echo.yaml", ECHO)],
         &[("FLOWBROKER_DEDUPE_WINDOW", "PT0S")],
     );
     let p = kafka.producer();
     p.send_pings("a", WAVE, None, |i| json!({"i": i}));
     out.wait_events("bench.pong", WAVE, 120);
+    (broker, p)
+}
+
+#[test]
+fn owned_partitions_apply_input_directly_and_exactly_once_across_a_kill() {
+    let kafka = Kafka::start();
+    let out = kafka.collect(&["flowbroker.out"]);
+    let (mut broker, p) = first_wave(&kafka, &out);
     let m = broker.metrics();
     let forwarded = metric_sum(&m, ROUTED, "path=\"work_topic\"");
     assert!(
@@ -125,14 +131,7 @@ const BACKLOG: usize = 20_000;
 fn a_backlog_waits_for_its_first_forward_then_skips_the_work_topic_exactly_once() {
     let kafka = Kafka::start();
     let out = kafka.collect(&["flowbroker.out"]);
-    let mut broker = Broker::start(
-        &kafka,
-        &[("echo.yaml", ECHO)],
-        &[("FLOWBROKER_DEDUPE_WINDOW", "PT0S")],
-    );
-    let p = kafka.producer();
-    p.send_pings("a", WAVE, None, |i| json!({"i": i}));
-    out.wait_events("bench.pong", WAVE, 120);
+    let (mut broker, p) = first_wave(&kafka, &out);
     // down while a backlog builds; back, it resumes its partitions and starts new runs
     broker.kill();
     p.send_pings("b", BACKLOG, None, |i| json!({"i": WAVE + i}));
