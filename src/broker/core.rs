@@ -1043,8 +1043,7 @@ impl Core {
                 .with_label_values(&[&topic, &ty])
                 .inc();
         }
-        let writes = tx.writes();
-        drop(tx);
+        let writes = tx.into_writes();
         if !pending.is_empty() {
             self.pending.insert(p, pending);
         }
@@ -1201,7 +1200,11 @@ pub(super) fn node_write<T: serde::Serialize>(key: &str, value: &T) -> Write {
     Write {
         table: Table::Meta,
         key: key.to_string(),
-        value: Some(serde_json::to_vec(value).expect("checkpoints serialize")),
+        value: Some(
+            serde_json::to_vec(value)
+                .expect("checkpoints serialize")
+                .into(),
+        ),
     }
 }
 

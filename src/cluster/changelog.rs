@@ -103,7 +103,7 @@ impl Entry {
             Entry::Fence { owner, .. } => owner.len() + 16,
             Entry::Batch { writes, .. } => writes
                 .iter()
-                .map(|w| w.key.len() + w.value.as_ref().map_or(0, Vec::len) + 16)
+                .map(|w| w.key.len() + w.value.as_ref().map_or(0, bytes::Bytes::len) + 16)
                 .sum::<usize>(),
         };
         let mut out = Vec::with_capacity(size + 16);
@@ -146,7 +146,7 @@ impl Entry {
                             table: Table::from_name(w.table)
                                 .ok_or_else(|| corrupt(format!("unknown table {:?}", w.table)))?,
                             key: w.key.to_string(),
-                            value: w.value.map(|v| v.to_vec()),
+                            value: w.value.map(|v| bytes::Bytes::copy_from_slice(v)),
                         })
                     })
                     .collect::<Result<_, ChangelogError>>()?;
@@ -203,7 +203,7 @@ mod tests {
             writes: vec![Write {
                 table: Table::Instances,
                 key: key.into(),
-                value: value.map(|v| v.as_bytes().to_vec()),
+                value: value.map(|v| v.as_bytes().to_vec().into()),
             }],
         }
     }
@@ -269,7 +269,7 @@ mod tests {
                 Write {
                     table: Table::Instances,
                     key: "k".into(),
-                    value: Some(b"[1]".to_vec()),
+                    value: Some(b"[1]".to_vec().into()),
                 },
                 Write {
                     table: Table::Instances,
@@ -318,7 +318,7 @@ mod tests {
                 .map(|(i, t)| Write {
                     table: *t,
                     key: format!("k{i}"),
-                    value: (i % 3 != 0).then(|| vec![b'x'; i * 100]),
+                    value: (i % 3 != 0).then(|| vec![b'x'; i * 100].into()),
                 })
                 .collect(),
         };

@@ -140,7 +140,7 @@ pub fn decode_chunk(offset: i64, next: i64, bytes: &[u8]) -> Result<Vec<Write>, 
             Ok(Write {
                 table,
                 key,
-                value: Some(value.get().as_bytes().to_vec()),
+                value: Some(bytes::Bytes::copy_from_slice(value.get().as_bytes())),
             })
         })
         .collect()
@@ -156,12 +156,12 @@ mod tests {
             Write {
                 table: Table::Instances,
                 key: "p0001\u{1f}a".into(),
-                value: Some(br#"{"x":[1,2]}"#.to_vec()),
+                value: Some(br#"{"x":[1,2]}"#.to_vec().into()),
             },
             Write {
                 table: Table::Waits,
                 key: "p0001\u{1f}w".into(),
-                value: Some(b"null".to_vec()),
+                value: Some(b"null".to_vec().into()),
             },
         ];
         let bytes = encode_chunk(42, &writes);

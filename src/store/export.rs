@@ -56,7 +56,7 @@ impl Export {
                 Ok(Write {
                     table: *t,
                     key: String::from_utf8_lossy(&k).into_owned(),
-                    value: Some(v.to_vec()),
+                    value: Some(bytes::Bytes::copy_from_slice(&v)),
                 })
             })
         });
@@ -67,7 +67,7 @@ impl Export {
                 let w: Result<Write> = w;
                 match w {
                     Ok(w) => {
-                        bytes += w.key.len() + w.value.as_ref().map_or(0, Vec::len);
+                        bytes += w.key.len() + w.value.as_ref().map_or(0, bytes::Bytes::len);
                         run.push(w);
                         if bytes >= max_bytes {
                             break;

@@ -97,7 +97,9 @@ pub fn scope_prefix(scope: Scope) -> String {
 pub struct Write {
     pub table: Table,
     pub key: String,
-    pub value: Option<Vec<u8>>,
+    /// Shared, not copied, between the round's changelog record, its pending writes and the
+    /// store.
+    pub value: Option<bytes::Bytes>,
 }
 
 /// Reads the store's layout version (absent: a store from before it was kept, layout 1),
@@ -212,7 +214,7 @@ impl Store {
         for w in writes {
             let part = self.part(w.table);
             match &w.value {
-                Some(v) => batch.insert(part, w.key.as_bytes(), v.as_slice()),
+                Some(v) => batch.insert(part, w.key.as_bytes(), &v[..]),
                 None => batch.remove(part, w.key.as_bytes()),
             }
         }
@@ -250,7 +252,21 @@ pub struct Txn<'s> {
 }
 
 /// A transaction's writes by table and full key (`None`: deleted).
-type Overlay = BTreeMap<(Table, String), Option<Vec<u8>>>;
+type Overlay = BTreeMap<Table, BTreeMap<String, Option<Vec<u8>>>>;
+
+/// The bounds of a range of full keys `[lo, hi)` (an unbounded `hi`: to the table's end), as
+/// borrowed keys.
+pub(super) fn str_bounds<'k>(
+    lo: &'k str,
+    hi: &'k Bound<String>,
+) -> (Bound<&'k str>, Bound<&'k str>) {
+    let hi = match hi {
+        Bound::Excluded(h) => Bound::Excluded(h.as_str()),
+        Bound::Included(h) => Bound::Included(h.as_str()),
+        Bound::Unbounded => Bound::Unbounded,
+    };
+    (Bound::Included(lo), hi)
+}
 
 fn decode<T: DeserializeOwned>(table: Table, key: &str, bytes: &[u8]) -> Result<T> {
     serde_json::from_slice(bytes).map_err(|source| StoreError::Corrupt {
@@ -366,13 +382,12 @@ impl Txn<'_> {
         limit: usize,
     ) -> Result<Vec<(String, Vec<u8>)>> {
         let overlay = self.overlay.borrow();
-        let end = match &hi {
-            Bound::Excluded(h) => Bound::Excluded((table, h.clone())),
-            _ => Bound::Excluded((table, String::from(char::MAX))),
-        };
         let mine = overlay
-            .range((Bound::Included((table, lo.clone())), end))
-            .map(|((_, k), v)| (k.as_str(), v.as_deref()));
+            .get(&table)
+            .map(|t| t.range::<str, _>(str_bounds(&lo, &hi)))
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v.as_deref()));
         let base = self.base.into_iter().flat_map(|b| b.range(table, &lo, &hi));
         let range = (
             Bound::Included(lo.clone().into_bytes()),
@@ -400,7 +415,7 @@ impl Txn<'_> {
 
     pub fn get<T: DeserializeOwned>(&self, table: Table, key: &str) -> Result<Option<T>> {
         let full = self.full(key);
-        if let Some(v) = self.overlay.borrow().get(&(table, full.clone())) {
+        if let Some(v) = self.overlay.borrow().get(&table).and_then(|t| t.get(&full)) {
             return v.as_ref().map(|b| decode(table, key, b)).transpose();
         }
         if let Some(v) = self.base.and_then(|b| b.get(table, &full)) {
@@ -422,7 +437,11 @@ impl Txn<'_> {
             .set(self.written.get() + key.len() + bytes.len());
         let full = self.full(key);
         self.store.due.wrote(table, &self.prefix, &full);
-        self.overlay.borrow_mut().insert((table, full), Some(bytes));
+        self.overlay
+            .borrow_mut()
+            .entry(table)
+            .or_default()
+            .insert(full, Some(bytes));
         Ok(())
     }
 
@@ -434,15 +453,21 @@ impl Txn<'_> {
     /// Removes `key`; true if it was there.
     pub fn delete(&self, table: Table, key: &str) -> Result<bool> {
         let full = self.full(key);
-        let existed = match self.overlay.borrow().get(&(table, full.clone())) {
-            Some(v) => v.is_some(),
+        let mine =
+            (self.overlay.borrow().get(&table)).and_then(|t| t.get(&full).map(Option::is_some));
+        let existed = match mine {
+            Some(there) => there,
             None => match self.base.and_then(|b| b.get(table, &full)) {
                 Some(v) => v.is_some(),
                 None => self.store.part(table).contains_key(full.as_bytes())?,
             },
         };
         if existed {
-            self.overlay.borrow_mut().insert((table, full), None);
+            self.overlay
+                .borrow_mut()
+                .entry(table)
+                .or_default()
+                .insert(full, None);
         }
         Ok(existed)
     }
@@ -534,15 +559,29 @@ impl Txn<'_> {
 
     /// What this transaction changed, in key order.
     pub fn writes(&self) -> Vec<Write> {
-        self.overlay
-            .borrow()
+        let overlay = self.overlay.borrow();
+        let all = overlay
             .iter()
-            .map(|((table, key), value)| Write {
-                table: *table,
-                key: key.clone(),
-                value: value.clone(),
+            .flat_map(|(table, t)| t.iter().map(move |kv| (*table, kv)));
+        all.map(|(table, (key, value))| Write {
+            table,
+            key: key.clone(),
+            value: value.clone().map(bytes::Bytes::from),
+        })
+        .collect()
+    }
+
+    /// What this transaction changed, in key order, ending it (nothing copied).
+    pub fn into_writes(self) -> Vec<Write> {
+        let all = self.overlay.into_inner().into_iter();
+        all.flat_map(|(table, t)| {
+            t.into_iter().map(move |(key, value)| Write {
+                table,
+                key,
+                value: value.map(bytes::Bytes::from),
             })
-            .collect()
+        })
+        .collect()
     }
 
     pub fn is_unchanged(&self) -> bool {
@@ -565,8 +604,8 @@ impl Txn<'_> {
         if self.is_unchanged() {
             return Ok(());
         }
-        let writes = self.writes();
-        self.store.apply(&writes, sync)
+        let store = self.store;
+        store.apply(&self.into_writes(), sync)
     }
 }
 

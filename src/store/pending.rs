@@ -3,26 +3,30 @@
 //! pending writes ([`crate::store::Store::scoped_over`]), and the store gets them only once
 //! their append is acknowledged, so what is on disk never runs ahead of the changelog.
 
-use super::{Table, Write};
+use super::{str_bounds, Table, Write};
+use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::ops::Bound;
 
 /// One state partition's pending writes by table and full key, each with the step (one
-/// append of a round) that wrote it last (`None`: deleted).
+/// append of a round) that wrote it last (`None`: deleted). Values are shared with the
+/// round's writes, not copied; keys are looked up borrowed.
 #[derive(Debug, Default)]
 pub struct Pending {
-    entries: BTreeMap<(Table, String), Entry>,
+    tables: BTreeMap<Table, BTreeMap<String, Entry>>,
 }
 
 /// The step that wrote a key last, and its value (`None`: deleted).
-type Entry = (u64, Option<Vec<u8>>);
+type Entry = (u64, Option<Bytes>);
 
 impl Pending {
     /// Step `step` wrote `writes` (its append is on its way).
     pub fn add(&mut self, step: u64, writes: &[Write]) {
         for w in writes {
-            self.entries
-                .insert((w.table, w.key.clone()), (step, w.value.clone()));
+            self.tables
+                .entry(w.table)
+                .or_default()
+                .insert(w.key.clone(), (step, w.value.clone()));
         }
     }
 
@@ -30,22 +34,25 @@ impl Pending {
     /// except those a later step wrote over.
     pub fn settle(&mut self, step: u64, writes: &[Write]) {
         for w in writes {
-            let k = (w.table, w.key.clone());
-            if self.entries.get(&k).is_some_and(|(s, _)| *s == step) {
-                self.entries.remove(&k);
+            let Some(t) = self.tables.get_mut(&w.table) else {
+                continue;
+            };
+            if t.get(w.key.as_str()).is_some_and(|(s, _)| *s == step) {
+                t.remove(w.key.as_str());
+                if t.is_empty() {
+                    self.tables.remove(&w.table);
+                }
             }
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.tables.is_empty()
     }
 
     /// The pending value of a full key: `Some(None)` when a pending round deleted it.
     pub(super) fn get(&self, table: Table, key: &str) -> Option<Option<&[u8]>> {
-        self.entries
-            .get(&(table, key.to_string()))
-            .map(|(_, v)| v.as_deref())
+        self.tables.get(&table)?.get(key).map(|(_, v)| v.as_deref())
     }
 
     /// The pending entries of `table` with full keys in `[lo, hi)`, in key order.
@@ -55,13 +62,14 @@ impl Pending {
         lo: &str,
         hi: &Bound<String>,
     ) -> impl Iterator<Item = (&'a str, Option<&'a [u8]>)> + 'a {
-        let end = match hi {
-            Bound::Excluded(h) => Bound::Excluded((table, h.clone())),
-            _ => Bound::Excluded((table, String::from(char::MAX))),
-        };
-        self.entries
-            .range((Bound::Included((table, lo.to_string())), end))
-            .map(|((_, k), (_, v))| (k.as_str(), v.as_deref()))
+        let range = self
+            .tables
+            .get(&table)
+            .map(|t| t.range::<str, _>(str_bounds(lo, hi)));
+        range
+            .into_iter()
+            .flatten()
+            .map(|(k, (_, v))| (k.as_str(), v.as_deref()))
     }
 }
 
@@ -73,7 +81,7 @@ mod tests {
         Write {
             table: Table::Instances,
             key: k.into(),
-            value: Some(v.as_bytes().to_vec()),
+            value: Some(Bytes::copy_from_slice(v.as_bytes())),
         }
     }
 

@@ -69,7 +69,7 @@ pub(super) fn decode(offset: i64, bytes: &[u8]) -> Result<Entry, ChangelogError>
         writes.push(Write {
             table: table(&t)?,
             key,
-            value: Some(value.get().as_bytes().to_vec()),
+            value: Some(bytes::Bytes::copy_from_slice(value.get().as_bytes())),
         });
     }
     for (t, key) in wire.deletes {
