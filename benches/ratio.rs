@@ -75,10 +75,21 @@ fn publish_to(p: support::Publisher, tag: &str, n: usize, pace: Option<Duration>
     p.send_pings(tag, n, pace, |i| json!({"i": i, "t": now_us()}));
 }
 
+/// Records flowbroker produces per instance of the bench's workflow with the default config:
+/// its produced event and the `started` and `completed` lifecycle events.
+const OUT_PER_INSTANCE: usize = 3;
+
 /// The raw passthrough: copies `n` records of `flowbroker.in` to `bench.copy` (same key,
 /// payload and headers), settings as flowbroker's own clients. Returns records/s from the
 /// first delivery to the last.
 fn passthrough(brokers: &str, n: usize) -> f64 {
+    fan_out(brokers, n, 1)
+}
+
+/// The passthrough with `copies` records produced per record consumed: Kafka's own share of
+/// an instance's work when `copies` is [`OUT_PER_INSTANCE`] (the changelog append not counted),
+/// so an upper bound for flowbroker on this machine. Returns records consumed per second.
+fn fan_out(brokers: &str, n: usize, copies: usize) -> f64 {
     let c = reader(brokers, "flowbroker.in");
     let p: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
@@ -98,22 +109,24 @@ fn passthrough(brokers: &str, n: usize) -> f64 {
             continue;
         };
         first.get_or_insert_with(Instant::now);
-        let mut rec = BaseRecord::<[u8], [u8]>::to(COPY);
-        if let Some(k) = m.key() {
-            rec = rec.key(k);
-        }
-        if let Some(v) = m.payload() {
-            rec = rec.payload(v);
-        }
-        if let Some(h) = m.headers() {
-            rec = rec.headers(h.detach());
-        }
-        loop {
-            match p.send(rec) {
-                Ok(()) => break,
-                Err((_, r)) => {
-                    p.poll(Duration::from_millis(1));
-                    rec = r;
+        for _ in 0..copies {
+            let mut rec = BaseRecord::<[u8], [u8]>::to(COPY);
+            if let Some(k) = m.key() {
+                rec = rec.key(k);
+            }
+            if let Some(v) = m.payload() {
+                rec = rec.payload(v);
+            }
+            if let Some(h) = m.headers() {
+                rec = rec.headers(h.detach());
+            }
+            loop {
+                match p.send(rec) {
+                    Ok(()) => break,
+                    Err((_, r)) => {
+                        p.poll(Duration::from_millis(1));
+                        rec = r;
+                    }
                 }
             }
         }
@@ -178,17 +191,51 @@ fn start(kafka: &Kafka, bin: &str) -> Broker {
 
 /// On a fresh tansu: `n` queued start events, copied by the raw passthrough, then run through
 /// the broker binary `bin`. Returns (records/s copied, instances/s completed, inputs applied
-/// directly, inputs through the work topic).
+/// directly, inputs through the work topic). Prints the fan-out passthrough's rate (Kafka's
+/// share of an instance) on stderr.
 fn throughput(bin: &str, n: usize) -> (f64, f64, i64, i64) {
     let kafka = Kafka::start();
     kafka.create_topic(COPY, 3);
     publish(&kafka, "q", n, None);
     let raw = passthrough(&kafka.brokers(), n);
+    let fanned = fan_out(&kafka.brokers(), n, OUT_PER_INSTANCE);
+    eprintln!(
+        "passthrough producing {OUT_PER_INSTANCE} records per record consumed: {fanned:.0} consumed/s ({:.3} of the plain passthrough)",
+        fanned / raw
+    );
     let lifecycle = reader(&kafka.brokers(), "flowbroker.lifecycle");
     let broker = start(&kafka, bin);
     let (ours, _) = drain(&lifecycle, b"flowbroker.instance.completed", n);
     let (direct, hop) = routed(&broker);
+    rounds(&broker);
+    // CPU per instance varies far less than the rate on a shared 2-core machine (start-up
+    // included)
+    if let Some(cpu) = broker.cpu_secs() {
+        eprintln!(
+            "broker CPU {cpu:.1} s for {n} instances: {:.0} us per instance",
+            1e6 * cpu / n as f64
+        );
+    }
     (raw, ours, direct, hop)
+}
+
+/// How the broker's rounds went (whole run): how many, the mean inputs per round and the mean
+/// changelog append latency, on stderr.
+fn rounds(broker: &Broker) {
+    let m = broker.metrics();
+    let count = metric_sum(&m, "flowbroker_round_inputs_count", "");
+    let inputs = metric_sum(&m, "flowbroker_round_inputs_sum", "");
+    let appends = metric_sum(&m, "flowbroker_changelog_append_seconds_count", "");
+    let secs: f64 = m
+        .lines()
+        .find(|l| l.starts_with("flowbroker_changelog_append_seconds_sum"))
+        .and_then(|l| l.split_whitespace().last()?.parse().ok())
+        .unwrap_or(0.0);
+    eprintln!(
+        "rounds {count}, {:.0} inputs per round; appends {appends}, mean {:.1} ms",
+        inputs as f64 / count.max(1) as f64,
+        1000.0 * secs / appends.max(1) as f64
+    );
 }
 
 /// Inputs the broker applied directly and through the work topic (a hop that costs a

@@ -453,6 +453,9 @@ impl Core {
     /// are applied in the next step, until none are left.
     fn build(&mut self, cmds: Vec<Cmd>) -> Result<(), CoreError> {
         let now = self.clock.now();
+        self.metrics
+            .round_inputs
+            .observe(cmds.iter().map(Cmd::size).sum::<usize>() as f64);
         let mut forward: Vec<(PartitionId, Work)> = Vec::new();
         let mut inputs: BTreeMap<PartitionId, Vec<PartInput>> = BTreeMap::new();
         for (p, i) in std::mem::take(&mut self.loopback) {

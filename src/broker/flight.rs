@@ -109,6 +109,9 @@ impl Core {
         inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
     ) -> Result<(), CoreError> {
         let appended = appended?;
+        self.metrics
+            .append_seconds
+            .observe(step.sent.0.elapsed().as_secs_f64());
         let Step {
             seq,
             changed,

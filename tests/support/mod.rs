@@ -972,6 +972,21 @@ impl Broker {
         line.split_whitespace().nth(1)?.parse().ok()
     }
 
+    /// CPU time the process has used so far (user and system, all threads), in seconds.
+    pub fn cpu_secs(&self) -> Option<f64> {
+        let pid = self.child.as_ref()?.id();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // `pid (comm) state ...`: utime and stime are fields 14 and 15, 11 and 12 after state
+        let rest: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+        let ticks: f64 = rest.get(11)?.parse::<f64>().ok()? + rest.get(12)?.parse::<f64>().ok()?;
+        let hz = std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse::<f64>().ok())?;
+        Some(ticks / hz)
+    }
+
     /// The process id, while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
