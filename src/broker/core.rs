@@ -170,8 +170,10 @@ pub const WORK_OFFSET: &str = "work";
 const BATCH_BYTES: usize = 512 * 1024;
 
 /// At most this many rounds wait for their changelog appends at once; intake waits beyond.
-/// One round is built while the one before it is appended.
-const MAX_FLIGHTS: usize = 2;
+/// Rounds are built while earlier ones are appended; a partition's appends still go one at a
+/// time, so the later rounds' appends wait for the earlier ones' (docs/broker.md "Pipelined
+/// rounds").
+const MAX_FLIGHTS: usize = 4;
 
 /// A round takes no more commands once they hold this many inputs: a round lands (its
 /// effects leave) only after the next one is built, so rounds stay short.
