@@ -208,8 +208,7 @@ fn throughput(bin: &str, n: usize) -> (f64, f64, i64, i64) {
     let (ours, _) = drain(&lifecycle, b"flowbroker.instance.completed", n);
     let (direct, hop) = routed(&broker);
     rounds(&broker);
-    // CPU per instance varies far less than the rate on a shared 2-core machine (start-up
-    // included)
+    // the broker's CPU time for the whole run, start-up included
     if let Some(cpu) = broker.cpu_secs() {
         eprintln!(
             "broker CPU {cpu:.1} s for {n} instances: {:.0} us per instance",
@@ -220,19 +219,19 @@ fn throughput(bin: &str, n: usize) -> (f64, f64, i64, i64) {
 }
 
 /// How the broker's rounds went (whole run): how many, the mean inputs per round and the mean
-/// changelog append latency, on stderr.
+/// time from a round's changelog append to its landing, on stderr.
 fn rounds(broker: &Broker) {
     let m = broker.metrics();
     let count = metric_sum(&m, "flowbroker_round_inputs_count", "");
     let inputs = metric_sum(&m, "flowbroker_round_inputs_sum", "");
-    let appends = metric_sum(&m, "flowbroker_changelog_append_seconds_count", "");
+    let appends = metric_sum(&m, "flowbroker_round_landing_seconds_count", "");
     let secs: f64 = m
         .lines()
-        .find(|l| l.starts_with("flowbroker_changelog_append_seconds_sum"))
+        .find(|l| l.starts_with("flowbroker_round_landing_seconds_sum"))
         .and_then(|l| l.split_whitespace().last()?.parse().ok())
         .unwrap_or(0.0);
     eprintln!(
-        "rounds {count}, {:.0} inputs per round; appends {appends}, mean {:.1} ms",
+        "rounds {count}, {:.0} inputs per round; {appends} appended, mean {:.1} ms from append to landing",
         inputs as f64 / count.max(1) as f64,
         1000.0 * secs / appends.max(1) as f64
     );

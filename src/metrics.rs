@@ -23,8 +23,9 @@ pub struct Metrics {
     pub starts_rejected: IntCounterVec,
     pub function_seconds: HistogramVec,
     pub commit_seconds: HistogramVec,
-    /// Changelog append latency: from a round's append sent to Kafka's acknowledgement.
-    pub append_seconds: prometheus::Histogram,
+    /// From a round's changelog append sent to the round landed (acknowledged by Kafka and
+    /// taken up by the core).
+    pub landing_seconds: prometheus::Histogram,
     /// Inputs (records, requests, call results, acknowledgements) taken per round.
     pub round_inputs: prometheus::Histogram,
     pub schedule_lag: HistogramVec,
@@ -88,8 +89,8 @@ impl Metrics {
             starts_rejected: counter(&r, "flowbroker_starts_rejected_total", "Start events rejected outside the schedule interval, by workflow.", &["workflow"]),
             function_seconds: histogram(&r, "flowbroker_function_duration_seconds", "Function call latency, by function and outcome.", &["function", "outcome"], fast.clone()),
             commit_seconds: histogram(&r, "flowbroker_store_commit_seconds", "Store transaction commit latency.", &[], fast.clone()),
-            append_seconds: plain(&r, "flowbroker_changelog_append_seconds", "Changelog append latency: from a round's batches sent to the changelog topic until Kafka acknowledged every one.", fast.clone()),
-            round_inputs: plain(&r, "flowbroker_round_inputs", "Inputs taken per round (records, requests, call results, produce acknowledgements); a round is one changelog append per partition it changed.", vec![1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0]),
+            landing_seconds: plain(&r, "flowbroker_round_landing_seconds", "From a round's batches sent to the changelog topic until the round landed: Kafka acknowledged every one and the core took them up (after the round it was building meanwhile). Only rounds that appended something.", fast.clone()),
+            round_inputs: plain(&r, "flowbroker_round_inputs", "Inputs taken per round that took any (records, requests, call results, produce acknowledgements).", vec![1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0]),
             schedule_lag: histogram(&r, "flowbroker_schedule_lag_seconds", "Cron firing lag: commit time minus tick time.", &["workflow"], fast),
             routed: counter(&r, "flowbroker_input_records_routed_total", "Input records routed to a state partition, by path: direct (the partition is owned by this broker and applied the record without the work topic) or work_topic.", &["path"]),
             schedule_ticks: counter(&r, "flowbroker_schedule_ticks_total", "Cron ticks by outcome: fired, catch_up (fired late after downtime) or skipped (by the catch-up policy).", &["workflow", "outcome"]),

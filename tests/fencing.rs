@@ -33,12 +33,7 @@ states:
 
 struct Node {
     core: Core,
-    out: tokio::sync::mpsc::UnboundedReceiver<
-        Vec<(
-            flowbroker::broker::OutboxKey,
-            flowbroker::broker::records::OutRecord,
-        )>,
-    >,
+    out: tokio::sync::mpsc::UnboundedReceiver<flowbroker::broker::LetOut>,
     store: Arc<Store>,
     _dir: tempfile::TempDir,
 }

@@ -42,7 +42,7 @@ pub type CommitOffsets = Box<dyn Fn(&[(String, i32, i64)]) + Send>;
 
 /// Where effects go after commit.
 pub struct Outlets {
-    pub produce: mpsc::UnboundedSender<Vec<(OutboxKey, OutRecord)>>,
+    pub produce: mpsc::UnboundedSender<super::LetOut>,
     pub invoke: mpsc::UnboundedSender<Call>,
     /// Commits consumed offsets (next offset to read) to the Kafka group, best effort.
     pub commit_offsets: CommitOffsets,
@@ -170,10 +170,8 @@ pub const WORK_OFFSET: &str = "work";
 const BATCH_BYTES: usize = 512 * 1024;
 
 /// At most this many rounds wait for their changelog appends at once; intake waits beyond.
-/// Rounds are built while earlier ones are appended; a partition's appends still go one at a
-/// time, so the later rounds' appends wait for the earlier ones' (docs/broker.md "Pipelined
-/// rounds").
-const MAX_FLIGHTS: usize = 4;
+/// One round is built while the one before it is appended.
+const MAX_FLIGHTS: usize = 2;
 
 /// A round takes no more commands once they hold this many inputs: a round lands (its
 /// effects leave) only after the next one is built, so rounds stay short.
@@ -302,7 +300,7 @@ impl Core {
     ) -> Result<
         (
             Core,
-            mpsc::UnboundedReceiver<Vec<(OutboxKey, OutRecord)>>,
+            mpsc::UnboundedReceiver<super::LetOut>,
             mpsc::UnboundedReceiver<Call>,
         ),
         StoreError,
@@ -455,9 +453,10 @@ impl Core {
     /// are applied in the next step, until none are left.
     fn build(&mut self, cmds: Vec<Cmd>) -> Result<(), CoreError> {
         let now = self.clock.now();
-        self.metrics
-            .round_inputs
-            .observe(cmds.iter().map(Cmd::size).sum::<usize>() as f64);
+        if !cmds.is_empty() {
+            let taken: usize = cmds.iter().map(Cmd::size).sum();
+            self.metrics.round_inputs.observe(taken as f64);
+        }
         let mut forward: Vec<(PartitionId, Work)> = Vec::new();
         let mut inputs: BTreeMap<PartitionId, Vec<PartInput>> = BTreeMap::new();
         for (p, i) in std::mem::take(&mut self.loopback) {
@@ -1087,7 +1086,8 @@ impl Core {
             }
         }
         if !kafka.is_empty() {
-            let _ = self.out.produce.send(kafka);
+            let at = self.clock.now();
+            let _ = self.out.produce.send(super::LetOut { at, records: kafka });
         }
     }
 

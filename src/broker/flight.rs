@@ -109,9 +109,11 @@ impl Core {
         inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
     ) -> Result<(), CoreError> {
         let appended = appended?;
-        self.metrics
-            .append_seconds
-            .observe(step.sent.0.elapsed().as_secs_f64());
+        if self.log.is_some() && !step.changed.is_empty() {
+            self.metrics
+                .landing_seconds
+                .observe(step.sent.0.elapsed().as_secs_f64());
+        }
         let Step {
             seq,
             changed,

@@ -145,6 +145,34 @@ pub enum Stat {
     Routed(&'static str),
 }
 
+/// Committed outbox records the core let out to the producer, and when: their Kafka timestamp
+/// (`CreateTime`). So a record carries the time the broker decided to send it, also when the
+/// producer gets to it later (a process paused in between, docs/scale.md "Fencing").
+#[derive(Debug)]
+pub struct LetOut {
+    pub at: DateTime<Utc>,
+    pub records: Vec<(OutboxKey, records::OutRecord)>,
+}
+
+impl LetOut {
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+}
+
+impl IntoIterator for LetOut {
+    type Item = (OutboxKey, records::OutRecord);
+    type IntoIter = std::vec::IntoIter<Self::Item>;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.records.into_iter()
+    }
+}
+
 /// An outbox entry that left the broker, and how.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Acked {

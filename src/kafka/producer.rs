@@ -3,10 +3,12 @@
 //! until Kafka acknowledges; a record Kafka refuses for good (too large, invalid topic, not
 //! authorised) or that cannot be encoded goes to the dead-letter topic with the reason, so it
 //! never blocks the outbox. After a crash the core re-sends what is left, with the same ids.
+//! Each record's Kafka timestamp is when the core let it out (`broker::LetOut`), not when this
+//! task got to it.
 
 use super::{client_config, KafkaError};
 use crate::broker::records::OutRecord;
-use crate::broker::{Acked, Cmd, Delivery, OutboxKey};
+use crate::broker::{Acked, Cmd, Delivery, LetOut, OutboxKey};
 use crate::config::{KafkaConfig, OutputMode};
 use cloudevents::binding::rdkafka::{FutureRecordExt, MessageRecord};
 use futures::stream::{FuturesUnordered, StreamExt};
@@ -46,7 +48,7 @@ pub async fn run(
     producer: FutureProducer,
     mode: OutputMode,
     topics: Topics,
-    mut rx: mpsc::UnboundedReceiver<Vec<(OutboxKey, OutRecord)>>,
+    mut rx: mpsc::UnboundedReceiver<LetOut>,
     core: mpsc::UnboundedSender<Cmd>,
 ) {
     let topics = std::sync::Arc::new(topics);
@@ -56,8 +58,9 @@ pub async fn run(
         tokio::select! {
             batch = rx.recv() => match batch {
                 Some(batch) => {
+                    let at = batch.at.timestamp_millis();
                     for (k, rec) in batch {
-                        inflight.push(send(producer.clone(), mode, topics.clone(), k, rec));
+                        inflight.push(send(producer.clone(), mode, topics.clone(), k, rec, at));
                     }
                 }
                 None => return,
@@ -91,6 +94,8 @@ type HeaderList = Vec<(String, Vec<u8>)>;
 struct Encoded {
     topic: String,
     partition: Option<i32>,
+    /// When the core let it out (ms since the epoch).
+    timestamp: i64,
     key: Option<Vec<u8>>,
     body: Body,
 }
@@ -127,6 +132,7 @@ impl Encoded {
         if let Some(p) = self.partition {
             r = r.partition(p);
         }
+        r = r.timestamp(self.timestamp);
         if let Some(k) = &self.key {
             r = r.key(k.as_slice());
         }
@@ -155,7 +161,12 @@ impl Encoded {
 }
 
 /// The record as Kafka gets it, or why it cannot be encoded.
-fn encode(mode: OutputMode, work_topic: &str, rec: &OutRecord) -> Result<Encoded, String> {
+fn encode(
+    mode: OutputMode,
+    work_topic: &str,
+    rec: &OutRecord,
+    timestamp: i64,
+) -> Result<Encoded, String> {
     match rec {
         OutRecord::Event { key, event, .. } => {
             let ce = crate::cloudevent::to_sdk(event)?;
@@ -174,6 +185,7 @@ fn encode(mode: OutputMode, work_topic: &str, rec: &OutRecord) -> Result<Encoded
             Ok(Encoded {
                 topic: rec.topic().to_string(),
                 partition: None,
+                timestamp,
                 key: Some(key.clone().into_bytes()),
                 body,
             })
@@ -181,6 +193,7 @@ fn encode(mode: OutputMode, work_topic: &str, rec: &OutRecord) -> Result<Encoded
         OutRecord::Work { partition, work } => Ok(Encoded {
             topic: work_topic.to_string(),
             partition: Some(partition.kafka()),
+            timestamp,
             key: None,
             body: Body::Plain {
                 payload: Some(work.encode()),
@@ -195,6 +208,7 @@ fn encode(mode: OutputMode, work_topic: &str, rec: &OutRecord) -> Result<Encoded
         } => Ok(Encoded {
             topic: topic.clone(),
             partition: None,
+            timestamp,
             key: key.clone(),
             body: Body::Plain {
                 payload: payload.clone(),
@@ -236,6 +250,7 @@ async fn send(
     topics: std::sync::Arc<Topics>,
     key: OutboxKey,
     rec: OutRecord,
+    timestamp: i64,
 ) -> Acked {
     let label = rec.label().to_string();
     let topic = rec.topic().to_string();
@@ -245,7 +260,7 @@ async fn send(
         label: label.clone(),
         delivery,
     };
-    let (enc, refused, kind) = match encode(mode, &topics.work, &rec) {
+    let (enc, refused, kind) = match encode(mode, &topics.work, &rec, timestamp) {
         Ok(enc) => match deliver(&producer, &enc).await {
             Ok(()) => return done(Delivery::Delivered),
             Err(refused) => (Some(enc), refused, "undeliverable"),
@@ -265,6 +280,7 @@ async fn send(
         enc.as_ref(),
         kind,
         &refused,
+        timestamp,
     );
     done(send_dead_letter(&producer, copy, &topic, &label, &refused.why).await)
 }
@@ -310,6 +326,7 @@ fn dead_letter_copy(
     enc: Option<&Encoded>,
     kind: &str,
     refused: &Refused,
+    timestamp: i64,
 ) -> Encoded {
     let (payload, mut headers) = enc.map(Encoded::parts).unwrap_or_default();
     headers.push((
@@ -328,6 +345,7 @@ fn dead_letter_copy(
     Encoded {
         topic: dlq.to_string(),
         partition: None,
+        timestamp,
         key: enc.and_then(|e| e.key.clone()),
         body: Body::Plain {
             payload: payload.filter(|_| !refused.too_large),

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use flowbroker::broker::core::Core;
 use flowbroker::broker::records::OutRecord;
-use flowbroker::broker::{Cmd, ManualClock, OutboxKey};
+use flowbroker::broker::{Cmd, ManualClock};
 use flowbroker::config::Config;
 use flowbroker::store::Store;
 use serde_json::{json, Value};
@@ -19,7 +19,7 @@ pub struct Harness {
     cfg: Config,
     core: Option<Core>,
     store: Option<Arc<Store>>,
-    out: mpsc::UnboundedReceiver<Vec<(OutboxKey, OutRecord)>>,
+    out: mpsc::UnboundedReceiver<flowbroker::broker::LetOut>,
     files: BTreeMap<String, String>,
     /// Every `flowbroker.instance.started` seen: (instance id, workflow, input).
     pub started: Vec<(String, String, Value)>,
