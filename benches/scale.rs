@@ -80,8 +80,8 @@ fn dir_bytes(p: &Path) -> u64 {
 }
 
 /// Counts `flowbroker.instance.completed` lifecycle events until `n` have arrived; returns
-/// instances/s from the first to the last by the records' timestamps (when the broker produced
-/// them), so a reader still catching up on the `started` events does not count.
+/// instances/s from the first to the last by the records' timestamps (when the broker let them
+/// out to its producer), so a reader still catching up on the `started` events does not count.
 fn completions(c: &BaseConsumer, n: usize, secs: u64) -> f64 {
     let (mut got, mut first, mut last) = (0, None, 0);
     let end = Instant::now() + Duration::from_secs(secs);

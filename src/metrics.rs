@@ -23,8 +23,8 @@ pub struct Metrics {
     pub starts_rejected: IntCounterVec,
     pub function_seconds: HistogramVec,
     pub commit_seconds: HistogramVec,
-    /// From a round's changelog append sent to the round landed (acknowledged by Kafka and
-    /// taken up by the core).
+    /// From a changelog append sent to its round landed (acknowledged by Kafka and taken up
+    /// by the core); a round may append more than once.
     pub landing_seconds: prometheus::Histogram,
     /// Inputs (records, requests, call results, acknowledgements) taken per round.
     pub round_inputs: prometheus::Histogram,
@@ -89,7 +89,7 @@ impl Metrics {
             starts_rejected: counter(&r, "flowbroker_starts_rejected_total", "Start events rejected outside the schedule interval, by workflow.", &["workflow"]),
             function_seconds: histogram(&r, "flowbroker_function_duration_seconds", "Function call latency, by function and outcome.", &["function", "outcome"], fast.clone()),
             commit_seconds: histogram(&r, "flowbroker_store_commit_seconds", "Store transaction commit latency.", &[], fast.clone()),
-            landing_seconds: plain(&r, "flowbroker_round_landing_seconds", "From a round's batches sent to the changelog topic until the round landed: Kafka acknowledged every one and the core took them up (after the round it was building meanwhile). Only rounds that appended something.", fast.clone()),
+            landing_seconds: plain(&r, "flowbroker_round_landing_seconds", "Per changelog append (one record per partition a round changed; a large round appends more than once): from its records sent to the changelog topic until its round landed, that is, Kafka acknowledged them and the core took the round up (after the round it was building meanwhile).", fast.clone()),
             round_inputs: plain(&r, "flowbroker_round_inputs", "Inputs taken per round that took any (records, requests, call results, produce acknowledgements).", vec![1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0]),
             schedule_lag: histogram(&r, "flowbroker_schedule_lag_seconds", "Cron firing lag: commit time minus tick time.", &["workflow"], fast),
             routed: counter(&r, "flowbroker_input_records_routed_total", "Input records routed to a state partition, by path: direct (the partition is owned by this broker and applied the record without the work topic) or work_topic.", &["path"]),

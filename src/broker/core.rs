@@ -1062,8 +1062,9 @@ impl Core {
     }
 
     /// Sends committed outbox records: messages between partitions are applied in process in
-    /// the next round; everything else goes to Kafka.
-    pub(super) fn send_out(&mut self, out: Vec<(OutboxKey, OutRecord)>) {
+    /// the next round; everything else goes to Kafka, stamped `at` (when the broker last
+    /// checked that it still owns their partition).
+    pub(super) fn send_out(&mut self, out: Vec<(OutboxKey, OutRecord)>, at: DateTime<Utc>) {
         let mut kafka = Vec::new();
         for (k, rec) in out {
             match rec {
@@ -1086,7 +1087,6 @@ impl Core {
             }
         }
         if !kafka.is_empty() {
-            let at = self.clock.now();
             let _ = self.out.produce.send(super::LetOut { at, records: kafka });
         }
     }

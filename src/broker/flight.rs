@@ -213,15 +213,12 @@ impl Core {
             .with_label_values(&[] as &[&str])
             .observe(t0.elapsed().as_secs_f64());
         // paused between the append and here (a stopped or starved process) long enough for
-        // the group to move a partition: its effects stay in (the new owner sends them)
+        // the group to move a partition: its effects stay in (the new owner sends them). The
+        // records let out below carry the time of this check (`LetOut::at`)
+        let checked = self.clock.now();
         if let Some(log) = self.log.as_mut() {
-            let held = super::handoff::fenced_since(
-                log.as_mut(),
-                sent,
-                self.clock.now(),
-                &self.tail,
-                &effects,
-            )?;
+            let held =
+                super::handoff::fenced_since(log.as_mut(), sent, checked, &self.tail, &effects)?;
             if !held.is_empty() {
                 effects.retain(|(p, _)| !held.contains(p));
                 for p in held {
@@ -245,7 +242,7 @@ impl Core {
                 .into_iter()
                 .map(|(key, rec)| (OutboxKey { partition: p, key }, rec))
                 .collect();
-            self.send_out(out);
+            self.send_out(out, checked);
         }
         Ok(())
     }

@@ -132,7 +132,8 @@ impl Core {
         tracing::info!(partition = %p, fence, snapshot, restored, work_offset, resent = outbox.len(),
             reinvoked = calls.len(), in_flight_records = sending, in_flight_calls = calling,
             took_ms = t0.elapsed().as_millis() as u64, "state partition taken over");
-        self.send_out(outbox);
+        let now = self.clock.now();
+        self.send_out(outbox, now);
         for c in calls {
             if c.stale_on_takeover {
                 // its payload is as old as the call: the engine invokes again with the state

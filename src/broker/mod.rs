@@ -146,8 +146,9 @@ pub enum Stat {
 }
 
 /// Committed outbox records the core let out to the producer, and when: their Kafka timestamp
-/// (`CreateTime`). So a record carries the time the broker decided to send it, also when the
-/// producer gets to it later (a process paused in between, docs/scale.md "Fencing").
+/// (`CreateTime`). That is when the broker last checked it still owns their partition (a
+/// landing's fence check, or a take-over), so a record carries it also when the producer gets
+/// to it later (a process paused in between, docs/scale.md "Fencing").
 #[derive(Debug)]
 pub struct LetOut {
     pub at: DateTime<Utc>,

@@ -94,8 +94,9 @@ type HeaderList = Vec<(String, Vec<u8>)>;
 struct Encoded {
     topic: String,
     partition: Option<i32>,
-    /// When the core let it out (ms since the epoch).
-    timestamp: i64,
+    /// When the core let it out (ms since the epoch); `None`: when it is sent (after Kafka
+    /// refused the first for being too old or too new).
+    timestamp: Option<i64>,
     key: Option<Vec<u8>>,
     body: Body,
 }
@@ -132,7 +133,9 @@ impl Encoded {
         if let Some(p) = self.partition {
             r = r.partition(p);
         }
-        r = r.timestamp(self.timestamp);
+        if let Some(t) = self.timestamp {
+            r = r.timestamp(t);
+        }
         if let Some(k) = &self.key {
             r = r.key(k.as_slice());
         }
@@ -165,7 +168,7 @@ fn encode(
     mode: OutputMode,
     work_topic: &str,
     rec: &OutRecord,
-    timestamp: i64,
+    timestamp: Option<i64>,
 ) -> Result<Encoded, String> {
     match rec {
         OutRecord::Event { key, event, .. } => {
@@ -260,8 +263,8 @@ async fn send(
         label: label.clone(),
         delivery,
     };
-    let (enc, refused, kind) = match encode(mode, &topics.work, &rec, timestamp) {
-        Ok(enc) => match deliver(&producer, &enc).await {
+    let (enc, refused, kind) = match encode(mode, &topics.work, &rec, Some(timestamp)) {
+        Ok(mut enc) => match deliver(&producer, &mut enc).await {
             Ok(()) => return done(Delivery::Delivered),
             Err(refused) => (Some(enc), refused, "undeliverable"),
         },
@@ -280,7 +283,6 @@ async fn send(
         enc.as_ref(),
         kind,
         &refused,
-        timestamp,
     );
     done(send_dead_letter(&producer, copy, &topic, &label, &refused.why).await)
 }
@@ -293,13 +295,23 @@ struct Refused {
 }
 
 /// Sends until Kafka acknowledges, retrying transient errors with backoff (up to 10 s between
-/// tries); returns a permanent refusal.
-async fn deliver(producer: &FutureProducer, enc: &Encoded) -> Result<(), Refused> {
+/// tries); returns a permanent refusal. A record refused for its timestamp (a topic that bounds
+/// how old or new a `CreateTime` may be, and a record held back longer) is sent again stamped
+/// when it is sent.
+async fn deliver(producer: &FutureProducer, enc: &mut Encoded) -> Result<(), Refused> {
     use rdkafka::types::RDKafkaErrorCode as C;
     let mut pause = Duration::from_millis(100);
     loop {
         match producer.send(enc.record(), Duration::from_secs(30)).await {
             Ok(_) => return Ok(()),
+            Err((e, _))
+                if e.rdkafka_error_code() == Some(C::InvalidTimestamp)
+                    && enc.timestamp.is_some() =>
+            {
+                tracing::warn!(topic = %enc.topic, error = %e,
+                    "Kafka refused the record's timestamp; sending it again stamped now");
+                enc.timestamp = None;
+            }
             Err((e, _)) if permanent(&e) => {
                 let too_large = matches!(
                     e.rdkafka_error_code(),
@@ -326,7 +338,6 @@ fn dead_letter_copy(
     enc: Option<&Encoded>,
     kind: &str,
     refused: &Refused,
-    timestamp: i64,
 ) -> Encoded {
     let (payload, mut headers) = enc.map(Encoded::parts).unwrap_or_default();
     headers.push((
@@ -345,7 +356,7 @@ fn dead_letter_copy(
     Encoded {
         topic: dlq.to_string(),
         partition: None,
-        timestamp,
+        timestamp: enc.and_then(|e| e.timestamp),
         key: enc.and_then(|e| e.key.clone()),
         body: Body::Plain {
             payload: payload.filter(|_| !refused.too_large),
@@ -363,7 +374,8 @@ async fn send_dead_letter(
     label: &str,
     why: &str,
 ) -> Delivery {
-    match deliver(producer, &copy).await {
+    let mut copy = copy;
+    match deliver(producer, &mut copy).await {
         Ok(()) => {
             tracing::error!(topic, r#type = label, error = why, dead_letter = %copy.topic,
                 "Kafka refuses this record for good; sent to the dead-letter topic instead");
