@@ -168,8 +168,9 @@ fn encode(
     mode: OutputMode,
     work_topic: &str,
     rec: &OutRecord,
-    timestamp: Option<i64>,
+    timestamp: i64,
 ) -> Result<Encoded, String> {
+    let timestamp = Some(timestamp);
     match rec {
         OutRecord::Event { key, event, .. } => {
             let ce = crate::cloudevent::to_sdk(event)?;
@@ -263,7 +264,7 @@ async fn send(
         label: label.clone(),
         delivery,
     };
-    let (enc, refused, kind) = match encode(mode, &topics.work, &rec, Some(timestamp)) {
+    let (enc, refused, kind) = match encode(mode, &topics.work, &rec, timestamp) {
         Ok(mut enc) => match deliver(&producer, &mut enc).await {
             Ok(()) => return done(Delivery::Delivered),
             Err(refused) => (Some(enc), refused, "undeliverable"),

@@ -557,7 +557,9 @@ impl Txn<'_> {
         Ok(n)
     }
 
-    /// What this transaction changed, in key order.
+    /// What this transaction changed, in key order, keeping it (tests; the broker ends its
+    /// transactions with [`Txn::into_writes`]).
+    #[cfg(test)]
     pub fn writes(&self) -> Vec<Write> {
         let overlay = self.overlay.borrow();
         let all = overlay
