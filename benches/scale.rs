@@ -1,15 +1,16 @@
 //! Scale: many instances waiting at once. The release `flowbroker` binary starts `W` instances
 //! that each wait for a continuation event of their own key (`hold`), then:
 //! - continuation throughput: `C` continuations for random waiting keys, instances completed
-//!   per second, against the same measured with `BASE` instances waiting in the same run (each
-//!   on a fresh tansu and broker);
+//!   per second from the first continuation sent to the last completion, against the same
+//!   measured with `BASE` instances waiting in the same run (each on a fresh tansu and broker);
 //! - memory: the broker's RSS and its data directory per waiting instance;
 //! - restart: SIGKILL, then the time until the broker is assigned its partitions again and
 //!   until a continuation sent then has completed.
 //!
 //! `cargo bench --bench scale` waits with 1,000,000 (base 5,000, 5,000 continuations each); under
 //! `cargo test` a small smoke run. `SCALE_WAITING`, `SCALE_BASE` and `SCALE_CONTINUATIONS`
-//! override them. Results: docs/performance.md.
+//! override them; `FLOWBROKER_STORE_*` settings in the bench's environment are passed to the
+//! broker, and `SCALE_BIN=<path>` runs another flowbroker build. Results: docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -40,16 +41,17 @@ states:
 "#;
 
 fn start(kafka: &Kafka) -> Broker {
-    let env = [
+    let store: Vec<(String, String)> = std::env::vars()
+        .filter(|(k, _)| k.starts_with("FLOWBROKER_STORE_"))
+        .collect();
+    let mut env = vec![
         ("FLOWBROKER_LOG", "info"),
         ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS", "100"),
     ];
-    Broker::start_bin(
-        env!("CARGO_BIN_EXE_flowbroker"),
-        kafka,
-        &[("hold.yaml", HOLD)],
-        &env,
-    )
+    env.extend(store.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let bin =
+        std::env::var("SCALE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_flowbroker").to_string());
+    Broker::start_bin(&bin, kafka, &[("hold.yaml", HOLD)], &env)
 }
 
 fn publish(kafka: &Kafka, ty: &str, keys: impl Iterator<Item = u64>) {
@@ -80,9 +82,9 @@ fn dir_bytes(p: &Path) -> u64 {
 }
 
 /// Counts `flowbroker.instance.completed` lifecycle events until `n` have arrived; returns
-/// instances/s from the first to the last by the records' timestamps (when the broker let them
-/// out to its producer), so a reader still catching up on the `started` events does not count.
-fn completions(c: &BaseConsumer, n: usize, secs: u64) -> f64 {
+/// the first and the last of the records' timestamps (when the broker let them out to its
+/// producer, in ms since the epoch), so the time this reader takes does not count.
+fn completions(c: &BaseConsumer, n: usize, secs: u64) -> (i64, i64) {
     let (mut got, mut first, mut last) = (0, None, 0);
     let end = Instant::now() + Duration::from_secs(secs);
     while got < n {
@@ -105,13 +107,90 @@ fn completions(c: &BaseConsumer, n: usize, secs: u64) -> f64 {
             got += 1;
         }
     }
-    let ms = (last - first.unwrap_or(last)).max(1) as f64;
-    (n.saturating_sub(1)).max(1) as f64 * 1000.0 / ms
+    (first.unwrap_or(last), last)
+}
+
+/// A reader of `topic` from its current end: the `started` records of the loading are behind
+/// it, so the phase ends when the last completion is produced, not when a reader has caught
+/// up with a million records.
+fn reader_at_end(kafka: &Kafka, topic: &str) -> BaseConsumer {
+    use rdkafka::consumer::Consumer;
+    use rdkafka::{Offset, TopicPartitionList};
+    let c = support::reader(&kafka.brokers(), &[], 100);
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..3 {
+        let (_, high) = c
+            .fetch_watermarks(topic, p, Duration::from_secs(10))
+            .unwrap();
+        tpl.add_partition_offset(topic, p, Offset::Offset(high))
+            .unwrap();
+    }
+    c.assign(&tpl).unwrap();
+    c
+}
+
+fn epoch_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// What the broker did between two moments: rounds landed, inputs in them, changelog appends
+/// and their time to landing, CPU seconds (all threads).
+#[derive(Clone, Copy, Default)]
+struct Phase {
+    rounds: f64,
+    inputs: f64,
+    appends: f64,
+    landing_secs: f64,
+    cpu_secs: f64,
+}
+
+impl Phase {
+    fn now(b: &Broker) -> Phase {
+        let m = b.metrics();
+        let float = |name: &str| {
+            m.lines()
+                .filter_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+                .sum::<f64>()
+        };
+        Phase {
+            rounds: float("flowbroker_round_inputs_count"),
+            inputs: float("flowbroker_round_inputs_sum"),
+            appends: float("flowbroker_round_landing_seconds_count"),
+            landing_secs: float("flowbroker_round_landing_seconds_sum"),
+            cpu_secs: b.cpu_secs().unwrap_or(0.0),
+        }
+    }
+
+    fn since(self, before: Phase) -> Phase {
+        Phase {
+            rounds: self.rounds - before.rounds,
+            inputs: self.inputs - before.inputs,
+            appends: self.appends - before.appends,
+            landing_secs: self.landing_secs - before.landing_secs,
+            cpu_secs: self.cpu_secs - before.cpu_secs,
+        }
+    }
+
+    fn describe(&self, instances: u64) -> String {
+        format!(
+            "{:.0} rounds, {:.0} inputs per round, {:.0} appends, mean {:.0} ms from append to landing; broker CPU {:.0} us per instance",
+            self.rounds,
+            self.inputs / self.rounds.max(1.0),
+            self.appends,
+            self.landing_secs * 1000.0 / self.appends.max(1.0),
+            self.cpu_secs * 1e6 / instances.max(1) as f64
+        )
+    }
 }
 
 struct Run {
     load_rate: f64,
+    /// from the first continuation sent to the last completion
     cont_rate: f64,
+    /// from the first completion to the last
+    spread_rate: f64,
+    /// the broker over the continuations: its rounds and CPU time
+    phase: Phase,
     rss_kib: u64,
     disk: u64,
     ready: Option<(f64, f64)>,
@@ -129,11 +208,16 @@ fn run(w: u64, c: u64, restart: bool) -> Run {
     let load_rate = w as f64 / t.elapsed().as_secs_f64();
     let rss_kib = broker.rss_kib().unwrap_or(0);
     let disk = dir_bytes(&broker.dir.join("data"));
-    let lifecycle = support::reader(&kafka.brokers(), &["flowbroker.lifecycle"], 100);
+    let lifecycle = reader_at_end(&kafka, "flowbroker.lifecycle");
     // pseudo-random distinct keys (a stride co-prime with w), spread over the waiting set
     let stride = (w / 2 + 1..).find(|s| gcd(*s, w) == 1).unwrap();
+    let before = Phase::now(&broker);
+    let sent = epoch_ms();
     publish(&kafka, "scale.close", (0..c).map(|i| (i * stride) % w));
-    let cont_rate = completions(&lifecycle, c as usize, 1800);
+    let (first, last) = completions(&lifecycle, c as usize, 1800);
+    let phase = Phase::now(&broker).since(before);
+    let cont_rate = c as f64 * 1000.0 / (last - sent).max(1) as f64;
+    let spread_rate = c.saturating_sub(1).max(1) as f64 * 1000.0 / (last - first).max(1) as f64;
     let ready = restart.then(|| {
         broker.kill();
         let t = Instant::now();
@@ -150,6 +234,8 @@ fn run(w: u64, c: u64, restart: bool) -> Run {
     Run {
         load_rate,
         cont_rate,
+        spread_rate,
+        phase,
         rss_kib,
         disk,
         ready,
@@ -190,17 +276,23 @@ fn main() {
     let c = c.min(base);
     let small = run(base, c, false);
     println!(
-        "{base} waiting: loaded at {:.0}/s; continuations {:.0} instances/s",
-        small.load_rate, small.cont_rate
+        "{base} waiting: loaded at {:.0}/s; continuations {:.0} instances/s (first to last completion: {:.0}/s)",
+        small.load_rate, small.cont_rate, small.spread_rate
+    );
+    println!(
+        "  {base} waiting, continuations: {}",
+        small.phase.describe(c)
     );
     let big = run(w, c, true);
     let (assigned, first) = big.ready.unwrap();
     println!(
-        "{w} waiting: loaded at {:.0}/s; continuations {:.0} instances/s ({:.2} of the {base}-waiting rate)",
+        "{w} waiting: loaded at {:.0}/s; continuations {:.0} instances/s ({:.2} of the {base}-waiting rate; first to last completion: {:.0}/s)",
         big.load_rate,
         big.cont_rate,
-        big.cont_rate / small.cont_rate
+        big.cont_rate / small.cont_rate,
+        big.spread_rate
     );
+    println!("  {w} waiting, continuations: {}", big.phase.describe(c));
     println!(
         "memory with {w} waiting: RSS {:.1} MiB ({:.2} KiB per instance), data dir {:.1} MiB ({:.2} KiB per instance); with {base}: RSS {:.1} MiB",
         big.rss_kib as f64 / 1024.0,
