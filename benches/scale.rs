@@ -101,7 +101,7 @@ fn completions(c: &BaseConsumer, n: usize, secs: u64) -> (i64, i64) {
             })
         });
         if completed {
-            let ts = m.timestamp().to_millis().unwrap_or(0);
+            let ts = m.timestamp().to_millis().expect("a record timestamp");
             first = Some(first.map_or(ts, |f: i64| f.min(ts)));
             last = last.max(ts);
             got += 1;
@@ -110,23 +110,34 @@ fn completions(c: &BaseConsumer, n: usize, secs: u64) -> (i64, i64) {
     (first.unwrap_or(last), last)
 }
 
-/// A reader of `topic` from its current end: the `started` records of the loading are behind
-/// it, so the phase ends when the last completion is produced, not when a reader has caught
-/// up with a million records.
-fn reader_at_end(kafka: &Kafka, topic: &str) -> BaseConsumer {
-    use rdkafka::consumer::Consumer;
-    use rdkafka::{Offset, TopicPartitionList};
-    let c = support::reader(&kafka.brokers(), &[], 100);
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..3 {
-        let (_, high) = c
-            .fetch_watermarks(topic, p, Duration::from_secs(10))
-            .unwrap();
-        tpl.add_partition_offset(topic, p, Offset::Offset(high))
-            .unwrap();
-    }
-    c.assign(&tpl).unwrap();
+/// A reader of the lifecycle topic that has read the `started` records of `n` instances: the
+/// loading is behind it, so the phase that follows is the continuations' alone and ends when
+/// the last completion is produced, not when a reader has caught up with a million records.
+fn reader_past_starts(kafka: &Kafka, n: usize) -> BaseConsumer {
+    let c = support::reader(&kafka.brokers(), &["flowbroker.lifecycle"], 100);
+    let started = count(&c, "flowbroker.instance.started", n, 1800);
+    assert!(started >= n);
     c
+}
+
+/// Reads until `n` records of CloudEvent type `ty` have arrived (within `secs`); returns
+/// how many.
+fn count(c: &BaseConsumer, ty: &str, n: usize, secs: u64) -> usize {
+    let mut got = 0;
+    let end = Instant::now() + Duration::from_secs(secs);
+    while got < n {
+        assert!(Instant::now() < end, "only {got} of {n} {ty} records");
+        let Some(Ok(m)) = c.poll(Duration::from_millis(50)) else {
+            continue;
+        };
+        if m.headers().is_some_and(|h| {
+            h.iter()
+                .any(|h| h.key == "ce_type" && h.value == Some(ty.as_bytes()))
+        }) {
+            got += 1;
+        }
+    }
+    got
 }
 
 fn epoch_ms() -> i64 {
@@ -149,7 +160,7 @@ impl Phase {
         let m = b.metrics();
         let float = |name: &str| {
             m.lines()
-                .filter_map(|l| l.strip_prefix(name)?.trim().parse::<f64>().ok())
+                .filter_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
                 .sum::<f64>()
         };
         Phase {
@@ -173,7 +184,7 @@ impl Phase {
 
     fn describe(&self, instances: u64) -> String {
         format!(
-            "{:.0} rounds, {:.0} inputs per round, {:.0} appends, mean {:.0} ms from append to landing; broker CPU {:.0} us per instance",
+            "{:.0} rounds, {:.0} inputs per round, {:.0} appends, mean {:.0} ms from append to landing; broker CPU {:.0} us per continuation",
             self.rounds,
             self.inputs / self.rounds.max(1.0),
             self.appends,
@@ -208,7 +219,8 @@ fn run(w: u64, c: u64, restart: bool) -> Run {
     let load_rate = w as f64 / t.elapsed().as_secs_f64();
     let rss_kib = broker.rss_kib().unwrap_or(0);
     let disk = dir_bytes(&broker.dir.join("data"));
-    let lifecycle = reader_at_end(&kafka, "flowbroker.lifecycle");
+    // one `started` lifecycle record per instance loaded
+    let lifecycle = reader_past_starts(&kafka, w as usize);
     // pseudo-random distinct keys (a stride co-prime with w), spread over the waiting set
     let stride = (w / 2 + 1..).find(|s| gcd(*s, w) == 1).unwrap();
     let before = Phase::now(&broker);
