@@ -81,26 +81,22 @@ fn dir_bytes(p: &Path) -> u64 {
         .sum()
 }
 
-/// Counts `flowbroker.instance.completed` lifecycle events until `n` have arrived; returns
-/// the first and the last of the records' timestamps (when the broker let them out to its
-/// producer, in ms since the epoch), so the time this reader takes does not count.
-fn completions(c: &BaseConsumer, n: usize, secs: u64) -> (i64, i64) {
+/// Reads until `n` records of CloudEvent type `ty` have arrived (within `secs`); returns the
+/// first and the last of their timestamps (when the broker let them out to its producer, in
+/// ms since the epoch), so the time this reader takes does not count.
+fn read_type(c: &BaseConsumer, ty: &str, n: usize, secs: u64) -> (i64, i64) {
     let (mut got, mut first, mut last) = (0, None, 0);
     let end = Instant::now() + Duration::from_secs(secs);
     while got < n {
-        assert!(
-            Instant::now() < end,
-            "only {got} of {n} instances completed"
-        );
+        assert!(Instant::now() < end, "only {got} of {n} {ty} records");
         let Some(Ok(m)) = c.poll(Duration::from_millis(50)) else {
             continue;
         };
-        let completed = m.headers().is_some_and(|h| {
-            h.iter().any(|h| {
-                h.key == "ce_type" && h.value == Some(b"flowbroker.instance.completed".as_slice())
-            })
+        let of_type = m.headers().is_some_and(|h| {
+            h.iter()
+                .any(|h| h.key == "ce_type" && h.value == Some(ty.as_bytes()))
         });
-        if completed {
+        if of_type {
             let ts = m.timestamp().to_millis().expect("a record timestamp");
             first = Some(first.map_or(ts, |f: i64| f.min(ts)));
             last = last.max(ts);
@@ -110,34 +106,15 @@ fn completions(c: &BaseConsumer, n: usize, secs: u64) -> (i64, i64) {
     (first.unwrap_or(last), last)
 }
 
+const COMPLETED: &str = "flowbroker.instance.completed";
+
 /// A reader of the lifecycle topic that has read the `started` records of `n` instances: the
 /// loading is behind it, so the phase that follows is the continuations' alone and ends when
 /// the last completion is produced, not when a reader has caught up with a million records.
 fn reader_past_starts(kafka: &Kafka, n: usize) -> BaseConsumer {
     let c = support::reader(&kafka.brokers(), &["flowbroker.lifecycle"], 100);
-    let started = count(&c, "flowbroker.instance.started", n, 1800);
-    assert!(started >= n);
+    read_type(&c, "flowbroker.instance.started", n, 1800);
     c
-}
-
-/// Reads until `n` records of CloudEvent type `ty` have arrived (within `secs`); returns
-/// how many.
-fn count(c: &BaseConsumer, ty: &str, n: usize, secs: u64) -> usize {
-    let mut got = 0;
-    let end = Instant::now() + Duration::from_secs(secs);
-    while got < n {
-        assert!(Instant::now() < end, "only {got} of {n} {ty} records");
-        let Some(Ok(m)) = c.poll(Duration::from_millis(50)) else {
-            continue;
-        };
-        if m.headers().is_some_and(|h| {
-            h.iter()
-                .any(|h| h.key == "ce_type" && h.value == Some(ty.as_bytes()))
-        }) {
-            got += 1;
-        }
-    }
-    got
 }
 
 fn epoch_ms() -> i64 {
@@ -226,7 +203,7 @@ fn run(w: u64, c: u64, restart: bool) -> Run {
     let before = Phase::now(&broker);
     let sent = epoch_ms();
     publish(&kafka, "scale.close", (0..c).map(|i| (i * stride) % w));
-    let (first, last) = completions(&lifecycle, c as usize, 1800);
+    let (first, last) = read_type(&lifecycle, COMPLETED, c as usize, 1800);
     let phase = Phase::now(&broker).since(before);
     let cont_rate = c as f64 * 1000.0 / (last - sent).max(1) as f64;
     let spread_rate = c.saturating_sub(1).max(1) as f64 * 1000.0 / (last - first).max(1) as f64;
@@ -240,7 +217,7 @@ fn run(w: u64, c: u64, restart: bool) -> Run {
             "scale.close",
             std::iter::once((c * stride + stride) % w),
         );
-        completions(&lifecycle, 1, 300);
+        read_type(&lifecycle, COMPLETED, 1, 300);
         (assigned, t.elapsed().as_secs_f64())
     });
     Run {
