@@ -519,8 +519,11 @@ impl Core {
         }
         // (a round of no commands: held records of a partition let go, `Core::run`)
         self.unstray(&mut forward);
+        // and held records whose forward was read back go now, whatever the round carried
+        self.unhold(&mut inputs, &mut finish);
         // a held record's input offset is not committed: after a crash it is read again
         self.hold_back_offsets(&mut finish.offsets);
+        self.metrics.input_held.set(self.held.len() as i64);
         // inputs of partitions owned elsewhere go through the work topic (their owner applies
         // them); on one process everything is owned
         let elsewhere: Vec<PartitionId> = inputs
@@ -758,6 +761,7 @@ impl Core {
                 return false;
             }
             tracing::debug!(in_flight = out, paused = next, "intake backpressure");
+            self.metrics.intake_paused.set(i64::from(next));
             *paused = next;
             true
         });

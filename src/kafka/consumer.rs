@@ -26,6 +26,10 @@ pub struct Ctx {
     pub control: mpsc::UnboundedSender<Cmd>,
     /// `true` while intake is paused (backpressure from the core).
     pub intake: watch::Receiver<bool>,
+    /// Bumped after each assignment, so [`run`] applies its pause state to what was added:
+    /// the flag read here can be a value the loop never saw (paused and resumed meanwhile),
+    /// and a partition paused on it would stay paused.
+    pub rebalanced: watch::Sender<u64>,
 }
 
 impl ClientContext for Ctx {
@@ -76,12 +80,14 @@ impl ConsumerContext for Ctx {
                     now = all.count(),
                     "input partitions assigned"
                 );
-                // assigned while intake is paused: they stay paused until it resumes
+                // assigned while intake is paused: paused at once, before a fetch; `run`
+                // then applies the state it follows to the whole assignment
                 if *self.intake.borrow() {
                     if let Err(e) = c.pause(tpl) {
                         tracing::warn!(error = %e, "could not pause input partitions");
                     }
                 }
+                self.rebalanced.send_modify(|n| *n += 1);
                 let inputs = all
                     .elements()
                     .iter()
@@ -205,6 +211,7 @@ fn build(
         metrics,
         control,
         intake,
+        rebalanced: watch::channel(0).0,
     })
     .map_err(|source| KafkaError::Client {
         what: "consumer",
@@ -278,11 +285,15 @@ pub async fn run(
     definitions: Option<Arc<super::definitions::Caught>>,
 ) {
     let mut paused = false;
+    let mut rebalanced = consumer.context().rebalanced.subscribe();
     loop {
         // backpressure: follow the core's signal. Paused partitions deliver nothing, but recv
         // keeps being awaited, so rebalances are served and the group keeps this member.
+        // After an assignment the state is applied again to every partition assigned.
         let pause = *intake.borrow_and_update();
-        if pause != paused {
+        let assigned = rebalanced.has_changed().unwrap_or(false);
+        if pause != paused || assigned {
+            rebalanced.borrow_and_update();
             pause_inputs(&consumer, pause);
             paused = pause;
         }
@@ -293,6 +304,7 @@ pub async fn run(
                 Ok(()) => continue,
                 Err(_) => return,
             },
+            Ok(()) = rebalanced.changed() => continue,
         };
         let fetched = std::time::Instant::now();
         let first = match next {
