@@ -35,6 +35,16 @@ pub struct Metrics {
     pub routed: IntCounterVec,
     /// 1 while the consumer reaches a Kafka broker, 0 while it reaches none (`GET /health`).
     pub kafka_up: prometheus::IntGauge,
+    /// Input records held behind their run's first forward (`broker::held`).
+    pub input_held: prometheus::IntGauge,
+    /// 1 while intake is paused by backpressure (`kafka.max_in_flight`).
+    pub intake_paused: prometheus::IntGauge,
+}
+
+fn gauge(r: &Registry, name: &str, help: &str) -> prometheus::IntGauge {
+    let g = prometheus::IntGauge::new(name, help).expect("valid metric");
+    r.register(Box::new(g.clone())).expect("unique metric");
+    g
 }
 
 fn counter(r: &Registry, name: &str, help: &str, labels: &[&str]) -> IntCounterVec {
@@ -112,6 +122,16 @@ impl Metrics {
                 r.register(Box::new(g.clone())).expect("unique metric");
                 g
             },
+            input_held: gauge(
+                &r,
+                "flowbroker_input_records_held",
+                "Input records for state partitions owned here held behind their run's first forward through the work topic, until the partition reads it back (then applied directly).",
+            ),
+            intake_paused: gauge(
+                &r,
+                "flowbroker_intake_paused",
+                "1 while the consumers are paused because kafka.max_in_flight records and calls are out and not heard back about; 0 otherwise.",
+            ),
             registry: r,
         }
     }

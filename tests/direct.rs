@@ -24,6 +24,32 @@ fn distinct_keys(out: &Collector) -> BTreeSet<u64> {
         .collect()
 }
 
+/// What a wait for every ping found instead: how many are answered, the first missing, and
+/// the broker's counts (when it answers).
+fn progress(out: &Collector, broker: &Broker, total: usize) -> String {
+    let keys = distinct_keys(out);
+    let missing: Vec<u64> = (0..total as u64)
+        .filter(|k| !keys.contains(k))
+        .take(10)
+        .collect();
+    let m = broker.metrics();
+    let sum = |name: &str, with: &str| metric_sum(&m, name, with);
+    format!(
+        "{} of {total} answered, first missing {missing:?}; broker: {} completed, {} running, \
+         routed {} direct and {} through the work topic, {} held, intake paused {}, \
+         consumer lag {}, outbox pending {}",
+        keys.len(),
+        sum("flowbroker_instances", "status=\"COMPLETED\""),
+        sum("flowbroker_instances", "status=\"RUNNING\""),
+        sum(ROUTED, "path=\"direct\""),
+        sum(ROUTED, "path=\"work_topic\""),
+        sum("flowbroker_input_records_held", ""),
+        sum("flowbroker_intake_paused", ""),
+        sum("flowbroker_kafka_consumer_lag", ""),
+        sum("flowbroker_outbox_pending", ""),
+    )
+}
+
 /// An `echo` broker that has answered a first wave of pings (the runs' first forwards made).
 /// Positions alone keep a record from being applied twice: no event-id dedupe.
 fn first_wave(kafka: &Kafka, out: &Collector) -> (Broker, Publisher) {
@@ -94,10 +120,15 @@ fn owned_partitions_apply_input_directly_and_exactly_once_across_a_kill() {
     );
     broker.restart();
     sender.join().unwrap();
-    let keys = wait_for(120, "every ping answered", || {
-        let k = distinct_keys(&out);
-        (k.len() >= total).then_some(k)
-    });
+    let keys = wait_or_explain(
+        120,
+        "every ping answered",
+        || {
+            let k = distinct_keys(&out);
+            (k.len() >= total).then_some(k)
+        },
+        || progress(&out, &broker, total),
+    );
     assert_eq!(keys, (0..total as u64).collect(), "every ping answered");
     wait_for(30, "the status gauge to count every instance", || {
         let m = broker.metrics();
@@ -155,10 +186,15 @@ fn a_backlog_waits_for_its_first_forward_then_skips_the_work_topic_exactly_once(
         at_kill.0, at_kill.1
     );
     broker.restart();
-    let keys = wait_for(120, "every ping answered", || {
-        let k = distinct_keys(&out);
-        (k.len() >= total).then_some(k)
-    });
+    let keys = wait_or_explain(
+        120,
+        "every ping answered",
+        || {
+            let k = distinct_keys(&out);
+            (k.len() >= total).then_some(k)
+        },
+        || progress(&out, &broker, total),
+    );
     assert_eq!(keys, (0..total as u64).collect(), "every ping answered");
     wait_for(30, "the status gauge to count every instance", || {
         let m = broker.metrics();

@@ -88,17 +88,42 @@ pub fn free_port() -> u16 {
 }
 
 /// Waits for `f` to return `Some`, polling every 50 ms, or panics with `what` after `secs`.
-pub fn wait_for<T>(secs: u64, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for<T>(secs: u64, what: &str, f: impl FnMut() -> Option<T>) -> T {
+    wait_or_explain(secs, what, f, String::new)
+}
+
+/// [`wait_for`], with `explain()` (what was there instead) in the panic message. The message
+/// is printed again after a [`Broker`]'s log, so a CI log's tail shows it.
+pub fn wait_or_explain<T>(
+    secs: u64,
+    what: &str,
+    mut f: impl FnMut() -> Option<T>,
+    mut explain: impl FnMut() -> String,
+) -> T {
     let end = Instant::now() + Duration::from_secs(secs);
     loop {
         if let Some(v) = f() {
             return v;
         }
         if Instant::now() > end {
-            panic!("timed out after {secs}s waiting for {what}");
+            let why = explain();
+            let msg = format!("timed out after {secs}s waiting for {what}{}", {
+                if why.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {why}")
+                }
+            });
+            TIMED_OUT.with(|t| *t.borrow_mut() = Some(msg.clone()));
+            panic!("{msg}");
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+thread_local! {
+    /// The wait that timed out on this test's thread, for [`Broker`]'s drop to repeat.
+    static TIMED_OUT: std::cell::RefCell<Option<String>> = const { std::cell::RefCell::new(None) };
 }
 
 fn tansu_binary() -> PathBuf {
@@ -1112,6 +1137,9 @@ impl Drop for Broker {
     fn drop(&mut self) {
         if std::thread::panicking() {
             eprintln!("---- flowbroker log ----\n{}", self.log());
+            if let Some(msg) = TIMED_OUT.with(|t| t.borrow().clone()) {
+                eprintln!("---- the wait that timed out (repeated) ----\n{msg}");
+            }
         }
         self.kill();
     }
