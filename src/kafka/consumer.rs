@@ -286,16 +286,16 @@ pub async fn run(
 ) {
     let mut paused = false;
     let mut rebalanced = consumer.context().rebalanced.subscribe();
+    let mut assigned = false;
     loop {
         // backpressure: follow the core's signal. Paused partitions deliver nothing, but recv
         // keeps being awaited, so rebalances are served and the group keeps this member.
         // After an assignment the state is applied again to every partition assigned.
         let pause = *intake.borrow_and_update();
-        let assigned = rebalanced.has_changed().unwrap_or(false);
         if pause != paused || assigned {
-            rebalanced.borrow_and_update();
             pause_inputs(&consumer, pause);
             paused = pause;
+            assigned = false;
         }
         let next = tokio::select! {
             m = consumer.recv() => m,
@@ -304,7 +304,10 @@ pub async fn run(
                 Ok(()) => continue,
                 Err(_) => return,
             },
-            Ok(()) = rebalanced.changed() => continue,
+            Ok(()) = rebalanced.changed() => {
+                assigned = true;
+                continue;
+            }
         };
         let fetched = std::time::Instant::now();
         let first = match next {
