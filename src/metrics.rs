@@ -130,7 +130,7 @@ impl Metrics {
             intake_paused: gauge(
                 &r,
                 "flowbroker_intake_paused",
-                "1 while the consumers are paused because kafka.max_in_flight records and calls are out and not heard back about; 0 otherwise.",
+                "1 while the core asks the consumers to pause (kafka.max_in_flight records and calls are out and not heard back about); 0 otherwise.",
             ),
             registry: r,
         }

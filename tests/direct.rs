@@ -50,6 +50,20 @@ fn progress(out: &Collector, broker: &Broker, total: usize) -> String {
     )
 }
 
+/// Waits for a pong for each of the `total` pings, and says what was missing if not.
+fn every_ping_answered(out: &Collector, broker: &Broker, total: usize) {
+    let keys = wait_or_explain(
+        120,
+        "every ping answered",
+        || {
+            let k = distinct_keys(out);
+            (k.len() >= total).then_some(k)
+        },
+        || progress(out, broker, total),
+    );
+    assert_eq!(keys, (0..total as u64).collect(), "every ping answered");
+}
+
 /// An `echo` broker that has answered a first wave of pings (the runs' first forwards made).
 /// Positions alone keep a record from being applied twice: no event-id dedupe.
 fn first_wave(kafka: &Kafka, out: &Collector) -> (Broker, Publisher) {
@@ -120,16 +134,7 @@ fn owned_partitions_apply_input_directly_and_exactly_once_across_a_kill() {
     );
     broker.restart();
     sender.join().unwrap();
-    let keys = wait_or_explain(
-        120,
-        "every ping answered",
-        || {
-            let k = distinct_keys(&out);
-            (k.len() >= total).then_some(k)
-        },
-        || progress(&out, &broker, total),
-    );
-    assert_eq!(keys, (0..total as u64).collect(), "every ping answered");
+    every_ping_answered(&out, &broker, total);
     wait_for(30, "the status gauge to count every instance", || {
         let m = broker.metrics();
         (metric_sum(&m, "flowbroker_instances", "status=\"COMPLETED\"") >= total as i64)
@@ -186,16 +191,7 @@ fn a_backlog_waits_for_its_first_forward_then_skips_the_work_topic_exactly_once(
         at_kill.0, at_kill.1
     );
     broker.restart();
-    let keys = wait_or_explain(
-        120,
-        "every ping answered",
-        || {
-            let k = distinct_keys(&out);
-            (k.len() >= total).then_some(k)
-        },
-        || progress(&out, &broker, total),
-    );
-    assert_eq!(keys, (0..total as u64).collect(), "every ping answered");
+    every_ping_answered(&out, &broker, total);
     wait_for(30, "the status gauge to count every instance", || {
         let m = broker.metrics();
         (metric_sum(&m, "flowbroker_instances", "status=\"COMPLETED\"") >= total as i64)

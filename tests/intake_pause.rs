@@ -49,6 +49,10 @@ fn partitions_paused_on_a_stale_flag_are_resumed_after_the_assignment() {
         .await
         .expect("the group assigns the input partitions within 60 s");
     });
+    assert!(
+        *c.context().rebalanced.borrow() >= 1,
+        "the rebalance callback announces the assignment"
+    );
     // what the callback does on a flag the loop never saw: the partitions paused, the
     // assignment announced
     let all = c.assignment().unwrap();

@@ -230,10 +230,11 @@ pub const PREFETCH: [(&str, &str); 3] = [
     ("fetch.max.bytes", "16777216"),
 ];
 
-/// Pauses or resumes the input topic partitions assigned now.
-fn pause_inputs(consumer: &KafkaConsumer, pause: bool) {
+/// Pauses or resumes the input topic partitions assigned now; false when that failed (the
+/// caller tries again on its next turn).
+fn pause_inputs(consumer: &KafkaConsumer, pause: bool) -> bool {
     let Ok(inputs) = consumer.assignment() else {
-        return;
+        return false;
     };
     let r = if pause {
         consumer.pause(&inputs)
@@ -241,9 +242,13 @@ fn pause_inputs(consumer: &KafkaConsumer, pause: bool) {
         consumer.resume(&inputs)
     };
     match r {
-        Ok(()) => tracing::debug!(paused = pause, partitions = inputs.count(), "intake"),
+        Ok(()) => {
+            tracing::debug!(paused = pause, partitions = inputs.count(), "intake");
+            true
+        }
         Err(e) => {
-            tracing::warn!(error = %e, paused = pause, "could not pause or resume input partitions")
+            tracing::warn!(error = %e, paused = pause, "could not pause or resume input partitions");
+            false
         }
     }
 }
@@ -286,14 +291,14 @@ pub async fn run(
 ) {
     let mut paused = false;
     let mut rebalanced = consumer.context().rebalanced.subscribe();
-    let mut assigned = false;
+    // (true at first: an assignment announced before this subscribed counts too)
+    let mut assigned = true;
     loop {
         // backpressure: follow the core's signal. Paused partitions deliver nothing, but recv
         // keeps being awaited, so rebalances are served and the group keeps this member.
         // After an assignment the state is applied again to every partition assigned.
         let pause = *intake.borrow_and_update();
-        if pause != paused || assigned {
-            pause_inputs(&consumer, pause);
+        if (pause != paused || assigned) && pause_inputs(&consumer, pause) {
             paused = pause;
             assigned = false;
         }
