@@ -135,11 +135,7 @@ struct Phase {
 impl Phase {
     fn now(b: &Broker) -> Phase {
         let m = b.metrics();
-        let float = |name: &str| {
-            m.lines()
-                .filter_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse::<f64>().ok())
-                .sum::<f64>()
-        };
+        let float = |name: &str| support::metric_sum_f64(&m, name, "");
         Phase {
             rounds: float("flowbroker_round_inputs_count"),
             inputs: float("flowbroker_round_inputs_sum"),

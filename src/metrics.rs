@@ -113,15 +113,11 @@ impl Metrics {
                 r.register(Box::new(g.clone())).expect("unique metric");
                 g
             },
-            kafka_up: {
-                let g = prometheus::IntGauge::new(
-                    "flowbroker_kafka_up",
-                    "1 while the consumer is connected to a Kafka broker, 0 while it reaches none (librdkafka statistics every 5 s; 0 at once on 'all brokers down').",
-                )
-                .expect("valid metric");
-                r.register(Box::new(g.clone())).expect("unique metric");
-                g
-            },
+            kafka_up: gauge(
+                &r,
+                "flowbroker_kafka_up",
+                "1 while the consumer is connected to a Kafka broker, 0 while it reaches none (librdkafka statistics every 5 s; 0 at once on 'all brokers down').",
+            ),
             input_held: gauge(
                 &r,
                 "flowbroker_input_records_held",

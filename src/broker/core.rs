@@ -519,8 +519,6 @@ impl Core {
         }
         // (a round of no commands: held records of a partition let go, `Core::run`)
         self.unstray(&mut forward);
-        // and held records whose forward was read back go now, whatever the round carried
-        self.unhold(&mut inputs, &mut finish);
         // a held record's input offset is not committed: after a crash it is read again
         self.hold_back_offsets(&mut finish.offsets);
         self.metrics.input_held.set(self.held.len() as i64);

@@ -1122,6 +1122,11 @@ pub fn partition_of(id: &str) -> u16 {
 /// The sum of the series of metric `name` (every label set, or those containing `with`) in a
 /// Prometheus text exposition, as `sum(name{with})` would give.
 pub fn metric_sum(text: &str, name: &str, with: &str) -> i64 {
+    metric_sum_f64(text, name, with) as i64
+}
+
+/// [`metric_sum`] without rounding (histogram sums in seconds).
+pub fn metric_sum_f64(text: &str, name: &str, with: &str) -> f64 {
     text.lines()
         .filter(|l| !l.starts_with('#'))
         .filter_map(|l| {
@@ -1130,7 +1135,7 @@ pub fn metric_sum(text: &str, name: &str, with: &str) -> i64 {
             let ok = (rest.is_empty() || rest.starts_with('{')) && rest.contains(with);
             ok.then(|| value.parse::<f64>().ok()).flatten()
         })
-        .sum::<f64>() as i64
+        .sum::<f64>()
 }
 
 impl Drop for Broker {
