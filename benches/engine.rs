@@ -5,6 +5,7 @@
 //! in JSONata (`Arguments`, `Output`, `Condition`), measured in the same run.
 //!
 //! `cargo bench --bench engine` measures; under `cargo test` it runs a few iterations only.
+//! `ENGINE_ONLY=<label>` runs only the phase printed with that label (for a profile of one).
 
 use chrono::{DateTime, Utc};
 use flowbroker::definition::Definition;
@@ -138,6 +139,9 @@ fn run(
     start: impl Fn(usize) -> Input,
     done: impl Fn(&Instance, &[Action]) -> bool,
 ) {
+    if std::env::var("ENGINE_ONLY").is_ok_and(|only| only != label) {
+        return;
+    }
     let key = |acts: &[Action]| match acts.iter().find(|a| matches!(a, Action::Invoke { .. })) {
         Some(Action::Invoke { key, .. }) => key.clone(),
         _ => panic!("no invoke"),

@@ -293,10 +293,10 @@ impl Definition {
     }
 
     /// Compiled template (a string that may embed `{{ }}`).
-    pub fn template(&self, source: &str) -> Result<Expr, ExprError> {
+    pub fn template(&self, source: &str) -> Result<std::borrow::Cow<'_, Expr>, ExprError> {
         match self.exprs.get(source) {
-            Some(e) => Ok(e.clone()),
-            None => Expr::template(source),
+            Some(e) => Ok(std::borrow::Cow::Borrowed(e)),
+            None => Expr::template(source).map(std::borrow::Cow::Owned),
         }
     }
 }

@@ -6,6 +6,7 @@
 
 use jsonpath_rust::{JsonPath, JsonPtr};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::str::FromStr;
 
 /// Why an expression did not compile.
@@ -35,6 +36,15 @@ pub struct Path {
     /// The member names of a plain member path (`$.a.b`): selected by walking the value,
     /// without jsonpath-rust's general machinery (the common case, and a hot one).
     chain: Option<Vec<String>>,
+    /// [`Path::last_member`] and [`Path::name`], worked out once from the source (boxed: a
+    /// path is a large value already, and enums hold it).
+    names: Box<Names>,
+}
+
+#[derive(Debug, Clone)]
+struct Names {
+    last_member: Option<String>,
+    name: Option<String>,
 }
 
 /// How deep a path may nest `[` and `(`. jsonpath-rust's parser backtracks on nested filters:
@@ -145,6 +155,10 @@ impl Path {
             definite,
             root_filter,
             chain: None,
+            names: Box::new(Names {
+                last_member: simple_members(source).and_then(|mut m| m.pop()),
+                name: members(source).0.pop(),
+            }),
         };
         path.chain = path.member_chain();
         Ok(path)
@@ -161,45 +175,73 @@ impl Path {
 
     /// Every value the path selects, in document order.
     pub fn matches(&self, data: &Value) -> Vec<Value> {
+        self.found(data).into_iter().map(Cow::into_owned).collect()
+    }
+
+    /// Every value the path selects, in document order, borrowed from `data` where they are
+    /// in it (a filter's computed values are owned).
+    pub fn found<'a>(&'a self, data: &'a Value) -> Vec<Cow<'a, Value>> {
         if let Some(chain) = &self.chain {
-            let mut at = data;
-            for m in chain {
-                match at.get(m.as_str()) {
-                    Some(v) => at = v,
-                    None => return vec![],
-                }
-            }
-            return vec![at.clone()];
+            return walk(data, chain).map(Cow::Borrowed).into_iter().collect();
         }
         let found = collect(&self.compiled, data);
         if found.is_empty() && self.root_filter && data.is_object() {
             // Jayway applies a filter on an object to the object itself.
             let wrapped = Value::Array(vec![data.clone()]);
-            return collect(&self.compiled, &wrapped);
+            return collect(&self.compiled, &wrapped)
+                .into_iter()
+                .map(|v| Cow::Owned(v.into_owned()))
+                .collect();
         }
         found
     }
 
+    /// Whether the path selects anything in `data`.
+    pub fn selects(&self, data: &Value) -> bool {
+        !self.found(data).is_empty()
+    }
+
     /// The selection as one value: one match is that value, several are an array, none is `null`.
     pub fn select(&self, data: &Value) -> Value {
-        let mut found = self.matches(data);
-        match found.len() {
-            0 => Value::Null,
-            1 => found.pop().unwrap_or(Value::Null),
-            _ => Value::Array(found),
+        one(self.found(data))
+    }
+
+    /// Whether the selection is true (see [`truthy`]), without copying it.
+    pub fn selects_true(&self, data: &Value) -> bool {
+        let found = self.found(data);
+        match found.as_slice() {
+            [] => false,
+            [v] => truthy(v),
+            _ => true,
         }
+    }
+
+    /// [`Path::select`] of a value the caller gives up, or the value back when the path selects
+    /// nothing in it: a member path moves the selection out instead of copying it.
+    pub fn select_owned(&self, mut data: Value) -> Result<Value, Value> {
+        if let Some(chain) = &self.chain {
+            return take_at(&mut data, chain).ok_or(data);
+        }
+        let selected = self.selection(&data);
+        selected.ok_or(data)
+    }
+
+    /// [`Path::select`], or `None` when the path selects nothing.
+    pub fn selection(&self, data: &Value) -> Option<Value> {
+        let found = self.found(data);
+        (!found.is_empty()).then(|| one(found))
     }
 
     /// The last member name of a definite path: `$.data.greet` -> `greet`,
     /// `$.exceptions[0]` -> `exceptions`. `None` for `$` alone.
-    pub fn last_member(&self) -> Option<String> {
-        simple_members(&self.source)?.pop()
+    pub fn last_member(&self) -> Option<&str> {
+        self.names.last_member.as_deref()
     }
 
     /// The last member name the path selects through before any filter or wildcard
     /// (`$.vegetables[?(@.like)]` -> `vegetables`), `None` for `$` or `$[0]`.
-    pub fn name(&self) -> Option<String> {
-        members(&self.source).0.pop()
+    pub fn name(&self) -> Option<&str> {
+        self.names.name.as_deref()
     }
 
     /// The member names of a plain member path (`$.a.b`, `$['a'].b`), `None` for anything else.
@@ -214,14 +256,37 @@ impl Path {
     }
 }
 
-fn collect(path: &JsonPath<Value>, data: &Value) -> Vec<Value> {
+fn collect<'a>(path: &'a JsonPath<Value>, data: &'a Value) -> Vec<Cow<'a, Value>> {
     path.find_slice_ptr(data)
         .into_iter()
         .map(|p| match p {
-            JsonPtr::Slice(v) => v.clone(),
-            JsonPtr::NewValue(v) => v,
+            JsonPtr::Slice(v) => Cow::Borrowed(v),
+            JsonPtr::NewValue(v) => Cow::Owned(v),
         })
         .collect()
+}
+
+/// A selection as one value: one match is that value, several are an array, none is `null`.
+fn one(mut found: Vec<Cow<'_, Value>>) -> Value {
+    match found.len() {
+        0 => Value::Null,
+        1 => found.pop().map(Cow::into_owned).unwrap_or(Value::Null),
+        _ => Value::Array(found.into_iter().map(Cow::into_owned).collect()),
+    }
+}
+
+/// Moves the value at a member chain out of `data` (leaving `null`), if every member is there.
+fn take_at(data: &mut Value, chain: &[String]) -> Option<Value> {
+    let mut at = data;
+    for m in chain {
+        at = at.get_mut(m.as_str())?;
+    }
+    Some(at.take())
+}
+
+/// The value at a member chain, if every member is there.
+fn walk<'a>(data: &'a Value, chain: &[String]) -> Option<&'a Value> {
+    chain.iter().try_fold(data, |at, m| at.get(m.as_str()))
 }
 
 /// Member names of a path made of `.name`, `['name']` and `[n]` steps; indexes are skipped.
@@ -390,10 +455,16 @@ impl Expr {
         for s in &self.segments {
             match s {
                 Segment::Text(t) => out.push_str(t),
-                Segment::Path(p) => match p.select(data) {
-                    Value::String(v) => out.push_str(&v),
-                    v => out.push_str(&v.to_string()),
-                },
+                Segment::Path(p) => {
+                    let found = p.found(data);
+                    match found.as_slice() {
+                        [v] => match v.as_ref() {
+                            Value::String(t) => out.push_str(t),
+                            v => out.push_str(&v.to_string()),
+                        },
+                        _ => out.push_str(&one(found).to_string()),
+                    }
+                }
             }
         }
         Value::String(out)
@@ -410,7 +481,10 @@ impl Expr {
 
     /// Condition semantics: true when the result is non-empty (not `null`, `[]` or `false`).
     pub fn is_true(&self, data: &Value) -> bool {
-        truthy(&self.select(data))
+        match self.paths().next() {
+            Some(p) if self.paths().count() == 1 => p.selects_true(data),
+            _ => truthy(&self.eval(data)),
+        }
     }
 }
 
@@ -425,10 +499,10 @@ pub fn truthy(v: &Value) -> bool {
 
 /// Evaluates every string with `{{ … }}` inside a JSON value (parameters, event data, injected
 /// data), compiling through `compile` so callers can serve pre-compiled expressions.
-pub fn eval_value(
+pub fn eval_value<'e>(
     template: &Value,
     data: &Value,
-    compile: &dyn Fn(&str) -> Result<Expr, ExprError>,
+    compile: &dyn Fn(&str) -> Result<Cow<'e, Expr>, ExprError>,
 ) -> Result<Value, ExprError> {
     Ok(match template {
         Value::String(s) if s.contains("{{") => compile(s)?.eval(data),
@@ -491,7 +565,7 @@ mod tests {
             assert!(p.chain.is_some(), "{src} is a member chain");
             for d in &docs {
                 assert_eq!(
-                    p.matches(d),
+                    p.found(d),
                     collect(&p.compiled, d),
                     "{src} on {d}: shortcut and jsonpath differ"
                 );
@@ -502,6 +576,46 @@ mod tests {
                 Path::compile(src).unwrap().chain.is_none(),
                 "{src} is not a chain"
             );
+        }
+    }
+
+    /// Selecting from a value given up (moved out for a member chain) selects what selecting
+    /// from a borrowed one does, and gives the value back untouched when nothing is selected.
+    #[test]
+    fn an_owned_selection_is_the_borrowed_one() {
+        let docs = [
+            serde_json::json!({"a": {"b": [1, 2], "c": null}, "n": 0, "items": [{"ok": true}, {"ok": false}]}),
+            serde_json::json!([{"a": 1}, {"a": 2}]),
+            serde_json::json!({"total": 150}),
+            serde_json::json!(null),
+        ];
+        for src in [
+            "$",
+            "$.a",
+            "$.a.b",
+            "$.a.c",
+            "$.missing",
+            "$.a.b[1]",
+            "$.items[?(@.ok)]",
+            "$[?(@.total > 100)]",
+            "$..a",
+            "$.*",
+        ] {
+            let p = Path::compile(src).unwrap();
+            for d in &docs {
+                let borrowed = p.selection(d);
+                assert_eq!(borrowed.is_some(), p.selects(d), "{src} on {d}");
+                match (p.select_owned(d.clone()), borrowed) {
+                    (Ok(owned), Some(borrowed)) => {
+                        assert_eq!(owned, borrowed, "{src} on {d}");
+                        assert_eq!(owned, p.select(d), "{src} on {d}");
+                    }
+                    (Err(back), None) => assert_eq!(&back, d, "{src} on {d}: given back"),
+                    (owned, borrowed) => panic!("{src} on {d}: {owned:?} against {borrowed:?}"),
+                }
+                let truthy_selection = truthy(&p.select(d));
+                assert_eq!(p.selects_true(d), truthy_selection, "{src} on {d}");
+            }
         }
     }
 
@@ -664,19 +778,13 @@ mod tests {
     #[test]
     fn last_member_and_chain() {
         let p = |s| Path::compile(s).unwrap();
-        assert_eq!(p("$.greeting").last_member().as_deref(), Some("greeting"));
-        assert_eq!(p("$.data.greet").last_member().as_deref(), Some("greet"));
-        assert_eq!(
-            p("$.exceptions[0]").last_member().as_deref(),
-            Some("exceptions")
-        );
+        assert_eq!(p("$.greeting").last_member(), Some("greeting"));
+        assert_eq!(p("$.data.greet").last_member(), Some("greet"));
+        assert_eq!(p("$.exceptions[0]").last_member(), Some("exceptions"));
         assert_eq!(p("$").last_member(), None);
         assert_eq!(p("$.vegetables[?(@.like)]").last_member(), None);
-        assert_eq!(
-            p("$.vegetables[?(@.like)]").name().as_deref(),
-            Some("vegetables")
-        );
-        assert_eq!(p("$.a['b c'][0]").name().as_deref(), Some("b c"));
+        assert_eq!(p("$.vegetables[?(@.like)]").name(), Some("vegetables"));
+        assert_eq!(p("$.a['b c'][0]").name(), Some("b c"));
         assert_eq!(p("$[0]").name(), None);
         assert_eq!(
             p("$.a.b").member_chain(),

@@ -2,6 +2,7 @@
 
 use crate::expr::Path;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 
 /// Objects merge key by key, recursively; anything else is replaced.
 pub fn deep_merge(into: &mut Value, from: Value) {
@@ -42,13 +43,11 @@ pub fn merge_result(data: &mut Value, result: Value, filter: Option<&Path>) {
             other => put(data, "result", other),
         },
         Some(path) => {
-            let found = path.matches(&result);
-            if found.is_empty() {
+            let Ok(selected) = path.select_owned(result) else {
                 return;
-            }
-            let selected = path.select(&result);
+            };
             match path.last_member() {
-                Some(name) => put(data, &name, selected),
+                Some(name) => put(data, name, selected),
                 None => deep_merge(data, selected),
             }
         }
@@ -60,7 +59,7 @@ pub fn merge_result(data: &mut Value, result: Value, filter: Option<&Path>) {
 pub fn merge_event(data: &mut Value, event: Value, payload: Value, filter: Option<&Path>) {
     match filter {
         None => merge_result(data, payload, None),
-        Some(path) if !path.matches(&event).is_empty() => merge_result(data, event, Some(path)),
+        Some(path) if path.selects(&event) => merge_result(data, event, Some(path)),
         Some(path) => merge_result(data, payload, Some(path)),
     }
 }
@@ -69,8 +68,17 @@ pub fn merge_event(data: &mut Value, event: Value, payload: Value, filter: Optio
 /// nothing leaves it unfiltered.
 pub fn filter(data: Value, path: Option<&Path>) -> Value {
     match path {
-        Some(p) if !p.matches(&data).is_empty() => p.select(&data),
-        _ => data,
+        Some(p) => p.select_owned(data).unwrap_or_else(|data| data),
+        None => data,
+    }
+}
+
+/// [`filter`] of data the caller keeps: borrowed when the path selects nothing (or there is
+/// none), so only a selection is copied.
+pub fn filtered<'a>(data: &'a Value, path: Option<&Path>) -> Cow<'a, Value> {
+    match path.and_then(|p| p.selection(data)) {
+        Some(selected) => Cow::Owned(selected),
+        None => Cow::Borrowed(data),
     }
 }
 
@@ -82,11 +90,9 @@ pub fn state_data(selected: Value, path: Option<&Path>) -> Value {
     if selected.is_object() {
         return selected;
     }
-    let name = path
-        .and_then(Path::name)
-        .unwrap_or_else(|| "result".to_string());
+    let name = path.and_then(Path::name).unwrap_or("result");
     let mut data = Value::Object(Map::new());
-    put(&mut data, &name, selected);
+    put(&mut data, name, selected);
     data
 }
 

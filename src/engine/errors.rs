@@ -102,14 +102,14 @@ pub fn state_error(cx: &mut Cx, error: ErrorInfo) {
                 .as_ref()
                 .and_then(|f| f.data_output_path.as_deref())
                 .and_then(|p| cx.path(p));
-            let mut data = cx.inst.data.clone();
-            data::merge_result(&mut data, view, filter.as_ref());
+            let mut data = std::mem::take(&mut cx.inst.data);
+            data::merge_result(&mut data, view, filter.as_deref());
             flow::leave(cx);
-            cx.inst.data = data.clone();
+            cx.inst.data = data;
             let outer = std::mem::replace(&mut cx.handling_error, true);
             match (&h.transition, &h.end) {
-                (Some(t), _) => flow::take(cx, t, data),
-                (None, Some(e)) => flow::finish(cx, e, data),
+                (Some(t), _) => flow::take(cx, t),
+                (None, Some(e)) => flow::finish(cx, e, cx.inst.data.clone()),
                 (None, None) => fail(cx, error),
             }
             cx.handling_error = outer;

@@ -170,7 +170,7 @@ pub fn consume(cx: &mut Cx, event: Event) -> Result<(), EngineError> {
 /// Merges event data into the state data through an event data filter.
 fn merge(cx: &mut Cx, filter: Option<&EventDataFilter>, whole: Value, payload: Value) {
     let path = filter.and_then(|f| f.selector()).and_then(|p| cx.path(p));
-    data::merge_event(&mut cx.inst.data, whole, payload, path.as_ref());
+    data::merge_event(&mut cx.inst.data, whole, payload, path.as_deref());
 }
 
 /// Pins the event's correlation values and adds them to the state data (unless present).

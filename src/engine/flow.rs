@@ -39,7 +39,7 @@ pub fn start(cx: &mut Cx, input: Value, events: Vec<Event>) -> Result<(), Engine
 /// Schedules entering state `name` with `input`; [`settle`] does it. Transitions go through
 /// this queue instead of recursing, so a long chain of states that never wait uses no stack.
 pub fn goto(cx: &mut Cx, name: &str, input: Value) {
-    cx.next = Some((name.to_string(), input));
+    cx.next = Some((name.to_string(), Some(input)));
 }
 
 /// Enters scheduled states until the instance waits for something (or finishes).
@@ -48,6 +48,8 @@ pub fn settle(cx: &mut Cx) {
         if cx.inst.status.is_final() {
             break;
         }
+        // no input given: the state data the transition left is the input (moved, not copied)
+        let input = input.unwrap_or_else(|| std::mem::take(&mut cx.inst.data));
         enter(cx, &name, input);
     }
 }
@@ -84,8 +86,8 @@ fn enter(cx: &mut Cx, name: &str, input: Value) {
         .state_data_filter
         .and_then(|f| f.data_input_path.as_deref())
         .and_then(|p| cx.path(p));
-    let selected = data::filter(input, filter.as_ref());
-    cx.inst.data = data::state_data(selected, filter.as_ref());
+    let selected = data::filter(input, filter.as_deref());
+    cx.inst.data = data::state_data(selected, filter.as_deref());
     begin(cx, state);
 }
 
@@ -122,10 +124,9 @@ fn begin(cx: &mut Cx, state: &State) {
         }
         State::Switch(sw) => {
             if let Some(conds) = &sw.data_conditions {
-                let data = cx.inst.data.clone();
                 let chosen = conds
                     .iter()
-                    .find(|c| cx.is_true(&c.condition, &data))
+                    .find(|c| cx.is_true(&c.condition, &cx.inst.data))
                     .map(|c| &c.transition)
                     .or(sw.default.as_ref());
                 match chosen {
@@ -181,27 +182,28 @@ pub fn complete_with(cx: &mut Cx, transition: Option<&Transition>, end: Option<&
         .state_data_filter
         .and_then(|f| f.data_output_path.as_deref())
         .and_then(|p| cx.path(p));
-    let mut output = data::filter(cx.inst.data.clone(), filter.as_ref());
+    let mut output = data::filter(std::mem::take(&mut cx.inst.data), filter.as_deref());
     if transition.is_some() {
         // the output becomes the next state's data; a workflow's final output stays as is
-        output = data::state_data(output, filter.as_ref());
+        output = data::state_data(output, filter.as_deref());
     }
     leave(cx);
-    cx.inst.data = output.clone();
+    cx.inst.data = output;
     match (transition, end) {
-        (Some(t), _) => take(cx, t, output),
-        (None, Some(e)) => finish(cx, e, output),
+        (Some(t), _) => take(cx, t),
+        (None, Some(e)) => finish(cx, e, cx.inst.data.clone()),
         (None, None) => {
             // Validation forbids this; end by default rather than hang.
-            finish_default(cx, output);
+            finish_default(cx, cx.inst.data.clone());
         }
     }
 }
 
-/// Follows a transition: checks its restricting expression, produces its event, enters.
-pub fn take(cx: &mut Cx, t: &Transition, output: Value) {
+/// Follows a transition out of the current state, whose output the state data already is:
+/// checks its restricting expression, produces its event, enters (with that data).
+pub fn take(cx: &mut Cx, t: &Transition) {
     if let Some(expr) = &t.expression {
-        if !cx.is_true(expr, &output) {
+        if !cx.is_true(expr, &cx.inst.data) {
             let from = cx.inst.state.clone().unwrap_or_default();
             errors::fail(
                 cx,
@@ -214,11 +216,14 @@ pub fn take(cx: &mut Cx, t: &Transition, output: Value) {
         }
     }
     if let Some(p) = &t.produce_event {
-        if let Err(e) = produce::produce_event(cx, p, &output) {
+        let output = std::mem::take(&mut cx.inst.data);
+        let produced = produce::produce_event(cx, p, &output);
+        cx.inst.data = output;
+        if let Err(e) = produced {
             return produce_failed(cx, e);
         }
     }
-    goto(cx, &t.next_state, output);
+    cx.next = Some((t.next_state.clone(), None));
 }
 
 /// A transition's or an end's event could not be produced: the state's `onError` handles it

@@ -34,6 +34,7 @@ use crate::model::State;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 
 /// Something that happened to an instance.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -357,8 +358,9 @@ pub(crate) struct Cx<'a> {
     pub entered: u32,
     /// The names of the states entered during this apply, in order.
     pub path: Vec<String>,
-    /// The state to enter next (see `flow::goto`).
-    pub next: Option<(String, Value)>,
+    /// The state to enter next and its input (see `flow::goto`); no input: the state data
+    /// (`flow::take`).
+    pub next: Option<(String, Option<Value>)>,
     pub limits: Limits,
     /// An `onError` handler is being followed: an error on its way fails the instance
     /// instead of being handled again (no loop).
@@ -389,11 +391,11 @@ impl<'a> Cx<'a> {
     }
 
     /// A compiled path for an expression field validated at deploy time.
-    pub fn path(&self, source: &str) -> Option<crate::expr::Path> {
-        self.def
-            .expr(source)
-            .ok()
-            .and_then(|e| e.paths().next().cloned())
+    pub fn path(&self, source: &str) -> Option<Cow<'a, crate::expr::Path>> {
+        match self.def.expr(source).ok()? {
+            Cow::Borrowed(e) => e.paths().next().map(Cow::Borrowed),
+            Cow::Owned(e) => e.paths().next().cloned().map(Cow::Owned),
+        }
     }
 
     /// Evaluates a condition; a broken expression counts as false.

@@ -131,7 +131,7 @@ pub fn start(cx: &mut Cx, lane: Option<usize>, idx: usize, attempt: u32) {
         .as_ref()
         .and_then(|f| f.data_input_path.as_deref())
         .and_then(|p| cx.path(p));
-    let input = data::filter(run.data.clone(), input_filter.as_ref());
+    let input = data::filtered(&run.data, input_filter.as_deref());
     let mut trigger_failed = None;
     let slot = if let Some(f) = &action.function_ref {
         let parameters = f
@@ -156,6 +156,7 @@ pub fn start(cx: &mut Cx, lane: Option<usize>, idx: usize, attempt: u32) {
         });
         Slot::Invoked { attempt }
     } else if let Some(e) = &action.event_ref {
+        let input = input.into_owned();
         trigger_failed = produce::produce(
             cx,
             &e.trigger_event_ref,
@@ -260,8 +261,8 @@ pub fn complete_slot(cx: &mut Cx, lane: Option<usize>, idx: usize, result: Value
         .and_then(|f| f.data_results_path.as_deref())
         .and_then(|p| cx.path(p));
     if let Some(run) = run_mut(&mut cx.inst.activity, lane) {
-        data::merge_result(&mut run.data, result.clone(), filter.as_ref());
-        data::merge_result(&mut run.results, result, filter.as_ref());
+        data::merge_result(&mut run.data, result.clone(), filter.as_deref());
+        data::merge_result(&mut run.results, result, filter.as_deref());
         run.slots[idx] = Slot::Done;
     }
     cx.disarm(&format!("{key}/timeout"));
