@@ -441,13 +441,12 @@ impl<'a, 's> Batch<'a, 's> {
     ) -> Result<()> {
         match (kind, present) {
             (IndexEntry::Waits, true) => self.tx.put(Table::Waits, &e.waits_key(), &())?,
-            (IndexEntry::Waits, false) => {
-                self.tx.delete(Table::Waits, &e.waits_key())?;
-            }
+            // entries derived from the instance's record: known to be there, removed unread
+            (IndexEntry::Waits, false) => self.tx.remove(Table::Waits, &e.waits_key()),
             (IndexEntry::Active, false) => {
                 let k = e.active_key();
                 if self.tx.get::<String>(Table::Active, &k)?.as_deref() == Some(&e.instance) {
-                    self.tx.delete(Table::Active, &k)?;
+                    self.tx.remove(Table::Active, &k);
                 }
             }
             (IndexEntry::Active, true) => {

@@ -450,6 +450,18 @@ impl Txn<'_> {
         self.written.get()
     }
 
+    /// Removes `key` without looking whether it is there (no read: for a key the caller
+    /// knows of, such as an index entry derived from the record it keeps; removing a key
+    /// that is not there writes a tombstone that changes nothing).
+    pub fn remove(&self, table: Table, key: &str) {
+        let full = self.full(key);
+        self.overlay
+            .borrow_mut()
+            .entry(table)
+            .or_default()
+            .insert(full, None);
+    }
+
     /// Removes `key`; true if it was there.
     pub fn delete(&self, table: Table, key: &str) -> Result<bool> {
         let full = self.full(key);
@@ -878,6 +890,39 @@ mod tests {
         assert_eq!(a, vec![("a".into(), 1), ("a/b".into(), 2)]);
         assert_eq!(tx.bump("n", 2).unwrap(), 2);
         assert_eq!(tx.bump("n", -1).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_blind_removal_hides_the_key_and_is_committed_like_a_delete() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let tx = store.write().unwrap();
+        tx.put(Table::Waits, "w1", &()).unwrap();
+        tx.put(Table::Waits, "w2", &()).unwrap();
+        tx.commit().unwrap();
+        let tx = store.write().unwrap();
+        tx.remove(Table::Waits, "w1");
+        tx.remove(Table::Waits, "never-there");
+        assert_eq!(tx.get::<()>(Table::Waits, "w1").unwrap(), None);
+        assert!(
+            !tx.delete(Table::Waits, "w1").unwrap(),
+            "removed in this transaction"
+        );
+        let tombstones: Vec<String> = tx
+            .writes()
+            .into_iter()
+            .filter(|w| w.value.is_none())
+            .map(|w| w.key)
+            .collect();
+        assert_eq!(
+            tombstones.len(),
+            2,
+            "both removals are written: {tombstones:?}"
+        );
+        tx.commit().unwrap();
+        let tx = store.write().unwrap();
+        let left: Vec<(String, ())> = tx.prefix(Table::Waits, "w").unwrap();
+        assert_eq!(left, vec![("w2".into(), ())]);
     }
 
     #[test]
