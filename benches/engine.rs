@@ -1,6 +1,8 @@
 //! Engine throughput: inputs applied per second through a representative workflow (event start,
 //! two sequential function calls with filters, a data switch, an end event), including the
-//! instance's serde round trip a store would do per input; then the same shape as an Amazon
+//! instance's serde round trip a store would do per input; the same with the instance kept
+//! decoded between inputs as the broker keeps it (`broker::hot`: encoded per input, decoded
+//! only when not kept); then the same shape as an Amazon
 //! States Language machine (two Tasks with paths, a Choice, a Pass), and the machine written
 //! in JSONata (`Arguments`, `Output`, `Condition`), measured in the same run.
 //!
@@ -8,6 +10,7 @@
 //! `ENGINE_ONLY=<label>` runs only the phase printed with that label (for a profile of one).
 
 use chrono::{DateTime, Utc};
+use flowbroker::broker::hot::Hot;
 use flowbroker::definition::Definition;
 use flowbroker::engine::{apply, Action, Event, Input, Instance};
 use flowbroker::load::Format;
@@ -62,15 +65,39 @@ const JSONATA: &str = r#"{"QueryLanguage": "JSONata", "StartAt": "Price", "State
   "Small": {"Type": "Pass", "Output": "{% $merge([$states.input, {'size': 'small'}]) %}", "End": true}
 }}"#;
 
+/// How the instance goes from one input to the next.
+#[derive(Clone, Copy)]
+enum Store {
+    /// Encoded, then decoded from those bytes: what the broker does when the instance is
+    /// not kept decoded (its first input after a while, or after a restart).
+    RoundTrip,
+    /// Encoded, and kept decoded beside a copy of the bytes (`broker::hot`): what the broker
+    /// does between inputs that come soon after each other.
+    Kept,
+}
+
 fn step(
     def: &Definition,
     inst: Instance,
     input: Input,
     now: DateTime<Utc>,
+    store: Store,
+    hot: &mut Hot<Instance>,
 ) -> (Instance, Vec<Action>) {
     let s = apply(def, inst, input, now).expect("bench input applies");
     let stored = serde_json::to_vec(&s.instance).unwrap();
-    (serde_json::from_slice(&stored).unwrap(), s.actions)
+    let inst = match store {
+        Store::RoundTrip => serde_json::from_slice(&stored).unwrap(),
+        // a finished instance is not kept (it takes no more inputs)
+        Store::Kept if s.instance.status.is_final() => s.instance,
+        Store::Kept => {
+            let id = s.instance.id.clone();
+            hot.offer(&id, stored.clone(), s.instance);
+            hot.take(&id, Some(&stored))
+                .unwrap_or_else(|| serde_json::from_slice(&stored).unwrap())
+        }
+    };
+    (inst, s.actions)
 }
 
 fn main() {
@@ -99,7 +126,24 @@ fn main() {
     };
     let produced =
         |_: &Instance, acts: &[Action]| acts.iter().any(|a| matches!(a, Action::Produce { .. }));
-    run("engine", &wf, instances, now, start, produced);
+    run(
+        "engine",
+        &wf,
+        instances,
+        now,
+        start,
+        produced,
+        Store::RoundTrip,
+    );
+    run(
+        "engine, kept decoded",
+        &wf,
+        instances,
+        now,
+        start,
+        produced,
+        Store::Kept,
+    );
     let machine = Definition::parse("bench.asl.json", MACHINE, Format::Json).unwrap();
     let start = |n: usize| Input::Start {
         input: json!({"orderid": format!("o{n}"), "order": items}),
@@ -117,6 +161,7 @@ fn main() {
         now,
         start,
         big,
+        Store::RoundTrip,
     );
     let jsonata = Definition::parse("bench.asl.json", JSONATA, Format::Json).unwrap();
     run(
@@ -126,6 +171,7 @@ fn main() {
         now,
         start,
         big,
+        Store::RoundTrip,
     );
 }
 
@@ -138,6 +184,7 @@ fn run(
     now: DateTime<Utc>,
     start: impl Fn(usize) -> Input,
     done: impl Fn(&Instance, &[Action]) -> bool,
+    store: Store,
 ) {
     if std::env::var("ENGINE_ONLY").is_ok_and(|only| only != label) {
         return;
@@ -146,11 +193,12 @@ fn run(
         Some(Action::Invoke { key, .. }) => key.clone(),
         _ => panic!("no invoke"),
     };
+    let mut hot = Hot::default();
     let mut inputs = 0u64;
     let started = Instant::now();
     for n in 0..instances {
         let inst = Instance::new(format!("o{n}"), "bench");
-        let (inst, acts) = step(def, inst, start(n), now);
+        let (inst, acts) = step(def, inst, start(n), now, store, &mut hot);
         let (inst, acts) = step(
             def,
             inst,
@@ -159,6 +207,8 @@ fn run(
                 result: json!({"total": 150 + n % 7}),
             },
             now,
+            store,
+            &mut hot,
         );
         let (inst, acts) = step(
             def,
@@ -168,6 +218,8 @@ fn run(
                 result: json!({"reserved": true}),
             },
             now,
+            store,
+            &mut hot,
         );
         assert!(
             inst.status.is_final() && done(&inst, &acts),
@@ -177,8 +229,12 @@ fn run(
     }
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "{label}: {instances} instances, {inputs} inputs in {secs:.3} s = {:.0} inputs/s ({:.1} us/input, store round trip included)",
+        "{label}: {instances} instances, {inputs} inputs in {secs:.3} s = {:.0} inputs/s ({:.1} us/input, {})",
         inputs as f64 / secs,
-        secs * 1e6 / inputs as f64
+        secs * 1e6 / inputs as f64,
+        match store {
+            Store::RoundTrip => "store round trip included",
+            Store::Kept => "encoding included, kept decoded between inputs",
+        }
     );
 }

@@ -39,6 +39,8 @@ pub struct Metrics {
     pub input_held: prometheus::IntGauge,
     /// 1 while intake is paused by backpressure (`kafka.max_in_flight`).
     pub intake_paused: prometheus::IntGauge,
+    /// Instance records an input found kept decoded (`hit`) or decoded from the store (`miss`).
+    pub instance_cache: IntCounterVec,
 }
 
 fn gauge(r: &Registry, name: &str, help: &str) -> prometheus::IntGauge {
@@ -128,6 +130,7 @@ impl Metrics {
                 "flowbroker_intake_paused",
                 "1 while the core asks the consumers to pause (kafka.max_in_flight records and calls are out and not heard back about); 0 otherwise.",
             ),
+            instance_cache: counter(&r, "flowbroker_instance_cache_total", "Instance records loaded to apply an input, by outcome: hit (kept decoded since the instance's last write, which the store still holds) or miss (decoded from the store).", &["outcome"]),
             registry: r,
         }
     }

@@ -126,6 +126,17 @@ fn event_start_correlated_continuation_early_event_and_lifecycle() {
         },
     );
 
+    // A's function answer and payment each found A kept decoded since its last write (a
+    // miss would decode it from the store: the same record, only slower); B's too
+    wait_for(10, "inputs to find their instances kept decoded", || {
+        let m = reqwest::blocking::get(format!("http://{}/metrics", broker.http))
+            .ok()?
+            .text()
+            .ok()?;
+        let hits = metric_sum(&m, "flowbroker_instance_cache_total", "outcome=\"hit\"");
+        (hits >= 3).then_some(())
+    });
+
     // produced events: deterministic ids, keyed by the correlation value, with extensions
     let done = out.wait_events("order.done", 2, 30);
     for e in &done {

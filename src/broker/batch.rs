@@ -2,6 +2,7 @@
 //! in step, and turning the engine's actions into stored effects (outbox, calls, timers,
 //! children). Nothing here talks to Kafka or HTTP; [`Effects`] says what to do after commit.
 
+use super::hot::Hot;
 use super::index;
 use super::records::{
     Buffered, Call, HistoryEntry, InstanceRecord, OutRecord, StoredVersion, TimerEntry,
@@ -106,6 +107,8 @@ pub struct Batch<'a, 's> {
     pub added: Added,
     /// Whether spans are exported: only then are they built (`broker::spans`).
     pub spans: bool,
+    /// Decoded records kept between batches (`broker::hot`); `None`: every input decodes.
+    pub hot: Option<&'a mut Hot<InstanceRecord>>,
     queue: VecDeque<Queued>,
 }
 
@@ -129,6 +132,7 @@ impl<'a, 's> Batch<'a, 's> {
             fx: Effects::default(),
             added: Added::default(),
             spans: false,
+            hot: None,
             queue: VecDeque::new(),
         }
     }
@@ -142,6 +146,37 @@ impl<'a, 's> Batch<'a, 's> {
 
     pub fn load(&self, id: &str) -> Result<Option<InstanceRecord>> {
         self.tx.get(Table::Instances, id)
+    }
+
+    /// [`Batch::load`] for an input about to be applied: the record kept decoded from the
+    /// last write when the store still holds what was written then (`broker::hot`).
+    fn load_to_apply(&mut self, id: &str) -> Result<Option<InstanceRecord>> {
+        let Some(hot) = self.hot.as_deref_mut() else {
+            return self.load(id);
+        };
+        let found = self.tx.get_raw(Table::Instances, id, |stored| {
+            match hot.take(id, Some(stored)) {
+                Some(rec) => {
+                    debug_assert_eq!(
+                        Txn::encode(
+                            &Txn::decode::<InstanceRecord>(Table::Instances, id, stored)
+                                .expect("the stored record decodes")
+                        ),
+                        stored,
+                        "a record kept decoded must be what decoding its bytes gives"
+                    );
+                    Ok(rec)
+                }
+                None => Txn::decode(Table::Instances, id, stored),
+            }
+        })?;
+        match found {
+            Some(rec) => rec.map(Some),
+            None => {
+                hot.forget(id);
+                Ok(None)
+            }
+        }
     }
 
     /// Creates instance `id` of `wf` and starts it with `input` and start `events`.
@@ -276,7 +311,7 @@ impl<'a, 's> Batch<'a, 's> {
         id: &str,
         input: Input,
     ) -> Result<std::result::Result<(), EngineError>> {
-        let Some(rec) = self.load(id)? else {
+        let Some(rec) = self.load_to_apply(id)? else {
             return Ok(Err(EngineError::NotStarted(id.to_string())));
         };
         self.apply_to(id, rec, input)
@@ -382,9 +417,15 @@ impl<'a, 's> Batch<'a, 's> {
         for action in step.actions {
             self.act(&mut rec, action)?;
         }
-        self.tx.put(Table::Instances, id, &rec)?;
+        let bytes = Txn::encode(&rec);
+        // a finished instance takes no more inputs: not worth keeping decoded
+        let kept = (self.hot.is_some() && !rec.instance.status.is_final()).then(|| bytes.clone());
+        self.tx.put_json(Table::Instances, id, bytes)?;
         if !rec.instance.status.is_final() {
             self.offer_buffered(def, &rec.instance)?;
+        }
+        if let (Some(hot), Some(bytes)) = (self.hot.as_deref_mut(), kept) {
+            hot.offer(id, bytes, rec);
         }
         Ok(Ok(()))
     }

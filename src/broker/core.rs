@@ -91,6 +91,8 @@ pub struct Core {
     pub(super) group_assigned: bool,
     /// Which input records may skip the work topic into the partitions owned here.
     pub(super) direct: super::direct::Direct,
+    /// Instance records kept decoded between rounds (`broker::hot`).
+    pub(super) hot: super::hot::Hot<super::records::InstanceRecord>,
     /// Input records that were to be applied here directly, of partitions let go since: they
     /// go through the work topic to the new owner, in the order they were consumed.
     pub(super) strays: Vec<(PartitionId, Work)>,
@@ -258,6 +260,7 @@ impl Core {
             direct: Default::default(),
             strays: Vec::new(),
             held_strays: Vec::new(),
+            hot: Default::default(),
             held: Default::default(),
             flights: Default::default(),
             pending: BTreeMap::new(),
@@ -522,6 +525,10 @@ impl Core {
         // a held record's input offset is not committed: after a crash it is read again
         self.hold_back_offsets(&mut finish.offsets);
         self.metrics.input_held.set(self.held.len() as i64);
+        let (hits, misses) = self.hot.counts();
+        let cache = &self.metrics.instance_cache;
+        cache.with_label_values(&["hit"]).inc_by(hits);
+        cache.with_label_values(&["miss"]).inc_by(misses);
         // inputs of partitions owned elsewhere go through the work topic (their owner applies
         // them); on one process everything is owned
         let elsewhere: Vec<PartitionId> = inputs
@@ -970,6 +977,7 @@ impl Core {
         let mut b = Batch::new(&tx, (p, self.parts), reg, cfg, now);
         b.fence = self.fences.get(&p).copied().unwrap_or(0);
         b.spans = self.out.spans.is_some();
+        b.hot = Some(&mut self.hot);
         let mut produced = Vec::new();
         let mut inputs = inputs.into_iter();
         let mut rest = Vec::new();

@@ -14,7 +14,7 @@
 //!   of the owned partitions; [`standby`]: warm copies of other brokers' partitions.
 //! - [`batch`]: applying inputs to instances inside one state partition's transaction
 //!   (indexes, actions, children, lifecycle events, outbox, calls, timers, messages to other
-//!   partitions).
+//!   partitions); [`hot`]: instance records kept decoded between batches.
 //! - [`ingest`]: inputs (Kafka records, HTTP events) as work records for the partitions that
 //!   own their keys; `intake`: routing consumed input records (directly, held, or through
 //!   the work topic); [`direct`]: when an input record may skip the work topic into a
@@ -48,6 +48,7 @@ pub mod gauges;
 mod handoff;
 pub mod held;
 pub mod history;
+pub mod hot;
 pub mod index;
 mod inflight;
 pub mod ingest;

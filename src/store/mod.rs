@@ -414,15 +414,37 @@ impl Txn<'_> {
     }
 
     pub fn get<T: DeserializeOwned>(&self, table: Table, key: &str) -> Result<Option<T>> {
+        self.get_raw(table, key, |b| decode(table, key, b))?
+            .transpose()
+    }
+
+    /// The stored bytes of `key` (this transaction's, then the rounds in flight, then the
+    /// store), handed to `f` without a copy and without decoding them.
+    pub fn get_raw<R>(
+        &self,
+        table: Table,
+        key: &str,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
         let full = self.full(key);
         if let Some(v) = self.overlay.borrow().get(&table).and_then(|t| t.get(&full)) {
-            return v.as_ref().map(|b| decode(table, key, b)).transpose();
+            return Ok(v.as_deref().map(f));
         }
         if let Some(v) = self.base.and_then(|b| b.get(table, &full)) {
-            return v.map(|b| decode(table, key, b)).transpose();
+            return Ok(v.map(f));
         }
         let v = self.store.part(table).get(full.as_bytes())?;
-        v.map(|b| decode(table, key, &b)).transpose()
+        Ok(v.map(|b| f(&b)))
+    }
+
+    /// Encodes `value` as [`Txn::put`] stores it.
+    pub fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+        encode(value)
+    }
+
+    /// Decodes what [`Txn::put`] stored under `key` of `table`.
+    pub fn decode<T: DeserializeOwned>(table: Table, key: &str, bytes: &[u8]) -> Result<T> {
+        decode(table, key, bytes)
     }
 
     pub fn put<T: Serialize>(&self, table: Table, key: &str, value: &T) -> Result<()> {
