@@ -247,12 +247,13 @@ impl Path {
     /// The member names of a plain member path (`$.a.b`, `$['a'].b`), `None` for anything else.
     pub fn member_chain(&self) -> Option<Vec<String>> {
         let chain = simple_members(&self.source)?;
-        // Indexes are dropped by `simple_members`; a chain is plain only if none were present.
-        if self.source.contains('[') && !self.source.contains("['") && !self.source.contains("[\"")
-        {
-            return None;
-        }
-        Some(chain)
+        // Indexes are dropped by `simple_members`; a chain is plain only if none were present:
+        // every `[` opens a quoted member name.
+        let indexed = self
+            .source
+            .match_indices('[')
+            .any(|(i, _)| !matches!(self.source.as_bytes().get(i + 1), Some(b'\'' | b'"')));
+        (!indexed).then_some(chain)
     }
 }
 
@@ -571,7 +572,15 @@ mod tests {
                 );
             }
         }
-        for src in ["$.a[0]", "$.a[*]", "$..b", "$.a.length()", "$[?(@.a)]"] {
+        for src in [
+            "$.a[0]",
+            "$['a'][0]",
+            "$[\"a\"][1].b",
+            "$.a[*]",
+            "$..b",
+            "$.a.length()",
+            "$[?(@.a)]",
+        ] {
             assert!(
                 Path::compile(src).unwrap().chain.is_none(),
                 "{src} is not a chain"

@@ -403,4 +403,6 @@ states:
         env.inst.error.as_ref().unwrap().name,
         "TransitionLimitExceeded"
     );
+    // the data is the last state's output, as the failed entry found it
+    assert_eq!(env.inst.data, json!({"n": 1}));
 }

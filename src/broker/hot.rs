@@ -6,13 +6,26 @@
 //! still holds exactly those bytes, so whatever else wrote the key since (a take-over, a
 //! restore, retention, another path of the batch) makes it a miss, never a stale read; nothing
 //! has to invalidate it. Taking an entry removes it: the caller applies the record and puts
-//! the next one back with its new bytes. At most [`Hot::capacity`] entries are kept, the
-//! oldest put first out.
+//! the next one back with its new bytes.
+//!
+//! That a hit gives what decoding would give rests on decoding being the inverse of encoding
+//! for every record, floats included (serde_json's `float_roundtrip`; without it a float
+//! computed by the engine could read back one bit off).
+//!
+//! Bounded: at most [`Hot::capacity`] entries and [`BYTES`] of encoded records, the oldest put
+//! first out; a record larger than [`LARGEST`] is not kept.
 
 use std::collections::{HashMap, VecDeque};
 
-/// How many decoded instances a broker keeps by default (a few MB for typical instances).
+/// How many decoded instances a broker keeps at most.
 pub const CAPACITY: usize = 4096;
+
+/// The encoded size of the records kept, at most (decoded, a record takes a few times its
+/// encoded size).
+pub const BYTES: usize = 16 << 20;
+
+/// The encoded size of the largest record kept.
+pub const LARGEST: usize = 64 << 10;
 
 /// Decoded records by instance id, each with the bytes it was stored as.
 #[derive(Debug)]
@@ -23,6 +36,8 @@ pub struct Hot<T> {
     order: VecDeque<(u64, String)>,
     puts: u64,
     capacity: usize,
+    /// Encoded bytes of the entries kept.
+    bytes: usize,
     hits: u64,
     misses: u64,
 }
@@ -48,6 +63,7 @@ impl<T> Hot<T> {
             order: VecDeque::new(),
             puts: 0,
             capacity,
+            bytes: 0,
             hits: 0,
             misses: 0,
         }
@@ -68,7 +84,7 @@ impl<T> Hot<T> {
     /// Takes the record of `id` if it was put with exactly `stored`, the bytes the store holds
     /// for it now (`None`: the store holds nothing). A miss leaves nothing behind for `id`.
     pub fn take(&mut self, id: &str, stored: Option<&[u8]>) -> Option<T> {
-        let entry = self.entries.remove(id);
+        let entry = self.remove(id);
         match (entry, stored) {
             (Some(e), Some(stored)) if e.bytes == stored => {
                 self.hits += 1;
@@ -81,30 +97,40 @@ impl<T> Hot<T> {
         }
     }
 
-    /// Keeps `record`, stored as `bytes`, unless an entry for `id` was put since it was taken
-    /// (by an input applied to the same instance in between: that one is newer).
+    /// Keeps `record`, just stored as `bytes`, in place of whatever was kept for `id`.
     pub fn offer(&mut self, id: &str, bytes: Vec<u8>, record: T) {
-        if self.capacity == 0 || self.entries.contains_key(id) {
+        self.remove(id);
+        if self.capacity == 0 || bytes.len() > LARGEST {
             return;
         }
         self.puts += 1;
         let put = self.puts;
+        self.bytes += bytes.len();
         self.entries
             .insert(id.to_string(), Entry { put, bytes, record });
         self.order.push_back((put, id.to_string()));
-        while self.entries.len() > self.capacity || self.order.len() > 2 * self.capacity {
+        while self.entries.len() > self.capacity
+            || self.bytes > BYTES
+            || self.order.len() > 2 * self.capacity
+        {
             let Some((put, id)) = self.order.pop_front() else {
                 break;
             };
             if self.entries.get(&id).is_some_and(|e| e.put == put) {
-                self.entries.remove(&id);
+                self.remove(&id);
             }
         }
     }
 
-    /// Forgets `id` (its record is being changed some other way).
+    /// Forgets `id` (the store holds nothing for it).
     pub fn forget(&mut self, id: &str) {
-        self.entries.remove(id);
+        self.remove(id);
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Entry<T>> {
+        let e = self.entries.remove(id)?;
+        self.bytes -= e.bytes.len();
+        Some(e)
     }
 
     /// Takes that found a record, and takes that did not, since the last call.
@@ -143,12 +169,30 @@ mod tests {
     }
 
     #[test]
-    fn a_newer_entry_is_not_replaced_by_an_older_offer() {
+    fn an_offer_replaces_what_was_kept_and_large_records_are_not_kept() {
         let mut hot = Hot::new(8);
-        // an input applied in between took nothing and put its newer record
-        hot.offer("a", b"v2".to_vec(), 2);
         hot.offer("a", b"v1".to_vec(), 1);
+        hot.offer("a", b"v2".to_vec(), 2);
+        assert_eq!(hot.len(), 1);
+        assert_eq!(hot.bytes, 2);
         assert_eq!(hot.take("a", Some(b"v2")), Some(2));
+        assert_eq!(hot.bytes, 0);
+        let large = vec![b' '; LARGEST + 1];
+        hot.offer("big", large.clone(), 3);
+        assert!(hot.is_empty(), "a record over LARGEST is not kept");
+        assert_eq!(hot.take("big", Some(&large)), None);
+    }
+
+    #[test]
+    fn the_encoded_size_kept_is_bounded() {
+        let mut hot = Hot::new(CAPACITY);
+        let record = vec![b' '; LARGEST];
+        for n in 0..(BYTES / LARGEST + 10) {
+            hot.offer(&n.to_string(), record.clone(), n);
+            assert!(hot.bytes <= BYTES, "{} bytes kept", hot.bytes);
+        }
+        assert_eq!(hot.len(), BYTES / LARGEST);
+        assert_eq!(hot.take("0", Some(&record)), None, "the oldest went first");
     }
 
     #[test]

@@ -48,14 +48,14 @@ pub fn settle(cx: &mut Cx) {
         if cx.inst.status.is_final() {
             break;
         }
-        // no input given: the state data the transition left is the input (moved, not copied)
-        let input = input.unwrap_or_else(|| std::mem::take(&mut cx.inst.data));
         enter(cx, &name, input);
     }
 }
 
-/// Enters state `name` with `input`: applies `dataInputPath`, then starts the state's work.
-fn enter(cx: &mut Cx, name: &str, input: Value) {
+/// Enters state `name` with `input` (`None`: the state data the transition left, moved in
+/// once the state is known to be entered): applies `dataInputPath`, then starts the state's
+/// work. A state that cannot be entered fails the instance with its data as it was.
+fn enter(cx: &mut Cx, name: &str, input: Option<Value>) {
     let Some(state) = cx.def.workflow.state(name) else {
         errors::fail(
             cx,
@@ -77,6 +77,7 @@ fn enter(cx: &mut Cx, name: &str, input: Value) {
         );
         return;
     }
+    let input = input.unwrap_or_else(|| std::mem::take(&mut cx.inst.data));
     cx.inst.visit += 1;
     cx.inst.state = Some(state.name().to_string());
     cx.path.push(state.name().to_string());
