@@ -10,9 +10,8 @@ use super::{client_config, KafkaError};
 use crate::broker::records::OutRecord;
 use crate::broker::{Acked, Cmd, Delivery, LetOut, OutboxKey};
 use crate::config::{KafkaConfig, OutputMode};
-use cloudevents::binding::rdkafka::{FutureRecordExt, MessageRecord};
 use futures::stream::{FuturesUnordered, StreamExt};
-use rdkafka::message::{Header, Headers, OwnedHeaders};
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -101,34 +100,25 @@ struct Encoded {
     body: Body,
 }
 
-/// Headers and payload: a binary-mode CloudEvent as the SDK built it (not copied unless it is
-/// dead-lettered), or plain bytes.
-enum Body {
-    Cloud(MessageRecord),
-    Plain {
-        payload: Option<Vec<u8>>,
-        headers: HeaderList,
-    },
+/// Headers and payload (a binary-mode CloudEvent: `kafka::binary`).
+struct Body {
+    payload: Option<Vec<u8>>,
+    headers: HeaderList,
 }
 
 impl Encoded {
     fn record(&self) -> FutureRecord<'_, [u8], Vec<u8>> {
         let mut r = FutureRecord::<[u8], Vec<u8>>::to(&self.topic);
-        match &self.body {
-            Body::Cloud(mr) => r = r.message_record(mr),
-            Body::Plain { payload, headers } => {
-                let mut h = OwnedHeaders::new();
-                for (name, value) in headers {
-                    h = h.insert(Header {
-                        key: name.as_str(),
-                        value: Some(value.as_slice()),
-                    });
-                }
-                r = r.headers(h);
-                if let Some(p) = payload {
-                    r = r.payload(p);
-                }
-            }
+        let mut h = OwnedHeaders::new_with_capacity(self.body.headers.len());
+        for (name, value) in &self.body.headers {
+            h = h.insert(Header {
+                key: name.as_str(),
+                value: Some(value.as_slice()),
+            });
+        }
+        r = r.headers(h);
+        if let Some(p) = &self.body.payload {
+            r = r.payload(p);
         }
         if let Some(p) = self.partition {
             r = r.partition(p);
@@ -144,22 +134,7 @@ impl Encoded {
 
     /// Copies of the payload and headers (for a dead-letter copy).
     fn parts(&self) -> (Option<Vec<u8>>, HeaderList) {
-        match &self.body {
-            Body::Cloud(mr) => {
-                let r = FutureRecord::<(), Vec<u8>>::to("").message_record(mr);
-                let headers = r
-                    .headers
-                    .as_ref()
-                    .map(|hs| {
-                        hs.iter()
-                            .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                (r.payload.cloned(), headers)
-            }
-            Body::Plain { payload, headers } => (payload.clone(), headers.clone()),
-        }
+        (self.body.payload.clone(), self.body.headers.clone())
     }
 }
 
@@ -173,18 +148,24 @@ fn encode(
     let timestamp = Some(timestamp);
     match rec {
         OutRecord::Event { key, event, .. } => {
-            let ce = crate::cloudevent::to_sdk(event)?;
             let body = match mode {
                 OutputMode::Binary => {
-                    Body::Cloud(MessageRecord::from_event(ce).map_err(|e| e.to_string())?)
+                    let b = super::binary::binary(event)?;
+                    Body {
+                        payload: b.payload,
+                        headers: b.headers,
+                    }
                 }
-                OutputMode::Structured => Body::Plain {
-                    payload: Some(serde_json::to_vec(&ce).map_err(|e| e.to_string())?),
-                    headers: vec![(
-                        "content-type".to_string(),
-                        b"application/cloudevents+json; charset=utf-8".to_vec(),
-                    )],
-                },
+                OutputMode::Structured => {
+                    let ce = crate::cloudevent::to_sdk(event)?;
+                    Body {
+                        payload: Some(serde_json::to_vec(&ce).map_err(|e| e.to_string())?),
+                        headers: vec![(
+                            "content-type".to_string(),
+                            b"application/cloudevents+json; charset=utf-8".to_vec(),
+                        )],
+                    }
+                }
             };
             Ok(Encoded {
                 topic: rec.topic().to_string(),
@@ -199,7 +180,7 @@ fn encode(
             partition: Some(partition.kafka()),
             timestamp,
             key: None,
-            body: Body::Plain {
+            body: Body {
                 payload: Some(work.encode()),
                 headers: vec![],
             },
@@ -214,7 +195,7 @@ fn encode(
             partition: None,
             timestamp,
             key: key.clone(),
-            body: Body::Plain {
+            body: Body {
                 payload: payload.clone(),
                 headers: headers.clone(),
             },
@@ -359,7 +340,7 @@ fn dead_letter_copy(
         partition: None,
         timestamp: enc.and_then(|e| e.timestamp),
         key: enc.and_then(|e| e.key.clone()),
-        body: Body::Plain {
+        body: Body {
             payload: payload.filter(|_| !refused.too_large),
             headers,
         },
