@@ -422,6 +422,8 @@ impl<'a, 's> Batch<'a, 's> {
             self.offer_buffered(def, &rec.instance)?;
         }
         if let (Some(hot), Some(bytes)) = (self.hot.as_deref_mut(), kept) {
+            #[cfg(debug_assertions)]
+            same_as_decoded(id, &bytes, &rec);
             hot.offer(id, bytes, rec);
         }
         Ok(Ok(()))
@@ -823,13 +825,13 @@ impl<'a, 's> Batch<'a, 's> {
 }
 
 /// Debug builds: a record kept decoded is what decoding the stored bytes gives (`broker::hot`
-/// rests on it).
+/// rests on it), checked when it is kept and when it is used.
 #[cfg(debug_assertions)]
 fn same_as_decoded(id: &str, stored: &[u8], kept: &InstanceRecord) {
     let decoded: InstanceRecord =
         Txn::decode(Table::Instances, id, stored).expect("a kept record's bytes decode");
     assert!(
-        decoded.instance == kept.instance && Txn::encode(&decoded) == Txn::encode(kept),
+        decoded == *kept,
         "instance {id}: the record kept decoded differs from decoding its bytes"
     );
 }

@@ -12,10 +12,11 @@
 //! for every record, floats included (serde_json's `float_roundtrip`; without it a float
 //! computed by the engine could read back one bit off).
 //!
-//! Only Serverless Workflow and ASL instances are kept ([`keeps`]). A durable execution's and
-//! an SWF run's records hold timestamps stored as epoch milliseconds (the AWS wire form) but
-//! carried in memory with the clock's nanoseconds, so the record written and the record read
-//! back differ (debug builds caught it: they decode on every hit and compare).
+//! Only Serverless Workflow and ASL instances are kept ([`keeps`]). A durable execution's
+//! operations hold timestamps stored as epoch milliseconds (the AWS wire form) but carried in
+//! memory with the clock's nanoseconds, so the record written and the record read back differ
+//! (debug builds caught it: they decode every record kept and used, and compare). SWF runs
+//! are left out too until their records are checked the same way.
 //!
 //! Bounded: at most [`Hot::capacity`] entries and [`BYTES`] of encoded records, the oldest put
 //! first out; a record larger than [`LARGEST`] is not kept.
