@@ -43,7 +43,7 @@ pub fn create(cfg: &Config) -> Result<StreamConsumer, KafkaError> {
 }
 
 /// Reads until the core goes away. `ctl` says which partitions to read from which offset
-/// (`None`: stop reading it).
+/// (`None`: stop reading it); `intake` is the core's backpressure.
 pub async fn run(
     consumer: StreamConsumer,
     topic: String,
@@ -53,49 +53,26 @@ pub async fn run(
     mut intake: watch::Receiver<bool>,
     definitions: Option<Arc<super::definitions::Caught>>,
 ) {
-    let mut reading = false;
-    let mut paused = false;
-    // the epoch of each partition's read, which its batches carry to the core
-    let mut epochs: BTreeMap<PartitionId, u64> = BTreeMap::new();
+    enum Next {
+        Intake,
+        Control(PartitionId, Option<ReadFrom>),
+        Batch(Batch),
+    }
+    let mut reader = Reader::new(consumer, topic);
     loop {
-        // backpressure: pausing drops what librdkafka fetched ahead; resuming fetches again
-        // from the last record handed to the core
-        let pause = *intake.borrow_and_update();
-        if pause != paused {
-            pause_all(&consumer, pause);
-            paused = pause;
-        }
-        let first = tokio::select! {
+        reader.pause(*intake.borrow_and_update());
+        let reading = reader.reading();
+        let next = tokio::select! {
             r = intake.changed() => match r {
-                Ok(()) => continue,
+                Ok(()) => Next::Intake,
                 Err(_) => return,
             },
-            c = ctl.recv() => {
-                let Some((p, from)) = c else { return };
-                let mut tpl = TopicPartitionList::new();
-                let r = match from {
-                    Some(f) => {
-                        epochs.insert(p, f.epoch);
-                        tpl.add_partition_offset(&topic, p.kafka(), Offset::Offset(f.offset))
-                            .and_then(|_| consumer.incremental_assign(&tpl))
-                    }
-                    None => {
-                        epochs.remove(&p);
-                        tpl.add_partition(&topic, p.kafka());
-                        consumer.incremental_unassign(&tpl)
-                    }
-                };
-                if let Err(e) = r {
-                    tracing::error!(partition = %p, error = %e, "work reader assignment failed");
-                }
-                if paused {
-                    pause_all(&consumer, true);
-                }
-                reading = consumer.assignment().map(|a| a.count() > 0).unwrap_or(false);
-                continue;
-            }
-            m = consumer.recv(), if reading && !paused => match m {
-                Ok(m) => m.detach(),
+            c = ctl.recv() => match c {
+                Some((p, from)) => Next::Control(p, from),
+                None => return,
+            },
+            b = reader.batch(batch_size), if reading => match b {
+                Ok(b) => Next::Batch(b),
                 Err(e) => {
                     tracing::warn!(error = %e, "work topic consume error");
                     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -103,62 +80,157 @@ pub async fn run(
                 }
             },
         };
-        let fetched = std::time::Instant::now();
-        let mut batch = vec![first];
-        while batch.len() < batch_size {
-            use futures::FutureExt;
-            match consumer.recv().now_or_never() {
-                Some(Ok(m)) => batch.push(m.detach()),
-                _ => break,
-            }
-        }
-        let mut by: BTreeMap<PartitionId, Vec<(i64, Work)>> = BTreeMap::new();
-        for m in batch {
-            let Ok(p) = u16::try_from(m.partition()) else {
+        let batch = match next {
+            Next::Intake => continue,
+            Next::Control(p, from) => {
+                reader.control(p, from);
                 continue;
-            };
-            match Work::decode(m.payload().unwrap_or_default()) {
-                Ok(w) => by.entry(PartitionId(p)).or_default().push((m.offset(), w)),
-                Err(e) => tracing::error!(partition = p, offset = m.offset(), error = %e,
-                    "unreadable work record skipped"),
             }
-        }
-        for (partition, records) in by {
+            Next::Batch(b) => b,
+        };
+        let fetched = std::time::Instant::now();
+        for (partition, (epoch, records)) in batch {
             // events are correlated here against every definition known to be published
             if let Some(d) = &definitions {
                 d.wait_since(fetched).await;
             }
-            // a partition let go meanwhile: its records are not this broker's to apply
-            let Some(epoch) = epochs.get(&partition).copied() else {
-                continue;
+            let cmd = Cmd::Work {
+                partition,
+                epoch,
+                records,
             };
-            if core
-                .send(Cmd::Work {
-                    partition,
-                    epoch,
-                    records,
-                })
-                .await
-                .is_err()
-            {
+            if core.send(cmd).await.is_err() {
                 return;
             }
         }
     }
 }
 
-/// Pauses or resumes every partition the work reader is assigned now.
-fn pause_all(consumer: &StreamConsumer, pause: bool) {
-    let Ok(assigned) = consumer.assignment() else {
-        return;
-    };
-    let r = if pause {
-        consumer.pause(&assigned)
-    } else {
-        consumer.resume(&assigned)
-    };
-    if let Err(e) = r {
-        tracing::warn!(error = %e, paused = pause, "could not pause or resume the work reader");
+/// A batch of work records per partition, with the epoch of the partition's read.
+pub type Batch = BTreeMap<PartitionId, (u64, Vec<(i64, Work)>)>;
+
+/// What the work reader reads: per partition the next offset to hand to the core and the
+/// epoch of its read. It never pauses a partition in librdkafka: a paused partition stays
+/// paused through an unassign and a later assign (librdkafka keeps the flag on the partition),
+/// and a pause or resume served after an assign can make that assign's fetch start outdated,
+/// so the partition never fetches. Backpressure unassigns everything instead, and assigns it
+/// again at each partition's next offset (docs/broker.md "Backpressure").
+pub struct Reader {
+    consumer: StreamConsumer,
+    topic: String,
+    wanted: BTreeMap<PartitionId, ReadFrom>,
+    /// True while backpressure holds: nothing assigned in librdkafka.
+    paused: bool,
+}
+
+impl Reader {
+    pub fn new(consumer: StreamConsumer, topic: String) -> Reader {
+        Reader {
+            consumer,
+            topic,
+            wanted: BTreeMap::new(),
+            paused: false,
+        }
+    }
+
+    /// Reads `p` from `from` (a take-over), or stops reading it (`None`: let go).
+    pub fn control(&mut self, p: PartitionId, from: Option<ReadFrom>) {
+        let was = match from {
+            Some(f) => self.wanted.insert(p, f),
+            None => self.wanted.remove(&p),
+        };
+        if self.paused {
+            return;
+        }
+        if was.is_some() {
+            self.assign(&[p], false);
+        }
+        if from.is_some() {
+            self.assign(&[p], true);
+        }
+    }
+
+    /// Backpressure: unassigns every partition read (librdkafka drops what it fetched ahead),
+    /// or assigns them again, each from the next record the core has not been handed.
+    pub fn pause(&mut self, pause: bool) {
+        if pause == self.paused {
+            return;
+        }
+        self.paused = pause;
+        let all: Vec<PartitionId> = self.wanted.keys().copied().collect();
+        self.assign(&all, !pause);
+    }
+
+    /// True when some partition is being read.
+    pub fn reading(&self) -> bool {
+        !self.paused && !self.wanted.is_empty()
+    }
+
+    /// The next batch of at most `max` records (waits for the first), per partition with its
+    /// read's epoch. Records below a partition's next offset (fetched before an unassign) and
+    /// records of partitions let go are dropped.
+    pub async fn batch(&mut self, max: usize) -> Result<Batch, rdkafka::error::KafkaError> {
+        let first = self.consumer.recv().await?.detach();
+        let mut batch = vec![first];
+        while batch.len() < max {
+            use futures::FutureExt;
+            match self.consumer.recv().now_or_never() {
+                Some(Ok(m)) => batch.push(m.detach()),
+                _ => break,
+            }
+        }
+        let mut by = Batch::new();
+        for m in batch {
+            let Ok(p) = u16::try_from(m.partition()).map(PartitionId) else {
+                continue;
+            };
+            let Some(want) = self.wanted.get_mut(&p) else {
+                continue;
+            };
+            if m.offset() < want.offset {
+                continue;
+            }
+            want.offset = m.offset() + 1;
+            let epoch = want.epoch;
+            match Work::decode(m.payload().unwrap_or_default()) {
+                Ok(w) => by
+                    .entry(p)
+                    .or_insert((epoch, Vec::new()))
+                    .1
+                    .push((m.offset(), w)),
+                Err(e) => tracing::error!(partition = %p, offset = m.offset(), error = %e,
+                    "unreadable work record skipped"),
+            }
+        }
+        Ok(by)
+    }
+
+    /// Assigns `ps` at their next offsets, or unassigns them.
+    fn assign(&self, ps: &[PartitionId], on: bool) {
+        if ps.is_empty() {
+            return;
+        }
+        let mut tpl = TopicPartitionList::new();
+        let mut r = Ok(());
+        for p in ps {
+            r = r.and_then(|_| match self.wanted.get(p).filter(|_| on) {
+                Some(f) => {
+                    tpl.add_partition_offset(&self.topic, p.kafka(), Offset::Offset(f.offset))
+                }
+                None => {
+                    tpl.add_partition(&self.topic, p.kafka());
+                    Ok(())
+                }
+            });
+        }
+        let r = r.and_then(|_| match on {
+            true => self.consumer.incremental_assign(&tpl),
+            false => self.consumer.incremental_unassign(&tpl),
+        });
+        if let Err(e) = r {
+            tracing::error!(partitions = ?ps, assign = on, error = %e,
+                "work reader assignment failed");
+        }
     }
 }
 
