@@ -93,7 +93,7 @@ fn step(
         Store::Kept => {
             let id = s.instance.id.clone();
             hot.offer(&id, stored.clone(), s.instance);
-            hot.take(&id, Some(&stored))
+            hot.take(&id, &stored)
                 .unwrap_or_else(|| serde_json::from_slice(&stored).unwrap())
         }
     };

@@ -14,7 +14,8 @@
 //! still holds against all written: with `FLOWBROKER_TEST_KAFKA=slatedb` (a tansu that
 //! implements DeleteRecords) and a snapshot interval shorter than the run
 //! (`SUSTAINED_SNAPSHOT_MS`, the broker's `cluster.snapshot_interval_ms`), the first levels
-//! off while the second grows.
+//! off while the second grows. `SUSTAINED_BROKER_ENV="K=V K=V"` adds variables to the
+//! broker's environment (an allocator setting such as `MIMALLOC_ALLOW_THP=0`).
 //! Results: docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
@@ -103,6 +104,13 @@ fn main() {
     ];
     if let Some(ms) = &snapshot_ms {
         env.push(("FLOWBROKER_CLUSTER_SNAPSHOT_INTERVAL_MS", ms.as_str()));
+    }
+    let extra = std::env::var("SUSTAINED_BROKER_ENV").unwrap_or_default();
+    for kv in extra.split_whitespace() {
+        let (k, v) = kv
+            .split_once('=')
+            .expect("SUSTAINED_BROKER_ENV: K=V pairs separated by spaces");
+        env.push((k, v));
     }
     let bin = std::env::var("SUSTAINED_BIN")
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_flowbroker").to_string());

@@ -154,16 +154,16 @@ impl<'a, 's> Batch<'a, 's> {
         let Some(hot) = self.hot.as_deref_mut() else {
             return self.load(id);
         };
-        let found = self.tx.get_raw(Table::Instances, id, |stored| {
-            match hot.take(id, Some(stored)) {
+        let found = self
+            .tx
+            .get_raw(Table::Instances, id, |stored| match hot.take(id, stored) {
                 Some(rec) => {
                     #[cfg(debug_assertions)]
                     same_as_decoded(id, stored, &rec);
                     Ok(rec)
                 }
                 None => Txn::decode(Table::Instances, id, stored),
-            }
-        })?;
+            })?;
         match found {
             Some(rec) => rec.map(Some),
             None => {

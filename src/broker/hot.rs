@@ -95,11 +95,10 @@ impl<T> Hot<T> {
     }
 
     /// Takes the record of `id` if it was put with exactly `stored`, the bytes the store holds
-    /// for it now (`None`: the store holds nothing). A miss leaves nothing behind for `id`.
-    pub fn take(&mut self, id: &str, stored: Option<&[u8]>) -> Option<T> {
-        let entry = self.remove(id);
-        match (entry, stored) {
-            (Some(e), Some(stored)) if e.bytes == stored => {
+    /// for it now. A miss leaves nothing behind for `id`.
+    pub fn take(&mut self, id: &str, stored: &[u8]) -> Option<T> {
+        match self.remove(id) {
+            Some(e) if e.bytes == stored => {
                 self.hits += 1;
                 Some(e.record)
             }
@@ -163,21 +162,14 @@ mod tests {
     fn a_record_is_handed_out_only_for_the_bytes_it_was_stored_as() {
         let mut hot = Hot::new(8);
         hot.offer("a", b"v1".to_vec(), 1);
-        assert_eq!(
-            hot.take("a", Some(b"v2")),
-            None,
-            "the store changed: a miss"
-        );
-        assert_eq!(
-            hot.take("a", Some(b"v1")),
-            None,
-            "a miss leaves nothing behind"
-        );
+        assert_eq!(hot.take("a", b"v2"), None, "the store changed: a miss");
+        assert_eq!(hot.take("a", b"v1"), None, "a miss leaves nothing behind");
         hot.offer("a", b"v1".to_vec(), 1);
-        assert_eq!(hot.take("a", None), None, "the store holds nothing: a miss");
+        hot.forget("a"); // the store holds nothing
+        assert_eq!(hot.take("a", b"v1"), None, "forgotten: a miss");
         hot.offer("a", b"v1".to_vec(), 1);
-        assert_eq!(hot.take("a", Some(b"v1")), Some(1));
-        assert_eq!(hot.take("a", Some(b"v1")), None, "taking removes it");
+        assert_eq!(hot.take("a", b"v1"), Some(1));
+        assert_eq!(hot.take("a", b"v1"), None, "taking removes it");
         assert_eq!(hot.counts(), (1, 4));
     }
 
@@ -188,12 +180,12 @@ mod tests {
         hot.offer("a", b"v2".to_vec(), 2);
         assert_eq!(hot.len(), 1);
         assert_eq!(hot.bytes, 2);
-        assert_eq!(hot.take("a", Some(b"v2")), Some(2));
+        assert_eq!(hot.take("a", b"v2"), Some(2));
         assert_eq!(hot.bytes, 0);
         let large = vec![b' '; LARGEST + 1];
         hot.offer("big", large.clone(), 3);
         assert!(hot.is_empty(), "a record over LARGEST is not kept");
-        assert_eq!(hot.take("big", Some(&large)), None);
+        assert_eq!(hot.take("big", &large), None);
     }
 
     #[test]
@@ -205,7 +197,7 @@ mod tests {
             assert!(hot.bytes <= BYTES, "{} bytes kept", hot.bytes);
         }
         assert_eq!(hot.len(), BYTES / LARGEST);
-        assert_eq!(hot.take("0", Some(&record)), None, "the oldest went first");
+        assert_eq!(hot.take("0", &record), None, "the oldest went first");
     }
 
     #[test]
@@ -215,16 +207,16 @@ mod tests {
             hot.offer(id, vec![i as u8], i);
         }
         assert_eq!(hot.len(), 3);
-        assert_eq!(hot.take("a", Some(&[0])), None, "the oldest went");
-        assert_eq!(hot.take("d", Some(&[3])), Some(3));
+        assert_eq!(hot.take("a", &[0]), None, "the oldest went");
+        assert_eq!(hot.take("d", &[3]), Some(3));
         // the same ids put again and again leave the order bounded too
         for n in 0..100u8 {
-            hot.take("b", Some(&[n.wrapping_sub(1)]));
+            hot.take("b", &[n.wrapping_sub(1)]);
             hot.offer("b", vec![n], 0);
         }
         assert!(hot.order.len() <= 6, "{}", hot.order.len());
         assert!(hot.len() <= 3);
-        assert_eq!(hot.take("b", Some(&[99])), Some(0));
+        assert_eq!(hot.take("b", &[99]), Some(0));
         let mut none: Hot<u8> = Hot::new(0);
         none.offer("a", vec![1], 1);
         assert!(none.is_empty(), "capacity 0 keeps nothing");

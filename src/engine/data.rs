@@ -43,24 +43,32 @@ pub fn merge_result(data: &mut Value, result: Value, filter: Option<&Path>) {
             other => put(data, "result", other),
         },
         Some(path) => {
-            let Ok(selected) = path.select_owned(result) else {
-                return;
-            };
-            match path.last_member() {
-                Some(name) => put(data, name, selected),
-                None => deep_merge(data, selected),
+            if let Ok(selected) = path.select_owned(result) {
+                put_selected(data, path, selected);
             }
         }
+    }
+}
+
+/// Puts what `path` selected into the data: under its last member name, or merged.
+fn put_selected(data: &mut Value, path: &Path, selected: Value) {
+    match path.last_member() {
+        Some(name) => put(data, name, selected),
+        None => deep_merge(data, selected),
     }
 }
 
 /// Like [`merge_result`], but the filter is tried on the whole event first and on its `data`
 /// when it selects nothing there.
 pub fn merge_event(data: &mut Value, event: Value, payload: Value, filter: Option<&Path>) {
-    match filter {
-        None => merge_result(data, payload, None),
-        Some(path) if path.selects(&event) => merge_result(data, event, Some(path)),
-        Some(path) => merge_result(data, payload, Some(path)),
+    let Some(path) = filter else {
+        return merge_result(data, payload, None);
+    };
+    let selected = path
+        .select_owned(event)
+        .or_else(|_| path.select_owned(payload));
+    if let Ok(selected) = selected {
+        put_selected(data, path, selected);
     }
 }
 

@@ -8,6 +8,7 @@ use crate::cluster::partition::PartitionId;
 use crate::cluster::work::{ReadFrom, Work};
 use crate::config::Config;
 use rdkafka::consumer::{Consumer, StreamConsumer};
+use rdkafka::error::KafkaResult;
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
 use std::collections::BTreeMap;
@@ -110,16 +111,16 @@ pub async fn run(
 pub type Batch = BTreeMap<PartitionId, (u64, Vec<(i64, Work)>)>;
 
 /// What the work reader reads: per partition the next offset to hand to the core and the
-/// epoch of its read. It never pauses a partition in librdkafka: a paused partition stays
-/// paused through an unassign and a later assign (librdkafka keeps the flag on the partition),
-/// and a pause or resume served after an assign can make that assign's fetch start outdated,
-/// so the partition never fetches. Backpressure unassigns everything instead, and assigns it
-/// again at each partition's next offset (docs/broker.md "Backpressure").
+/// epoch of its read. Backpressure only stops polling: librdkafka fetches ahead at most
+/// [`super::consumer::PREFETCH`] and waits. No partition is paused in librdkafka, since a
+/// paused partition stays paused through an unassign and a later assign (librdkafka keeps the
+/// flag on the partition): a partition let go while intake was paused and taken back later
+/// was never read again (docs/broker.md "Backpressure").
 pub struct Reader {
     consumer: StreamConsumer,
     topic: String,
     wanted: BTreeMap<PartitionId, ReadFrom>,
-    /// True while backpressure holds: nothing assigned in librdkafka.
+    /// True while backpressure holds: nothing is polled.
     paused: bool,
 }
 
@@ -139,26 +140,32 @@ impl Reader {
             Some(f) => self.wanted.insert(p, f),
             None => self.wanted.remove(&p),
         };
-        if self.paused {
-            return;
-        }
+        // a read that starts again from another offset is unassigned first, so it starts clean
         if was.is_some() {
-            self.assign(&[p], false);
+            let mut tpl = TopicPartitionList::new();
+            tpl.add_partition(&self.topic, p.kafka());
+            self.report(p, self.consumer.incremental_unassign(&tpl));
         }
-        if from.is_some() {
-            self.assign(&[p], true);
+        if let Some(f) = from {
+            let mut tpl = TopicPartitionList::new();
+            let r = tpl
+                .add_partition_offset(&self.topic, p.kafka(), Offset::Offset(f.offset))
+                .and_then(|_| self.consumer.incremental_assign(&tpl));
+            self.report(p, r);
         }
     }
 
-    /// Backpressure: unassigns every partition read (librdkafka drops what it fetched ahead),
-    /// or assigns them again, each from the next record the core has not been handed.
-    pub fn pause(&mut self, pause: bool) {
-        if pause == self.paused {
-            return;
+    /// Logs an assignment that failed (a local error: the partition's state in the client).
+    fn report(&self, p: PartitionId, r: KafkaResult<()>) {
+        if let Err(e) = r {
+            tracing::error!(partition = %p, error = %e, "work reader assignment failed");
         }
+    }
+
+    /// Backpressure: while paused nothing is polled; librdkafka fetches ahead up to the
+    /// prefetch bound and waits.
+    pub fn pause(&mut self, pause: bool) {
         self.paused = pause;
-        let all: Vec<PartitionId> = self.wanted.keys().copied().collect();
-        self.assign(&all, !pause);
     }
 
     /// True when some partition is being read.
@@ -167,16 +174,21 @@ impl Reader {
     }
 
     /// The next batch of at most `max` records (waits for the first), per partition with its
-    /// read's epoch. Records below a partition's next offset (fetched before an unassign) and
-    /// records of partitions let go are dropped.
-    pub async fn batch(&mut self, max: usize) -> Result<Batch, rdkafka::error::KafkaError> {
+    /// read's epoch. Records of partitions let go are dropped. (librdkafka drops records
+    /// fetched before an unassign; a record below a partition's next offset is dropped too,
+    /// should one come.)
+    pub async fn batch(&mut self, max: usize) -> KafkaResult<Batch> {
         let first = self.consumer.recv().await?.detach();
         let mut batch = vec![first];
         while batch.len() < max {
             use futures::FutureExt;
             match self.consumer.recv().now_or_never() {
                 Some(Ok(m)) => batch.push(m.detach()),
-                _ => break,
+                Some(Err(e)) => {
+                    tracing::warn!(error = %e, "work topic consume error");
+                    break;
+                }
+                None => break,
             }
         }
         let mut by = Batch::new();
@@ -188,6 +200,8 @@ impl Reader {
                 continue;
             };
             if m.offset() < want.offset {
+                tracing::warn!(partition = %p, offset = m.offset(), next = want.offset,
+                    "work record below the read's next offset dropped");
                 continue;
             }
             want.offset = m.offset() + 1;
@@ -203,34 +217,6 @@ impl Reader {
             }
         }
         Ok(by)
-    }
-
-    /// Assigns `ps` at their next offsets, or unassigns them.
-    fn assign(&self, ps: &[PartitionId], on: bool) {
-        if ps.is_empty() {
-            return;
-        }
-        let mut tpl = TopicPartitionList::new();
-        let mut r = Ok(());
-        for p in ps {
-            r = r.and_then(|_| match self.wanted.get(p).filter(|_| on) {
-                Some(f) => {
-                    tpl.add_partition_offset(&self.topic, p.kafka(), Offset::Offset(f.offset))
-                }
-                None => {
-                    tpl.add_partition(&self.topic, p.kafka());
-                    Ok(())
-                }
-            });
-        }
-        let r = r.and_then(|_| match on {
-            true => self.consumer.incremental_assign(&tpl),
-            false => self.consumer.incremental_unassign(&tpl),
-        });
-        if let Err(e) = r {
-            tracing::error!(partitions = ?ps, assign = on, error = %e,
-                "work reader assignment failed");
-        }
     }
 }
 
