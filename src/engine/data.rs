@@ -33,9 +33,8 @@ pub fn put(data: &mut Value, key: &str, value: Value) {
 
 /// Merges a result into state data (docs/semantics.md, "Data flow"):
 /// - no filter: an object deep-merges, anything else goes under `result`;
-/// - a filter: the selection goes under the path's last member name; `$` deep-merges it all.
-///
-/// `selection` is what the filter selected (`None` when it selected nothing: data unchanged).
+/// - a filter: the selection goes under the path's last member name; `$` deep-merges it all;
+///   a filter that selects nothing leaves the data unchanged.
 pub fn merge_result(data: &mut Value, result: Value, filter: Option<&Path>) {
     match filter {
         None => match result {

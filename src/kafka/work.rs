@@ -26,6 +26,9 @@ pub fn create(cfg: &Config) -> Result<StreamConsumer, KafkaError> {
             ("enable.auto.offset.store", "false".into()),
             ("auto.offset.reset", "earliest".into()),
             ("fetch.wait.max.ms", k.fetch_wait_max_ms.to_string()),
+            // while intake is paused the fetch queue fills to the prefetch bound; librdkafka
+            // then postpones a partition's next fetch by this much (default 1 s)
+            ("fetch.queue.backoff.ms", "20".into()),
         ]
         .into_iter()
         .chain(
@@ -110,16 +113,16 @@ pub async fn run(
 /// A batch of work records per partition, with the epoch of the partition's read.
 pub type Batch = BTreeMap<PartitionId, (u64, Vec<(i64, Work)>)>;
 
-/// What the work reader reads: per partition the next offset to hand to the core and the
-/// epoch of its read. Backpressure only stops polling: librdkafka fetches ahead at most
-/// [`super::consumer::PREFETCH`] and waits. No partition is paused in librdkafka, since a
+/// What the work reader reads: per partition the epoch of its read. Backpressure only stops
+/// polling: librdkafka fetches ahead up to [`super::consumer::PREFETCH`] and waits. No partition is paused in librdkafka, since a
 /// paused partition stays paused through an unassign and a later assign (librdkafka keeps the
 /// flag on the partition): a partition let go while intake was paused and taken back later
 /// was never read again (docs/broker.md "Backpressure").
 pub struct Reader {
     consumer: StreamConsumer,
     topic: String,
-    wanted: BTreeMap<PartitionId, ReadFrom>,
+    /// The partitions read, with the epoch of each one's read.
+    wanted: BTreeMap<PartitionId, u64>,
     /// True while backpressure holds: nothing is polled.
     paused: bool,
 }
@@ -137,10 +140,11 @@ impl Reader {
     /// Reads `p` from `from` (a take-over), or stops reading it (`None`: let go).
     pub fn control(&mut self, p: PartitionId, from: Option<ReadFrom>) {
         let was = match from {
-            Some(f) => self.wanted.insert(p, f),
+            Some(f) => self.wanted.insert(p, f.epoch),
             None => self.wanted.remove(&p),
         };
-        // a read that starts again from another offset is unassigned first, so it starts clean
+        // a partition read again (taken back) is unassigned first: librdkafka then drops
+        // whatever the old read fetched
         if was.is_some() {
             let mut tpl = TopicPartitionList::new();
             tpl.add_partition(&self.topic, p.kafka());
@@ -174,9 +178,8 @@ impl Reader {
     }
 
     /// The next batch of at most `max` records (waits for the first), per partition with its
-    /// read's epoch. Records of partitions let go are dropped. (librdkafka drops records
-    /// fetched before an unassign; a record below a partition's next offset is dropped too,
-    /// should one come.)
+    /// read's epoch. Records of partitions let go are dropped (librdkafka drops those fetched
+    /// before an unassign).
     pub async fn batch(&mut self, max: usize) -> KafkaResult<Batch> {
         let first = self.consumer.recv().await?.detach();
         let mut batch = vec![first];
@@ -196,16 +199,9 @@ impl Reader {
             let Ok(p) = u16::try_from(m.partition()).map(PartitionId) else {
                 continue;
             };
-            let Some(want) = self.wanted.get_mut(&p) else {
+            let Some(&epoch) = self.wanted.get(&p) else {
                 continue;
             };
-            if m.offset() < want.offset {
-                tracing::warn!(partition = %p, offset = m.offset(), next = want.offset,
-                    "work record below the read's next offset dropped");
-                continue;
-            }
-            want.offset = m.offset() + 1;
-            let epoch = want.epoch;
             match Work::decode(m.payload().unwrap_or_default()) {
                 Ok(w) => by
                     .entry(p)
