@@ -32,7 +32,7 @@ fn start(n: i64) -> Work {
     }
 }
 
-/// The `n` of each record, per partition, in the order read.
+/// The `n` of each record of partition `p` in `batch`, in the order read.
 fn ns(batch: &work::Batch, p: PartitionId) -> Vec<i64> {
     batch
         .get(&p)

@@ -114,10 +114,11 @@ pub async fn run(
 pub type Batch = BTreeMap<PartitionId, (u64, Vec<(i64, Work)>)>;
 
 /// What the work reader reads: per partition the epoch of its read. Backpressure only stops
-/// polling: librdkafka fetches ahead up to [`super::consumer::PREFETCH`] and waits. No partition is paused in librdkafka, since a
-/// paused partition stays paused through an unassign and a later assign (librdkafka keeps the
-/// flag on the partition): a partition let go while intake was paused and taken back later
-/// was never read again (docs/broker.md "Backpressure").
+/// polling: librdkafka fetches ahead up to [`super::consumer::PREFETCH`] and waits. No
+/// partition is paused in librdkafka, since a paused partition stays paused through an
+/// unassign and a later assign (librdkafka keeps the flag on the partition): a partition let
+/// go while intake was paused and taken back later was never read again (docs/broker.md
+/// "Backpressure").
 pub struct Reader {
     consumer: StreamConsumer,
     topic: String,
