@@ -10,8 +10,6 @@ use flowbroker::cluster::partition::PartitionId;
 use flowbroker::cluster::work::{ReadFrom, Source, Work};
 use flowbroker::config::Config;
 use flowbroker::kafka::work::{self, Reader};
-use rdkafka::producer::{FutureProducer, FutureRecord};
-use rdkafka::ClientConfig;
 use std::time::Duration;
 use support::*;
 
@@ -50,7 +48,7 @@ fn ns(batch: &work::Batch, p: PartitionId) -> Vec<i64> {
 
 struct Fixture {
     rt: tokio::runtime::Runtime,
-    producer: FutureProducer,
+    producer: Publisher,
     reader: Reader,
 }
 
@@ -63,10 +61,7 @@ impl Fixture {
         cfg.kafka.group_id = "work-reader-test".into();
         let _guard = rt.enter();
         let reader = Reader::new(work::create(&cfg).unwrap(), TOPIC.into());
-        let producer: FutureProducer = ClientConfig::new()
-            .set("bootstrap.servers", kafka.brokers())
-            .create()
-            .unwrap();
+        let producer = kafka.producer();
         Fixture {
             rt,
             producer,
@@ -76,13 +71,7 @@ impl Fixture {
 
     /// Writes record `n` to partition `p`.
     fn write(&self, p: PartitionId, n: i64) {
-        let bytes = start(n).encode();
-        let record = FutureRecord::<(), [u8]>::to(TOPIC)
-            .partition(p.kafka())
-            .payload(&bytes);
-        self.rt
-            .block_on(self.producer.send(record, Duration::from_secs(10)))
-            .expect("written");
+        self.producer.send_to(TOPIC, p.kafka(), &start(n).encode());
     }
 
     /// Reads batches of at most `max` records until `want` records of `p` came, or 30 s

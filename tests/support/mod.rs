@@ -729,6 +729,14 @@ impl Publisher {
         block(self.p.send(rec, Duration::from_secs(10))).expect("publish");
     }
 
+    /// Publishes raw bytes to partition `partition` of `topic`.
+    pub fn send_to(&self, topic: &str, partition: i32, payload: &[u8]) {
+        let rec = FutureRecord::<str, _>::to(topic)
+            .partition(partition)
+            .payload(payload);
+        block(self.p.send(rec, Duration::from_secs(10))).expect("publish");
+    }
+
     /// Publishes a payload with the given headers (`None` = a header without a value).
     pub fn send_with_headers(&self, payload: &[u8], headers: &[(&str, Option<&str>)]) {
         let mut h = rdkafka::message::OwnedHeaders::new();
