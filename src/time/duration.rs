@@ -10,6 +10,12 @@ pub struct DurationError {
     pub reason: String,
 }
 
+/// The longest duration accepted, in years: far beyond any timer, and small enough that every
+/// sum of a definition's durations stays exact.
+const MAX_YEARS: u32 = 10_000;
+const MAX_MONTHS: f64 = MAX_YEARS as f64 * 12.0;
+const MAX_SECS: f64 = MAX_YEARS as f64 * 366.0 * 86_400.0;
+
 /// An ISO 8601 duration. Years and months are calendar units, applied with calendar arithmetic;
 /// the rest is exact.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -42,11 +48,18 @@ impl Duration {
         if d.year.fract() != 0.0 || d.month.fract() != 0.0 {
             return Err(err("years and months must be whole numbers".into()));
         }
-        let months = (d.year as u32) * 12 + d.month as u32;
+        let months = f64::from(d.year) * 12.0 + f64::from(d.month);
         let secs = f64::from(d.day) * 86_400.0
             + f64::from(d.hour) * 3_600.0
             + f64::from(d.minute) * 60.0
             + f64::from(d.second);
+        if months > MAX_MONTHS || secs > MAX_SECS {
+            return Err(err(format!(
+                "it is longer than {MAX_YEARS} years, the longest duration a definition or \
+                 setting may give"
+            )));
+        }
+        let months = months as u32;
         Ok(Duration {
             months,
             millis: (secs * 1000.0).round() as u64,
@@ -137,6 +150,19 @@ mod tests {
         for bad in ["15M", "P", "PT", "PXM", "", "P-1D", "soon"] {
             assert!(Duration::parse(bad).is_err(), "{bad} should not parse");
         }
+    }
+
+    #[test]
+    fn rejects_durations_beyond_ten_thousand_years() {
+        // found by the config fuzz target: year * 12 overflowed u32
+        for huge in ["P400000000Y", "P10001Y", "P120001M", "PT1e20S", "P4000000D"] {
+            let e = Duration::parse(huge).expect_err(huge);
+            assert!(e.to_string().contains("longer than 10000 years"), "{e}");
+        }
+        let most = Duration::parse("P10000Y").unwrap();
+        let at = t("2020-01-01T00:00:00Z");
+        let later = Utc.with_ymd_and_hms(12020, 1, 1, 0, 0, 0).unwrap();
+        assert_eq!(most.after(at), later);
     }
 
     #[test]
