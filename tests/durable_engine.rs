@@ -593,3 +593,20 @@ fn children_of_a_finished_context_are_left_out_unless_it_replays_them() {
         .collect();
     assert_eq!(ids, ["i1", "m", "r", "r1", "w"]);
 }
+
+#[test]
+fn an_execution_stamped_with_a_sub_millisecond_clock_reads_back_as_written() {
+    // operations keep epoch milliseconds: the engine stamps in them, so the record read back
+    // from the store is the record written (`Env::try_feed` checks every step; `broker::hot`
+    // keeps records decoded)
+    let mut env = Env::durable(FN);
+    env.now = "2020-01-01T00:00:00.123456789Z".parse().unwrap();
+    let (_, p) = invocation(&env.start(json!({})));
+    env.advance(Duration::nanoseconds(2_000_999));
+    let step = json!([{"Id": "s1", "Type": "STEP", "Action": "START", "Name": "load", "SubType": "Step"},
+                      {"Id": "s1", "Type": "STEP", "Action": "SUCCEED", "Payload": "42"}]);
+    checkpoint(&mut env, &token(&p), None, step).unwrap();
+    let s1 = op(&env, "s1");
+    assert_eq!(s1["StartTimestamp"], json!(1_577_836_800.125));
+    assert_eq!(op(&env, "i1")["StartTimestamp"], json!(1_577_836_800.123));
+}

@@ -453,3 +453,21 @@ fn a_refused_child_fails_its_decision_and_a_closing_parent_terminates_its_childr
         _ => unreachable!(),
     }
 }
+
+#[test]
+fn a_run_stamped_with_a_sub_millisecond_clock_reads_back_as_written() {
+    // the history keeps epoch milliseconds: the engine stamps in them, so the record read
+    // back from the store is the record written (`broker::hot` keeps records decoded)
+    let mut r = Run::start();
+    r.now = t0() + Duration::nanoseconds(1_234_567_891);
+    r.decide(
+        json!([schedule("ship", "a1")]),
+        vec![activity_type("ship", full_defaults())],
+    );
+    let stored = serde_json::to_string(&r.inst).unwrap();
+    let back: Instance = serde_json::from_str(&stored).unwrap();
+    assert_eq!(back, r.inst);
+    let last = r.exec().events.last().unwrap();
+    assert_eq!(last.kind, "ActivityTaskScheduled");
+    assert_eq!(last.at, t0() + Duration::milliseconds(1_234));
+}

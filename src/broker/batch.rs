@@ -2,7 +2,7 @@
 //! in step, and turning the engine's actions into stored effects (outbox, calls, timers,
 //! children). Nothing here talks to Kafka or HTTP; [`Effects`] says what to do after commit.
 
-use super::hot::{self, Hot};
+use super::hot::Hot;
 use super::index;
 use super::records::{
     Buffered, Call, HistoryEntry, InstanceRecord, OutRecord, StoredVersion, TimerEntry,
@@ -412,11 +412,8 @@ impl<'a, 's> Batch<'a, 's> {
             self.act(&mut rec, action)?;
         }
         let bytes = Txn::encode(&rec);
-        // a finished instance takes no more inputs: not worth keeping decoded; only languages
-        // whose records decode to exactly what was encoded are kept (`broker::hot`)
-        let kept =
-            (self.hot.is_some() && !rec.instance.status.is_final() && hot::keeps(def.language()))
-                .then(|| bytes.clone());
+        // a finished instance takes no more inputs: not worth keeping decoded
+        let kept = (self.hot.is_some() && !rec.instance.status.is_final()).then(|| bytes.clone());
         self.tx.put_json(Table::Instances, id, bytes)?;
         if !rec.instance.status.is_final() {
             self.offer_buffered(def, &rec.instance)?;

@@ -12,23 +12,15 @@
 //! for every record, floats included (serde_json's `float_roundtrip`; without it a float
 //! computed by the engine could read back one bit off).
 //!
-//! Only Serverless Workflow and ASL instances are kept ([`keeps`]). A durable execution's
-//! operations hold timestamps stored as epoch milliseconds (the AWS wire form) but carried in
-//! memory with the clock's nanoseconds, so the record written and the record read back differ
-//! (debug builds caught it: they decode every record kept and used, and compare). SWF runs
-//! are left out too until their records are checked the same way.
+//! Durable executions and SWF runs store their timestamps in milliseconds (the AWS wire
+//! forms), so their engines stamp in milliseconds too (`time::whole_millis`): with the clock's
+//! nanoseconds, the record written and the record read back would differ. Debug builds decode
+//! every record kept and compare, so a record that does not round-trip fails the tests.
 //!
 //! Bounded: at most [`Hot::capacity`] entries and [`BYTES`] of encoded records, the oldest put
 //! first out; a record larger than [`LARGEST`] is not kept.
 
-use crate::definition::Language;
 use std::collections::{HashMap, VecDeque};
-
-/// Whether instances of `language` are kept: those whose records decode to exactly the record
-/// encoded.
-pub fn keeps(language: Language) -> bool {
-    matches!(language, Language::ServerlessWorkflow | Language::Asl)
-}
 
 /// How many decoded instances a broker keeps at most.
 pub const CAPACITY: usize = 4096;

@@ -18,3 +18,10 @@ pub fn parse_timezone(name: &str) -> Result<chrono_tz::Tz, String> {
         format!("{name:?} is not an IANA time zone name; use a name such as \"Europe/Berlin\" or \"UTC\"")
     })
 }
+
+/// `t` without its sub-millisecond part: the precision of the AWS wire forms (epoch seconds
+/// with three decimals), which durable executions and SWF runs store their timestamps in, so
+/// that a record read back equals the record written (`broker::hot` relies on it).
+pub fn whole_millis(t: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
+    chrono::DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)
+}

@@ -38,6 +38,8 @@ pub fn apply(
     now: DateTime<Utc>,
     _limits: Limits,
 ) -> Result<Step, EngineError> {
+    // operations keep milliseconds (epoch seconds on the wire): so does everything stamped
+    let now = crate::time::whole_millis(now);
     let run = match std::mem::take(&mut inst.activity) {
         Activity::Durable { durable } => Some(*durable),
         _ => None,
