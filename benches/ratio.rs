@@ -11,7 +11,10 @@
 //! queue, `RATIO_RATE` the paced rate, `RATIO_BASELINE=<path to an older flowbroker binary>`
 //! adds that build's throughput, measured the same way in the same run, `RATIO_BIN=<path>`
 //! measures another build in every phase (for its latency),
-//! `RATIO_FETCH_WAIT_MS` every consumer's fetch wait (default 100, flowbroker's). Results:
+//! `RATIO_FETCH_WAIT_MS` every consumer's fetch wait (default 100, flowbroker's),
+//! `RATIO_BROKER_ENV="K=V K=V"` and `RATIO_BASELINE_ENV` add variables to the environment of
+//! the build measured and of the baseline (a setting compared with itself: the same binary
+//! as `RATIO_BASELINE`, another value in each). Results:
 //! docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
@@ -179,21 +182,34 @@ fn fetch_wait_ms() -> u32 {
 }
 
 /// The broker runs with the defaults (the test harness's shorter fetch wait and debug log level
-/// are put back), with the bench's fetch wait.
-fn start(kafka: &Kafka, bin: &str) -> Broker {
+/// are put back), with the bench's fetch wait and the variables `RATIO_BROKER_ENV` names (or
+/// `RATIO_BASELINE_ENV`, for the baseline).
+fn start(kafka: &Kafka, bin: &str, baseline: bool) -> Broker {
     let wait = fetch_wait_ms().to_string();
-    let defaults = [
-        ("FLOWBROKER_LOG", "info"),
-        ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS", wait.as_str()),
+    let mut env = vec![
+        ("FLOWBROKER_LOG".to_string(), "info".to_string()),
+        ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS".to_string(), wait),
     ];
-    Broker::start_bin(bin, kafka, &[("echo.yaml", ECHO)], &defaults)
+    let var = if baseline {
+        "RATIO_BASELINE_ENV"
+    } else {
+        "RATIO_BROKER_ENV"
+    };
+    for kv in std::env::var(var).unwrap_or_default().split_whitespace() {
+        let (k, v) = kv
+            .split_once('=')
+            .unwrap_or_else(|| panic!("{var}: K=V pairs separated by spaces"));
+        env.push((k.to_string(), v.to_string()));
+    }
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Broker::start_bin(bin, kafka, &[("echo.yaml", ECHO)], &env)
 }
 
 /// On a fresh tansu: `n` queued start events, copied by the raw passthrough, then run through
 /// the broker binary `bin`. Returns (records/s copied, instances/s completed, inputs applied
 /// directly, inputs through the work topic). Prints the fan-out passthrough's rate (Kafka's
 /// share of an instance) on stderr.
-fn throughput(bin: &str, n: usize) -> (f64, f64, i64, i64) {
+fn throughput(bin: &str, n: usize, baseline: bool) -> (f64, f64, i64, i64) {
     let kafka = Kafka::start();
     kafka.create_topic(COPY, 3);
     publish(&kafka, "q", n, None);
@@ -204,7 +220,7 @@ fn throughput(bin: &str, n: usize) -> (f64, f64, i64, i64) {
         fanned / raw
     );
     let lifecycle = reader(&kafka.brokers(), "flowbroker.lifecycle");
-    let broker = start(&kafka, bin);
+    let broker = start(&kafka, bin, baseline);
     let (ours, _) = drain(&lifecycle, b"flowbroker.instance.completed", n);
     let (direct, hop) = routed(&broker);
     rounds(&broker);
@@ -265,7 +281,7 @@ fn main() {
     println!("|---|---|---|---|");
     // an older build, measured the same way in the same run (before/after figures)
     if let Ok(old) = std::env::var("RATIO_BASELINE") {
-        let (raw, ours, direct, hop) = throughput(&old, n);
+        let (raw, ours, direct, hop) = throughput(&old, n, true);
         println!(
             "| {n} queued start events, baseline build, records or instances/s | {raw:.0} | {ours:.0} | {:.3} |",
             ours / raw
@@ -274,7 +290,7 @@ fn main() {
             "| baseline: inputs applied directly / through the work topic | | {direct} / {hop} | |"
         );
     }
-    let (raw, ours, direct, hop) = throughput(bin, n);
+    let (raw, ours, direct, hop) = throughput(bin, n, false);
     println!(
         "| {n} queued start events, records or instances/s | {raw:.0} | {ours:.0} | {:.3} |",
         ours / raw
@@ -304,7 +320,7 @@ fn main() {
     sender.join().unwrap();
     copier.join().unwrap();
     let out = reader(&kafka.brokers(), "flowbroker.out");
-    let broker = start(&kafka, bin);
+    let broker = start(&kafka, bin, false);
     // The queued "w" and "r" records complete first; only the paced "s" stream is measured.
     drain(&out, b"bench.pong", WARM + m);
     let sender = publish_paced(&kafka, "s", m, gap);
