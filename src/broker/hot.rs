@@ -12,10 +12,11 @@
 //! for every record, floats included (serde_json's `float_roundtrip`; without it a float
 //! computed by the engine could read back one bit off).
 //!
-//! Durable executions and SWF runs store their timestamps in milliseconds (the AWS wire
-//! forms), so their engines stamp in milliseconds too (`time::whole_millis`): with the clock's
-//! nanoseconds, the record written and the record read back would differ. Debug builds decode
-//! every record kept and compare, so a record that does not round-trip fails the tests.
+//! A durable execution stores its operations' timestamps in milliseconds (the AWS wire
+//! form), so its engine stamps in milliseconds too (`time::whole_millis`): with the clock's
+//! nanoseconds, the record written and the record read back would differ. Other records keep
+//! times as RFC 3339 with nanoseconds. Debug builds decode every record kept and compare, so a
+//! record that does not round-trip fails the tests.
 //!
 //! Bounded: at most [`Hot::capacity`] entries and [`BYTES`] of encoded records, the oldest put
 //! first out; a record larger than [`LARGEST`] is not kept.

@@ -119,7 +119,8 @@ impl Batch<'_, '_> {
             let op = &o.op;
             if op.op_type == OpType::Execution
                 || !op.status.is_final()
-                || op.end_timestamp != Some(self.now)
+                // (operations keep whole milliseconds: `engine::durable::apply`)
+                || op.end_timestamp != Some(crate::time::whole_millis(self.now))
             {
                 continue;
             }

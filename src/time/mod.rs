@@ -19,8 +19,8 @@ pub fn parse_timezone(name: &str) -> Result<chrono_tz::Tz, String> {
     })
 }
 
-/// `t` without its sub-millisecond part: the precision of the AWS wire forms (epoch seconds
-/// with three decimals), which durable executions and SWF runs store their timestamps in, so
+/// `t` without its sub-millisecond part: the precision of the AWS wire form (epoch seconds
+/// with three decimals) that durable executions store their operations' timestamps in, so
 /// that a record read back equals the record written (`broker::hot` relies on it).
 pub fn whole_millis(t: chrono::DateTime<chrono::Utc>) -> chrono::DateTime<chrono::Utc> {
     chrono::DateTime::from_timestamp_millis(t.timestamp_millis()).unwrap_or(t)

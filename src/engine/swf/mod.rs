@@ -190,8 +190,6 @@ impl SwfError {
 /// Applies one input to an SWF execution or domain (the checks common to every language
 /// are done by [`super::apply_with`]).
 pub fn apply(inst: Instance, input: Input, now: DateTime<Utc>) -> Result<Step, EngineError> {
-    // the history keeps milliseconds (epoch seconds on the wire): so does everything stamped
-    let now = crate::time::whole_millis(now);
     let is_domain = matches!(inst.activity, Activity::SwfDomain { .. })
         || (inst.workflow_id == crate::swf::DOMAINS && inst.visit == 0);
     if is_domain {
