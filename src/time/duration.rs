@@ -10,8 +10,9 @@ pub struct DurationError {
     pub reason: String,
 }
 
-/// The longest duration accepted, in years: far beyond any timer, and small enough that every
-/// sum of a definition's durations stays exact.
+/// The longest duration accepted, in years, for each of its calendar part (years and months)
+/// and its exact part (days to seconds, in 366-day years): far beyond any timer, and small
+/// enough that the arithmetic stays exact.
 const MAX_YEARS: u32 = 10_000;
 const MAX_MONTHS: f64 = MAX_YEARS as f64 * 12.0;
 const MAX_SECS: f64 = MAX_YEARS as f64 * 366.0 * 86_400.0;
@@ -91,7 +92,11 @@ impl Duration {
         let base = at
             .checked_add_months(Months::new(self.months))
             .unwrap_or(DateTime::<Utc>::MAX_UTC);
-        base.checked_add_signed(chrono::Duration::milliseconds(self.millis as i64))
+        // (a sum of durations, `plus` and `times`, may pass what one parse allows)
+        i64::try_from(self.millis)
+            .ok()
+            .and_then(chrono::Duration::try_milliseconds)
+            .and_then(|d| base.checked_add_signed(d))
             .unwrap_or(DateTime::<Utc>::MAX_UTC)
     }
 
@@ -161,6 +166,13 @@ mod tests {
         }
         let most = Duration::parse("P10000Y").unwrap();
         let at = t("2020-01-01T00:00:00Z");
+        // sums saturate, and the instant after saturates at the latest one chrono has
+        let sum = Duration::from_millis(u64::MAX).plus(&most.times(u32::MAX));
+        assert_eq!(sum.after(at), DateTime::<Utc>::MAX_UTC);
+        assert_eq!(
+            Duration::from_millis(1 << 63).after(at),
+            DateTime::<Utc>::MAX_UTC
+        );
         let later = Utc.with_ymd_and_hms(12020, 1, 1, 0, 0, 0).unwrap();
         assert_eq!(most.after(at), later);
     }
