@@ -195,12 +195,7 @@ fn start(kafka: &Kafka, bin: &str, baseline: bool) -> Broker {
     } else {
         "RATIO_BROKER_ENV"
     };
-    for kv in std::env::var(var).unwrap_or_default().split_whitespace() {
-        let (k, v) = kv
-            .split_once('=')
-            .unwrap_or_else(|| panic!("{var}: K=V pairs separated by spaces"));
-        env.push((k.to_string(), v.to_string()));
-    }
+    env.extend(support::env_pairs(var));
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     Broker::start_bin(bin, kafka, &[("echo.yaml", ECHO)], &env)
 }

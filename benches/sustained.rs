@@ -105,13 +105,8 @@ fn main() {
     if let Some(ms) = &snapshot_ms {
         env.push(("FLOWBROKER_CLUSTER_SNAPSHOT_INTERVAL_MS", ms.as_str()));
     }
-    let extra = std::env::var("SUSTAINED_BROKER_ENV").unwrap_or_default();
-    for kv in extra.split_whitespace() {
-        let (k, v) = kv
-            .split_once('=')
-            .expect("SUSTAINED_BROKER_ENV: K=V pairs separated by spaces");
-        env.push((k, v));
-    }
+    let extra = support::env_pairs("SUSTAINED_BROKER_ENV");
+    env.extend(extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let bin = std::env::var("SUSTAINED_BIN")
         .unwrap_or_else(|_| env!("CARGO_BIN_EXE_flowbroker").to_string());
     let broker = Broker::start_bin(bin, &kafka, &[("echo.yaml", ECHO)], &env);

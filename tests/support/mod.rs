@@ -1269,3 +1269,18 @@ impl Functions {
         self.headers.lock().unwrap().clone()
     }
 }
+
+/// The `K=V` pairs, separated by spaces, that environment variable `var` holds (a bench's
+/// extra settings for the broker it starts); none when it is not set.
+pub fn env_pairs(var: &str) -> Vec<(String, String)> {
+    std::env::var(var)
+        .unwrap_or_default()
+        .split_whitespace()
+        .map(|kv| {
+            let (k, v) = kv
+                .split_once('=')
+                .unwrap_or_else(|| panic!("{var}: K=V pairs separated by spaces"));
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
