@@ -133,7 +133,9 @@ impl Core {
         let mut lost: BTreeSet<PartitionId> = BTreeSet::new();
         // lost to a resumed broker's provisional fence while the group assigns them here
         let mut retake: Vec<PartitionId> = Vec::new();
-        let mut writes: Vec<Write> = Vec::new();
+        let checkpoints = appended.len();
+        let mut writes: Vec<Write> =
+            Vec::with_capacity(checkpoints + changed.iter().map(|(_, w)| w.len()).sum::<usize>());
         if let Some(log) = self.log.as_mut() {
             for (p, offset) in appended {
                 if void.contains(&p) {

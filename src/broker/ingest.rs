@@ -7,6 +7,7 @@
 use super::index;
 use super::registry::Registry;
 use super::{Record, Stat};
+use crate::cloudevent::DecodeError;
 use crate::cluster::partition::{PartitionId, Partitions};
 use crate::cluster::work::{Source, Work};
 use crate::config::Config;
@@ -83,39 +84,44 @@ pub fn event(
         return out;
     }
     let sole = ts.len() == 1;
-    for p in ts {
-        out.work.push((
-            p,
-            Work::Event {
-                event: event.clone(),
-                only: None,
-                returned: false,
-                sole,
-                source: source.clone(),
-            },
-        ));
+    let work = |event, source| Work::Event {
+        event,
+        only: None,
+        returned: false,
+        sole,
+        source,
+    };
+    if let Some((&last, rest)) = ts.split_last() {
+        for &p in rest {
+            out.work.push((p, work(event.clone(), source.clone())));
+        }
+        out.work.push((last, work(event, source)));
     }
     out
 }
 
 /// A consumed Kafka record as work records.
-pub fn record(reg: &Registry, parts: Partitions, cfg: &Config, r: Record) -> Ingested {
+pub fn record(reg: &Registry, parts: Partitions, cfg: &Config, mut r: Record) -> Ingested {
     let source = Source::Input {
         topic: r.topic.clone(),
         partition: r.partition,
         offset: r.offset,
     };
-    match &r.event {
-        Ok(e) => event(reg, parts, cfg, e.clone(), source, Some(&r)),
+    // the event moves into the work; the rest of the record is only read for a dead-letter
+    // copy, which never looks at the event
+    let taken = std::mem::replace(&mut r.event, Err(DecodeError::NotCloudEvent(String::new())));
+    let e = match taken {
+        Ok(e) => e,
         Err(e) => {
             tracing::warn!(topic = %r.topic, partition = r.partition, offset = r.offset,
                 error = %e, "record is not a usable CloudEvent; sent to the dead-letter topic");
-            Ingested {
+            return Ingested {
                 work: vec![dead_letter(parts, &r, e.kind(), e.to_string())],
                 stats: vec![],
-            }
+            };
         }
-    }
+    };
+    event(reg, parts, cfg, e, source, Some(&r))
 }
 
 fn dead_letter(parts: Partitions, r: &Record, kind: &str, reason: String) -> (PartitionId, Work) {

@@ -95,10 +95,10 @@ impl Batch<'_, '_> {
         if self.swf_event(&event, &mut r)? {
             // an SWF start or signal (`swf_events`)
         } else if let Some(target) = event.attribute("workflowinstanceid") {
-            self.route_to_instance(&target, event.clone(), &mut r)?;
+            self.route_to_instance(&target, event, &mut r)?;
         } else if let Some(target) = token_target(&event) {
             match target {
-                Ok(inst) => self.route_to_instance(&inst, event.clone(), &mut r)?,
+                Ok(inst) => self.route_to_instance(&inst, event, &mut r)?,
                 Err(why) => r.rejected = Some(why),
             }
         } else {

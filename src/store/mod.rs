@@ -210,7 +210,9 @@ impl Store {
 
     /// Applies writes made elsewhere (a changelog batch being restored) in one atomic step.
     pub fn apply(&self, writes: &[Write], sync: bool) -> Result<()> {
-        let mut batch = self.ks.batch();
+        // (the keyspace persists its journal by hand, so a batch needs no durability of its
+        // own: `Keyspace::batch` would set none either, only without the capacity)
+        let mut batch = fjall::Batch::with_capacity(self.ks.clone(), writes.len());
         for w in writes {
             let part = self.part(w.table);
             match &w.value {
@@ -368,7 +370,10 @@ fn prefix_end(prefix: &str) -> Bound<String> {
 
 impl Txn<'_> {
     fn full(&self, key: &str) -> String {
-        format!("{}{key}", self.prefix)
+        let mut full = String::with_capacity(self.prefix.len() + key.len());
+        full.push_str(&self.prefix);
+        full.push_str(key);
+        full
     }
 
     /// Committed entries of `table` with full keys in `[lo, hi)`, under the pending writes

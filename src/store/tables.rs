@@ -112,18 +112,46 @@ impl Table {
 
 /// Joins key parts.
 pub fn key(parts: &[&str]) -> String {
-    parts.join(&SEP.to_string())
+    let len = parts.iter().map(|p| p.len()).sum::<usize>() + parts.len();
+    let mut k = String::with_capacity(len);
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            k.push(SEP);
+        }
+        k.push_str(part);
+    }
+    k
 }
 
-/// A number as a key part that sorts numerically.
+/// A number as a key part that sorts numerically: 20 digits, zero-padded (every `u64` fits).
 pub fn num(n: u64) -> String {
-    format!("{n:020}")
+    let mut k = String::with_capacity(20);
+    push_num(&mut k, n);
+    k
+}
+
+/// Appends [`num`]`(n)` to `k` (store keys are built on every input: no formatting
+/// machinery, no intermediate string).
+pub fn push_num(k: &mut String, mut n: u64) {
+    let mut digits = [b'0'; 20];
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    k.push_str(std::str::from_utf8(&digits).expect("ASCII digits"));
 }
 
 /// A key that sorts by time: `ms(20) SEP rest`. Tables keyed this way are expiry or due-time
 /// indexes, read with [`crate::store::Txn::take_due`].
 pub fn at(t: chrono::DateTime<chrono::Utc>, rest: &str) -> String {
-    key(&[&num(t.timestamp_millis().max(0) as u64), rest])
+    let mut k = String::with_capacity(21 + rest.len());
+    push_num(&mut k, t.timestamp_millis().max(0) as u64);
+    k.push(SEP);
+    k.push_str(rest);
+    k
 }
 
 /// The time and the rest of a key made by [`at`].
@@ -133,4 +161,31 @@ pub fn split_at(k: &str) -> Option<(chrono::DateTime<chrono::Utc>, &str)> {
         chrono::DateTime::from_timestamp_millis(ms.parse().ok()?)?,
         rest,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_twenty_digits_that_sort_as_numbers() {
+        for n in [0, 7, 10, 99, 1_000_000, u64::MAX / 3, u64::MAX] {
+            assert_eq!(num(n), format!("{n:020}"));
+        }
+        let mut keys: Vec<String> = [12, 3, 100, 0, u64::MAX].map(num).to_vec();
+        keys.sort();
+        assert_eq!(keys, [0, 3, 12, 100, u64::MAX].map(num).to_vec());
+    }
+
+    #[test]
+    fn keys_join_their_parts_with_the_separator() {
+        assert_eq!(key(&[]), "");
+        assert_eq!(key(&["a"]), "a");
+        assert_eq!(key(&["wf", "", "k"]), format!("wf{SEP}{SEP}k"));
+        let t = chrono::DateTime::from_timestamp_millis(1_700_000_000_123).unwrap();
+        assert_eq!(at(t, "x"), format!("00000001700000000123{SEP}x"));
+        assert_eq!(split_at(&at(t, "x")), Some((t, "x")));
+        let before_epoch = chrono::DateTime::from_timestamp_millis(-5).unwrap();
+        assert_eq!(at(before_epoch, ""), format!("{}{SEP}", num(0)));
+    }
 }
