@@ -49,11 +49,13 @@
 //! - [`server`]: builds everything from [`config::Config`] and wires the tasks.
 //! - [`broker`]: the core. Commands (records, HTTP events, admin requests, function results,
 //!   outbox acks, file changes, partitions assigned and revoked) -> one [`store`] transaction
-//!   per owned state partition per round -> changelog -> effects after commit. Rounds are
-//!   pipelined: the next is built while the changelog acknowledges the last, which lands (is
-//!   stored, lets its effects out) once it has. Inside: the ingress (input records for owned
-//!   partitions applied without the work topic, a backlog held behind each run's first
-//!   forward until it is read back), correlation router and index, messages between partitions, registry of deployed versions, cron schedules and interval windows.
+//!   per owned state partition per round, applied by that partition's processor
+//!   ([`broker::processor`]) -> changelog -> effects after commit. Rounds are pipelined: the
+//!   next is built while the changelog acknowledges the last, which lands (is stored, lets
+//!   its effects out) once it has. Inside: the ingress (input records for owned partitions
+//!   applied without the work topic, a backlog held behind each run's first forward until it
+//!   is read back), correlation router and index, messages between partitions, registry of
+//!   deployed versions, cron schedules and interval windows.
 //! - [`store`]: the embedded store (fjall): tables of JSON records, one transaction per batch,
 //!   optionally scoped to one state partition and reading through the pending writes of
 //!   rounds in flight; a transaction's writes are its changelog batch; a partition's keys

@@ -14,25 +14,22 @@
 //! are delivered in process, in the round after the one that committed them (single node;
 //! docs/scale.md describes the work topic that carries them between brokers).
 
-use super::batch::{Batch, Effects};
-use super::flight::{Finish, Flight, Step};
+use super::flight::{Finish, Flight};
+use super::processor::PartInput;
 use super::records::{Call, OutRecord, StoredVersion, TimerEntry};
 use super::registry::Registry;
 use super::router::Routed;
 pub use super::shared::Shared;
-use super::tickets::{self, Ticket};
+use super::tickets::Ticket;
 use super::{AdminError, Clock, Cmd, Delivery, OutboxKey, Stat};
-use crate::cluster::changelog::Entry;
 use crate::cluster::node::InputPartition;
 use crate::cluster::partition::{InstanceId, PartitionId, Partitions};
 use crate::cluster::work::{ReadFrom, Source, Work};
 use crate::cluster::{Log, LogError};
 use crate::config::Config;
-use crate::engine::Input;
 use crate::metrics::Metrics;
 use crate::store::{split_at, Pending, Scope, Store, StoreError, Table, Write, SEP};
 use chrono::{DateTime, Utc};
-use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -62,9 +59,9 @@ pub struct Core {
     pub(super) out: Outlets,
     pub(super) shared: Arc<Shared>,
     pub(super) parts: Partitions,
-    last_sweep: DateTime<Utc>,
+    pub(super) last_sweep: DateTime<Utc>,
     /// Messages between partitions committed but not applied yet (delivered in process).
-    loopback: Vec<(PartitionId, PartInput)>,
+    pub(super) loopback: Vec<(PartitionId, PartInput)>,
     /// The Kafka side (changelog, work topic); `None`: one process owns every partition and
     /// messages between partitions stay in process (tests, benches).
     pub(super) log: Option<Box<dyn Log>>,
@@ -107,7 +104,7 @@ pub struct Core {
     /// Per partition: the writes of its rounds in flight (the next round reads through them).
     pub(super) pending: BTreeMap<PartitionId, Pending>,
     /// The number of the last step built (its pending writes carry it).
-    rounds: u64,
+    pub(super) rounds: u64,
 }
 
 /// What the core reads, each on a channel of its own so that none queues behind another.
@@ -163,14 +160,6 @@ pub(super) fn checkpoint_key(p: PartitionId) -> String {
     crate::store::key(&["changelog", &p.0.to_string()])
 }
 
-/// The partition-scope key of the next work topic offset to read.
-pub const WORK_OFFSET: &str = "work";
-
-/// A partition's batch stops taking inputs once its writes reach this size; the rest go in
-/// the next round. One changelog record per batch must stay under Kafka's message size limit
-/// (1 MB by default).
-const BATCH_BYTES: usize = 512 * 1024;
-
 /// At most this many rounds wait for their changelog appends at once; intake waits beyond.
 /// One round is built while the one before it is appended.
 const MAX_FLIGHTS: usize = 2;
@@ -180,28 +169,7 @@ const MAX_FLIGHTS: usize = 2;
 const ROUND_INPUTS: usize = 2000;
 
 /// How often expired buffered events, seen event ids and finished instances are swept.
-const SWEEP_EVERY_SECS: i64 = 5;
-
-/// One input of a partition's batch.
-pub(super) enum PartInput {
-    Work {
-        work: Work,
-        ticket: Option<usize>,
-        /// Its offset in the work topic, when it was read from there.
-        offset: Option<i64>,
-    },
-    /// A message of another partition, delivered in process; `ack` is its outbox entry.
-    Message { work: Work, ack: OutboxKey },
-    CallDone {
-        call: Call,
-        outcome: Result<Value, crate::engine::ErrorInfo>,
-    },
-    /// Outbox entries to forget (Kafka acknowledged them, or they were delivered in process),
-    /// with the topic and type to count (`None`: not counted).
-    Acked(String, Option<(String, String)>),
-    /// Plan the cron schedule of a workflow (after a deploy).
-    Plan(String),
-}
+pub(super) const SWEEP_EVERY_SECS: i64 = 5;
 
 impl Core {
     pub fn new(
@@ -436,7 +404,7 @@ impl Core {
     }
 
     /// The first timer of `p`, rounds in flight included.
-    fn first_timer(&self, p: PartitionId) -> Result<Option<DateTime<Utc>>, StoreError> {
+    pub(super) fn first_timer(&self, p: PartitionId) -> Result<Option<DateTime<Utc>>, StoreError> {
         let none = Pending::default();
         let pending = self.pending.get(&p).unwrap_or(&none);
         let tx = self.store.scoped_over(Scope::Partition(p.0), pending);
@@ -529,161 +497,9 @@ impl Core {
         let cache = &self.metrics.instance_cache;
         cache.with_label_values(&["hit"]).inc_by(hits);
         cache.with_label_values(&["miss"]).inc_by(misses);
-        // inputs of partitions owned elsewhere go through the work topic (their owner applies
-        // them); on one process everything is owned
-        let elsewhere: Vec<PartitionId> = inputs
-            .keys()
-            .filter(|p| !self.owned.contains(p))
-            .copied()
-            .collect();
-        for p in elsewhere {
-            for i in inputs.remove(&p).unwrap_or_default() {
-                if let PartInput::Work { work, ticket, .. } = i {
-                    if let Some(t) = ticket.and_then(|t| finish.tickets.get_mut(t)) {
-                        if let Ticket::Apply(..) = t {
-                            tickets::moved(t, p); // its caller asks the owner (the API relays)
-                            continue;
-                        }
-                        tickets::forwarded(t, p, &work);
-                        if let Some(i) = ticket {
-                            positions.push((i, forward.len()));
-                        }
-                    }
-                    self.direct.forwarding(input_of(&work).as_ref(), p);
-                    forward.push((p, work));
-                }
-            }
-        }
-        let sweep = now >= self.last_sweep + chrono::Duration::seconds(SWEEP_EVERY_SECS);
-        if sweep {
-            self.last_sweep = now;
-        }
-        let mut steps: Vec<Step> = Vec::new();
-        let mut landed: Vec<crate::cluster::Appending> = Vec::new();
-        let mut first = true;
-        loop {
-            // partitions with inputs, and (in the first step) those with due timers or a sweep
-            let mut todo: Vec<PartitionId> = inputs.keys().copied().collect();
-            if first {
-                for p in self.owned.clone() {
-                    let due = self.first_timer(p)?.is_some_and(|t| t <= now);
-                    if (due || sweep) && !todo.contains(&p) {
-                        todo.push(p);
-                    }
-                }
-            }
-            if todo.is_empty() {
-                break;
-            }
-            todo.sort();
-            self.rounds += 1;
-            let mut step = Step {
-                seq: self.rounds,
-                changed: Vec::new(),
-                effects: Vec::new(),
-                direct: BTreeMap::new(),
-                asked: BTreeMap::new(),
-                fences: BTreeMap::new(),
-                sent: (std::time::Instant::now(), self.clock.now()),
-                lazy: acks_only,
-            };
-            for p in todo {
-                let batch = inputs.remove(&p).unwrap_or_default();
-                if !self.owned.contains(&p) {
-                    continue;
-                }
-                let asked: Vec<usize> = batch
-                    .iter()
-                    .filter_map(|i| match i {
-                        PartInput::Work {
-                            ticket: Some(t), ..
-                        } => Some(*t),
-                        _ => None,
-                    })
-                    .collect();
-                step.asked.insert(p, asked);
-                // input records applied directly, kept until their batch is in the
-                // changelog: a batch void by a newer fence sends them to the new owner
-                if self.log.is_some() {
-                    let direct: Vec<Work> = batch.iter().filter_map(direct_work).cloned().collect();
-                    if !direct.is_empty() {
-                        step.direct.insert(p, direct);
-                    }
-                    step.fences
-                        .insert(p, self.fences.get(&p).copied().unwrap_or(-1));
-                }
-                let (w, fx, rest) =
-                    self.partition(p, batch, now, first && sweep, &mut finish.tickets)?;
-                if !rest.is_empty() {
-                    inputs.insert(p, rest);
-                }
-                if !w.is_empty() {
-                    step.changed.push((p, w));
-                }
-                step.effects.push((p, fx));
-            }
-            match self.log.is_some() {
-                // the changelog takes each partition's batch first; the next step (and the
-                // next round) reads its writes while they are on their way
-                true => {
-                    self.one_append_per_partition(&step, &steps, &mut landed, &mut inputs)?;
-                    // (a partition lost, or taken back under a new fence, while waiting: its
-                    // batch was built under the old fence and is void when the step lands)
-                    let (entries, void): (Vec<_>, Vec<_>) = std::mem::take(&mut step.changed)
-                        .into_iter()
-                        .partition(|(p, _)| {
-                            self.owned.contains(p) && step.fences.get(p) == self.fences.get(p)
-                        });
-                    let entries: Vec<(PartitionId, Entry)> = entries
-                        .into_iter()
-                        .map(|(p, writes)| {
-                            let fence = step.fences.get(&p).copied().unwrap_or(-1);
-                            (p, Entry::Batch { fence, writes })
-                        })
-                        .collect();
-                    step.sent = (std::time::Instant::now(), self.clock.now());
-                    let log = self.log.as_mut().expect("a changelog");
-                    landed.push(log.send(&entries)?);
-                    for (p, e) in entries {
-                        if let Entry::Batch { writes, .. } = e {
-                            self.pending.entry(p).or_default().add(step.seq, &writes);
-                            step.changed.push((p, writes));
-                        }
-                    }
-                    step.changed.extend(void);
-                    steps.push(step);
-                }
-                false => {
-                    self.land_step(step, Ok(Vec::new()), &mut finish, &mut inputs)?;
-                    for (p, i) in std::mem::take(&mut self.loopback) {
-                        inputs.entry(p).or_default().push(i);
-                    }
-                }
-            }
-            first = false;
-        }
-        // forwarded work is in Kafka before any request that sent it is answered
-        if !forward.is_empty() {
-            match self.log.as_mut() {
-                Some(log) => {
-                    let at = log.forward(forward)?;
-                    for &(p, offset) in &at {
-                        self.direct.forwarded(p, offset);
-                    }
-                    for (t, i) in positions {
-                        if let (Some(Ticket::Start(_, Some(Ok(s)))), Some(pos)) =
-                            (finish.tickets.get_mut(t), at.get(i))
-                        {
-                            s.position = Some(*pos);
-                        }
-                    }
-                }
-                None => tracing::warn!(
-                    records = forward.len(),
-                    "work for partitions nobody owns dropped (no Kafka attached)"
-                ),
-            }
-        }
+        self.forward_elsewhere(&mut inputs, &mut finish, &mut forward, &mut positions);
+        let (steps, landed) = self.steps(inputs, &mut finish, now, acks_only)?;
+        self.send_forward(forward, positions, &mut finish)?;
         self.backpressure();
         if self.log.is_none() {
             self.finish(finish);
@@ -694,35 +510,6 @@ impl Core {
             finish,
             landed: Box::pin(futures::future::join_all(landed)),
         });
-        Ok(())
-    }
-
-    /// Waits until no append of a partition `step` changed is on its way (earlier rounds
-    /// land, earlier steps of this round are acknowledged): one changelog record per
-    /// partition in flight at a time. After a produce batch of several records tansu reports
-    /// the partition's end as the batch's base offset + 1 (docs/kafka.md), and the resume
-    /// after a restart and the check for a newer fence read that end.
-    fn one_append_per_partition(
-        &mut self,
-        step: &Step,
-        earlier: &[Step],
-        landed: &mut [crate::cluster::Appending],
-        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
-    ) -> Result<(), CoreError> {
-        let touches = |s: &Step| {
-            s.changed
-                .iter()
-                .any(|(q, _)| step.changed.iter().any(|(p, _)| p == q))
-        };
-        if self.flights.iter().any(|f| f.steps.iter().any(touches)) {
-            self.land_all(inputs)?;
-        }
-        for (s, fut) in earlier.iter().zip(landed.iter_mut()) {
-            if touches(s) {
-                let r = futures::executor::block_on(&mut *fut);
-                *fut = Box::pin(std::future::ready(r));
-            }
-        }
         Ok(())
     }
 
@@ -956,112 +743,6 @@ impl Core {
             }
         }
         Ok(())
-    }
-
-    /// One partition's transaction: its inputs, due timers, sweeps. Returns its writes and
-    /// effects; nothing is committed here.
-    fn partition(
-        &mut self,
-        p: PartitionId,
-        inputs: Vec<PartInput>,
-        now: DateTime<Utc>,
-        sweep: bool,
-        tickets: &mut [Ticket],
-    ) -> Result<(Vec<Write>, Effects, Vec<PartInput>), StoreError> {
-        let store = self.store.clone();
-        // the writes of this partition's rounds in flight are read as if stored
-        let pending = self.pending.remove(&p).unwrap_or_default();
-        let tx = store.scoped_over(Scope::Partition(p.0), &pending);
-        let reg = &self.reg;
-        let cfg = &*self.cfg;
-        let mut b = Batch::new(&tx, (p, self.parts), reg, cfg, now);
-        b.fence = self.fences.get(&p).copied().unwrap_or(0);
-        b.spans = self.out.spans.is_some();
-        b.hot = Some(&mut self.hot);
-        let mut produced = Vec::new();
-        let mut inputs = inputs.into_iter();
-        let mut rest = Vec::new();
-        while let Some(i) = inputs.next() {
-            if tx.written() >= BATCH_BYTES {
-                rest.push(i);
-                rest.extend(inputs.by_ref());
-                break;
-            }
-            match i {
-                PartInput::Work {
-                    work,
-                    ticket,
-                    offset,
-                } => {
-                    if let Some(o) = offset {
-                        // the work topic position: below it, records were applied already
-                        let next = tx.get::<i64>(Table::Offsets, WORK_OFFSET)?.unwrap_or(0);
-                        if o < next {
-                            tracing::debug!(partition = %p, offset = o, next,
-                                "work record below the stored offset skipped");
-                            continue;
-                        }
-                        tx.put(Table::Offsets, WORK_OFFSET, &(o + 1))?;
-                    }
-                    let outcome = b.apply_work(work)?;
-                    if let Some(t) = ticket.and_then(|t| tickets.get_mut(t)) {
-                        tickets::settle(t, outcome);
-                    }
-                }
-                PartInput::Message { work, ack } => {
-                    b.apply_work(work)?;
-                    self.loopback
-                        .push((ack.partition, PartInput::Acked(ack.key, None)));
-                }
-                PartInput::CallDone { call, outcome } => {
-                    // A result for a call no longer in flight (applied before a restart, or
-                    // superseded by a retry) is dropped.
-                    if tx.get::<Call>(Table::Calls, &call.key)?.as_ref() == Some(&call) {
-                        tx.delete(Table::Calls, &call.key)?;
-                        let input = match outcome {
-                            Ok(result) => Input::ActionResult {
-                                key: call.key.clone(),
-                                result,
-                            },
-                            Err(error) => Input::ActionFailed {
-                                key: call.key.clone(),
-                                error,
-                            },
-                        };
-                        b.queue(&call.instance, input);
-                        b.drain()?;
-                    }
-                }
-                PartInput::Acked(k, counted) => {
-                    if tx.delete(Table::Outbox, &k)? {
-                        if let Some(c) = counted {
-                            produced.push(c);
-                        }
-                    }
-                }
-                PartInput::Plan(workflow) => b.plan_schedule(&workflow, true)?,
-            }
-        }
-        super::sweep::fire_timers(&mut b)?;
-        // every batch removes expired entries in proportion to what it added (docs/broker.md
-        // "Bounded tables"); the periodic sweep also runs when nothing is consumed
-        super::sweep::sweep_buffer(&mut b, sweep)?;
-        b.sweep_seen(sweep)?;
-        b.sweep_finished(sweep)?;
-        b.drain()?;
-        let fx: Effects = std::mem::take(&mut b.fx);
-        drop(b);
-        for (topic, ty) in produced {
-            self.metrics
-                .produced
-                .with_label_values(&[&topic, &ty])
-                .inc();
-        }
-        let writes = tx.into_writes();
-        if !pending.is_empty() {
-            self.pending.insert(p, pending);
-        }
-        Ok((writes, fx, rest))
     }
 
     /// Hands a call to the invoker, unless this process is running it already.

@@ -6,7 +6,8 @@
 //! offsets committed. Nothing leaves before the changelog has it, as without pipelining.
 
 use super::batch::Effects;
-use super::core::{checkpoint_key, node_write, Core, CoreError, PartInput};
+use super::core::{checkpoint_key, node_write, Core, CoreError};
+use super::processor::PartInput;
 use super::tickets::{self, Ticket};
 use super::{OutboxKey, Stat};
 use crate::cluster::changelog::Checkpoint;

@@ -3,7 +3,8 @@
 //! calls, plan schedules), letting one go, and finding out that another broker fenced this
 //! one out (docs/scale.md).
 
-use super::core::{checkpoint_key, node_write, Core, CoreError, PartInput, WORK_OFFSET};
+use super::core::{checkpoint_key, node_write, Core, CoreError};
+use super::processor::{PartInput, WORK_OFFSET};
 use super::records::{Call, OutRecord, StoredVersion};
 use super::{OutboxKey, Stat};
 use crate::cluster::changelog::{Checkpoint, Entry};

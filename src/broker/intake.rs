@@ -3,8 +3,9 @@
 //! behind their run's first forward (`broker::held`) when that forward is not read back yet,
 //! else through the work topic to the owner. Exactly once by source position either way.
 
-use super::core::{direct_work, input_of, Core, CoreError, PartInput, Sinks};
+use super::core::{direct_work, input_of, Core, CoreError, Sinks};
 use super::flight::Finish;
+use super::processor::PartInput;
 use super::Record;
 use super::Stat;
 use crate::cluster::node::InputPartition;

@@ -1,10 +1,13 @@
 //! The running broker's core: everything between decoded inputs and stored effects.
 //!
-//! - [`core`]: applies commands (Kafka records, HTTP events, admin requests, function results,
-//!   outbox acks, workflow file changes, due timers) to the state partitions, one transaction
-//!   per partition per round, commits, then carries out the effects; `flight`: rounds whose
-//!   changelog appends are on their way, and landing them; `tickets`: requests waiting on a
-//!   round.
+//! - [`core`]: routes commands (Kafka records, HTTP events, admin requests, function results,
+//!   outbox acks, workflow file changes) to the state partitions as their inputs, one
+//!   transaction per partition per round; `round`: building a round (inputs of partitions
+//!   owned elsewhere forwarded, each owned partition's batch, with its due timers, applied by
+//!   its processor in steps, the steps' changelog appends); [`processor`]: one state
+//!   partition's batch applied in one transaction, returning its writes and effects;
+//!   `flight`: rounds whose changelog appends are on their way, and landing them (commit,
+//!   then effects); `tickets`: requests waiting on a round.
 //! - `effects` (outbox, timers, buffer, lifecycle events inside a batch), `deploy`, `sweep`:
 //!   the core's work on file changes, due timers and expired buffered events; [`gauges`]:
 //!   store-kept metrics.
@@ -53,10 +56,12 @@ pub mod index;
 mod inflight;
 pub mod ingest;
 mod intake;
+pub mod processor;
 pub mod records;
 pub mod registry;
 pub mod resume;
 pub mod retention;
+mod round;
 pub mod router;
 pub mod schedule;
 pub mod shared;

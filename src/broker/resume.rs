@@ -5,7 +5,8 @@
 //! released. The node's identity and the input topic partitions the group last gave it are
 //! kept in the store's node scope.
 
-use super::core::{checkpoint_key, node_write, Core, CoreError, PartInput};
+use super::core::{checkpoint_key, node_write, Core, CoreError};
+use super::processor::PartInput;
 use crate::cluster::changelog::{Checkpoint, Entry};
 use crate::cluster::node::{Inputs, NodeId};
 use crate::cluster::partition::PartitionId;

@@ -62,7 +62,7 @@ pub async fn caught_up(
                 tx.get_in::<i64>(
                     Scope::Partition(p.0),
                     Table::Offsets,
-                    crate::broker::core::WORK_OFFSET,
+                    crate::broker::processor::WORK_OFFSET,
                 )
                 .ok()
             })

@@ -1,0 +1,276 @@
+//! Building a round: the inputs of partitions owned elsewhere leave through the work topic,
+//! each owned partition's inputs go to its processor (`broker::processor`) in steps (a step's
+//! messages between partitions are applied in the next one), and each step's batches are sent
+//! to the changelog, at most one record per partition on its way at a time. The round then
+//! waits in flight (`broker::flight`) until Kafka has its appends.
+
+use super::batch::Effects;
+use super::core::{direct_work, input_of, Core, CoreError, SWEEP_EVERY_SECS};
+use super::flight::{Finish, Step};
+use super::processor::{PartInput, Processor};
+use super::tickets::{self, Ticket};
+use crate::cluster::changelog::Entry;
+use crate::cluster::partition::PartitionId;
+use crate::cluster::work::Work;
+use crate::store::{StoreError, Write};
+use chrono::{DateTime, Utc};
+use std::collections::BTreeMap;
+
+impl Core {
+    /// Moves the inputs of partitions owned elsewhere into `forward`: they go through the
+    /// work topic, and their owner applies them (on one process everything is owned).
+    /// `positions` says which request's work is where in `forward`.
+    pub(super) fn forward_elsewhere(
+        &mut self,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+        finish: &mut Finish,
+        forward: &mut Vec<(PartitionId, Work)>,
+        positions: &mut Vec<(usize, usize)>,
+    ) {
+        let elsewhere: Vec<PartitionId> = inputs
+            .keys()
+            .filter(|p| !self.owned.contains(p))
+            .copied()
+            .collect();
+        for p in elsewhere {
+            for i in inputs.remove(&p).unwrap_or_default() {
+                if let PartInput::Work { work, ticket, .. } = i {
+                    if let Some(t) = ticket.and_then(|t| finish.tickets.get_mut(t)) {
+                        if let Ticket::Apply(..) = t {
+                            tickets::moved(t, p); // its caller asks the owner (the API relays)
+                            continue;
+                        }
+                        tickets::forwarded(t, p, &work);
+                        if let Some(i) = ticket {
+                            positions.push((i, forward.len()));
+                        }
+                    }
+                    self.direct.forwarding(input_of(&work).as_ref(), p);
+                    forward.push((p, work));
+                }
+            }
+        }
+    }
+
+    /// Applies every owned partition's inputs, in steps until no messages between
+    /// partitions are left: the first step also takes the partitions with due timers, and the
+    /// periodic sweep when it is due. With a changelog each step's batches are sent to it and
+    /// read through while on their way; without one each step lands at once.
+    pub(super) fn steps(
+        &mut self,
+        mut inputs: BTreeMap<PartitionId, Vec<PartInput>>,
+        finish: &mut Finish,
+        now: DateTime<Utc>,
+        acks_only: bool,
+    ) -> Result<(Vec<Step>, Vec<crate::cluster::Appending>), CoreError> {
+        let sweep = now >= self.last_sweep + chrono::Duration::seconds(SWEEP_EVERY_SECS);
+        if sweep {
+            self.last_sweep = now;
+        }
+        let mut steps: Vec<Step> = Vec::new();
+        let mut landed: Vec<crate::cluster::Appending> = Vec::new();
+        let mut first = true;
+        loop {
+            // partitions with inputs, and (in the first step) those with due timers or a sweep
+            let mut todo: Vec<PartitionId> = inputs.keys().copied().collect();
+            if first {
+                for p in self.owned.clone() {
+                    let due = self.first_timer(p)?.is_some_and(|t| t <= now);
+                    if (due || sweep) && !todo.contains(&p) {
+                        todo.push(p);
+                    }
+                }
+            }
+            if todo.is_empty() {
+                break;
+            }
+            todo.sort();
+            self.rounds += 1;
+            let mut step = Step {
+                seq: self.rounds,
+                changed: Vec::new(),
+                effects: Vec::new(),
+                direct: BTreeMap::new(),
+                asked: BTreeMap::new(),
+                fences: BTreeMap::new(),
+                sent: (std::time::Instant::now(), self.clock.now()),
+                lazy: acks_only,
+            };
+            for p in todo {
+                let batch = inputs.remove(&p).unwrap_or_default();
+                if !self.owned.contains(&p) {
+                    continue;
+                }
+                let asked: Vec<usize> = batch
+                    .iter()
+                    .filter_map(|i| match i {
+                        PartInput::Work {
+                            ticket: Some(t), ..
+                        } => Some(*t),
+                        _ => None,
+                    })
+                    .collect();
+                step.asked.insert(p, asked);
+                // input records applied directly, kept until their batch is in the
+                // changelog: a batch void by a newer fence sends them to the new owner
+                if self.log.is_some() {
+                    let direct: Vec<Work> = batch.iter().filter_map(direct_work).cloned().collect();
+                    if !direct.is_empty() {
+                        step.direct.insert(p, direct);
+                    }
+                    step.fences
+                        .insert(p, self.fences.get(&p).copied().unwrap_or(-1));
+                }
+                let (w, fx, rest) =
+                    self.partition(p, batch, now, first && sweep, &mut finish.tickets)?;
+                if !rest.is_empty() {
+                    inputs.insert(p, rest);
+                }
+                if !w.is_empty() {
+                    step.changed.push((p, w));
+                }
+                step.effects.push((p, fx));
+            }
+            match self.log.is_some() {
+                // the changelog takes each partition's batch first; the next step (and the
+                // next round) reads its writes while they are on their way
+                true => {
+                    self.one_append_per_partition(&step, &steps, &mut landed, &mut inputs)?;
+                    // (a partition lost, or taken back under a new fence, while waiting: its
+                    // batch was built under the old fence and is void when the step lands)
+                    let (entries, void): (Vec<_>, Vec<_>) = std::mem::take(&mut step.changed)
+                        .into_iter()
+                        .partition(|(p, _)| {
+                            self.owned.contains(p) && step.fences.get(p) == self.fences.get(p)
+                        });
+                    let entries: Vec<(PartitionId, Entry)> = entries
+                        .into_iter()
+                        .map(|(p, writes)| {
+                            let fence = step.fences.get(&p).copied().unwrap_or(-1);
+                            (p, Entry::Batch { fence, writes })
+                        })
+                        .collect();
+                    step.sent = (std::time::Instant::now(), self.clock.now());
+                    let log = self.log.as_mut().expect("a changelog");
+                    landed.push(log.send(&entries)?);
+                    for (p, e) in entries {
+                        if let Entry::Batch { writes, .. } = e {
+                            self.pending.entry(p).or_default().add(step.seq, &writes);
+                            step.changed.push((p, writes));
+                        }
+                    }
+                    step.changed.extend(void);
+                    steps.push(step);
+                }
+                false => {
+                    self.land_step(step, Ok(Vec::new()), finish, &mut inputs)?;
+                    for (p, i) in std::mem::take(&mut self.loopback) {
+                        inputs.entry(p).or_default().push(i);
+                    }
+                }
+            }
+            first = false;
+        }
+        Ok((steps, landed))
+    }
+
+    /// Appends `forward` to the work topic before any request that sent work there is
+    /// answered, and tells the start requests among them where their work is.
+    pub(super) fn send_forward(
+        &mut self,
+        forward: Vec<(PartitionId, Work)>,
+        positions: Vec<(usize, usize)>,
+        finish: &mut Finish,
+    ) -> Result<(), CoreError> {
+        if !forward.is_empty() {
+            match self.log.as_mut() {
+                Some(log) => {
+                    let at = log.forward(forward)?;
+                    for &(p, offset) in &at {
+                        self.direct.forwarded(p, offset);
+                    }
+                    for (t, i) in positions {
+                        if let (Some(Ticket::Start(_, Some(Ok(s)))), Some(pos)) =
+                            (finish.tickets.get_mut(t), at.get(i))
+                        {
+                            s.position = Some(*pos);
+                        }
+                    }
+                }
+                None => tracing::warn!(
+                    records = forward.len(),
+                    "work for partitions nobody owns dropped (no Kafka attached)"
+                ),
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until no append of a partition `step` changed is on its way (earlier rounds
+    /// land, earlier steps of this round are acknowledged): one changelog record per
+    /// partition in flight at a time. After a produce batch of several records tansu reports
+    /// the partition's end as the batch's base offset + 1 (docs/kafka.md), and the resume
+    /// after a restart and the check for a newer fence read that end.
+    fn one_append_per_partition(
+        &mut self,
+        step: &Step,
+        earlier: &[Step],
+        landed: &mut [crate::cluster::Appending],
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) -> Result<(), CoreError> {
+        let touches = |s: &Step| {
+            s.changed
+                .iter()
+                .any(|(q, _)| step.changed.iter().any(|(p, _)| p == q))
+        };
+        if self.flights.iter().any(|f| f.steps.iter().any(touches)) {
+            self.land_all(inputs)?;
+        }
+        for (s, fut) in earlier.iter().zip(landed.iter_mut()) {
+            if touches(s) {
+                let r = futures::executor::block_on(&mut *fut);
+                *fut = Box::pin(std::future::ready(r));
+            }
+        }
+        Ok(())
+    }
+
+    /// One partition's transaction: its processor applies the partition's inputs, due
+    /// timers and sweeps (`broker::processor`). Returns its writes and effects, and the
+    /// inputs left for the next step; nothing is committed here.
+    fn partition(
+        &mut self,
+        p: PartitionId,
+        inputs: Vec<PartInput>,
+        now: DateTime<Utc>,
+        sweep: bool,
+        tickets: &mut [Ticket],
+    ) -> Result<(Vec<Write>, Effects, Vec<PartInput>), StoreError> {
+        // the writes of this partition's rounds in flight are read as if stored
+        let pending = self.pending.remove(&p).unwrap_or_default();
+        let applied = Processor {
+            p,
+            parts: self.parts,
+            store: &self.store,
+            pending: &pending,
+            reg: &self.reg,
+            cfg: &self.cfg,
+            fence: self.fences.get(&p).copied().unwrap_or(0),
+            spans: self.out.spans.is_some(),
+            hot: &mut self.hot,
+        }
+        .apply(inputs, now, sweep, tickets);
+        if !pending.is_empty() {
+            self.pending.insert(p, pending);
+        }
+        let applied = applied?;
+        self.loopback.extend(applied.acks);
+        for (topic, ty) in applied.produced {
+            self.metrics
+                .produced
+                .with_label_values(&[&topic, &ty])
+                .inc();
+        }
+        Ok((applied.writes, applied.effects, applied.rest))
+    }
+}
