@@ -71,12 +71,7 @@ pub fn is_workflow_file(path: &Path) -> bool {
     !crate::asl::is_asl(path) && !crate::durable::is_durable(path)
 }
 
-/// Why a definition could not be loaded: every error and warning, located.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{} error(s) in workflow definition", .diagnostics.iter().filter(|d| d.is_error()).count())]
-pub struct Invalid {
-    pub diagnostics: Vec<Diagnostic>,
-}
+pub use crate::diag::Invalid;
 
 impl Definition {
     /// Parses and validates `text` read from `file` on its own: every function and event it

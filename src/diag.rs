@@ -128,6 +128,13 @@ pub fn join(prefix: &str, rest: &str) -> String {
     out
 }
 
+/// Why a definition could not be loaded: every error and warning, located.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{} error(s) in workflow definition", .diagnostics.iter().filter(|d| d.is_error()).count())]
+pub struct Invalid {
+    pub diagnostics: Vec<Diagnostic>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

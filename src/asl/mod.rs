@@ -31,8 +31,8 @@ pub mod rules;
 pub mod steps;
 pub mod vars;
 
-use crate::definition::Invalid;
 use crate::diag::Diagnostic;
+use crate::diag::Invalid;
 use crate::load::{parse_value, Format};
 use std::path::Path;
 

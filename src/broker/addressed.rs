@@ -8,13 +8,12 @@
 //! - an event with a `callbackid` attribute answers a durable function's callback: it goes
 //!   to the instance the callback id names.
 
+use super::answers::token_target;
 use super::batch::{Batch, Result};
 use super::registry::Registry;
 use super::router::{start_id, Routed};
 use super::Stat;
 use crate::cluster::partition::{PartitionId, Partitions};
-use crate::engine::asl::keys::token_instance;
-use crate::engine::durable::CALLBACK_ATTR;
 use crate::engine::Event;
 use crate::store::key;
 
@@ -31,36 +30,6 @@ pub fn start_of(event: &Event) -> Option<String> {
 /// The key that places a start event's instance: its source and id.
 fn start_key(event: &Event) -> String {
     key(&[&event.source, &event.id])
-}
-
-/// Whether an event is addressed to one instance by a task token or a callback id.
-pub fn is_answer(event: &Event) -> bool {
-    event.attribute("tasktoken").is_some() || event.attribute(CALLBACK_ATTR).is_some()
-}
-
-/// The instance a task token answer (or a callback answer) goes to: `Some(Err)` when the
-/// token or callback id is not one flowbroker handed out.
-pub fn token_target(event: &Event) -> Option<std::result::Result<String, String>> {
-    if let Some(cb) = event.attribute(CALLBACK_ATTR) {
-        return Some(
-            crate::durable::arn::read_callback(&cb)
-                .map(|(instance, _)| instance)
-                .map_err(|e| {
-                    format!(
-                        "{e} (answer with the CallbackId the durable function's callback \
-                         operation got)"
-                    )
-                }),
-        );
-    }
-    let token = event.attribute("tasktoken")?;
-    Some(token_instance(&token).map(str::to_string).ok_or_else(|| {
-        format!(
-            "tasktoken {token:?} is not a task token flowbroker handed out (they look like \
-             {{instance}}/{{visit}}/t{{attempt}}; answer with the tasktoken attribute of the \
-             flowbroker.task.requested event)"
-        )
-    }))
 }
 
 /// The partitions an addressed event goes to: the token's instance's, or the start key's;

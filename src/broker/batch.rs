@@ -396,11 +396,7 @@ impl<'a, 's> Batch<'a, 's> {
         self.reindex(def, before.waits, before.active, &rec.instance)?;
         if matches!(input, Input::Start { .. }) {
             self.count_status(None, rec.instance.status)?;
-            self.lifecycle(
-                &rec,
-                "started",
-                json!({"input": super::effects::input_of(&input)}),
-            )?;
+            self.started(&rec, &input)?;
         } else if before.status != rec.instance.status {
             self.count_status(Some(before.status), rec.instance.status)?;
         }

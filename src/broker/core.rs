@@ -1,7 +1,7 @@
 //! The core: applies inputs to the state partitions this broker owns, one store transaction
 //! per partition per round, commits the round, then carries out the effects (produce, invoke,
 //! reply, commit Kafka offsets). With a changelog, rounds are pipelined: a round is built
-//! while the one before it is appended, and lands (`broker::flight`) once Kafka has it.
+//! while the one before it is appended, and lands (`broker::landing`) once Kafka has it.
 //!
 //! Crash safety comes from the order: nothing leaves the process before the transaction that
 //! decided it has committed, and everything that must leave is in the store until it has:
@@ -14,6 +14,7 @@
 //! are delivered in process, in the round after the one that committed them (single node;
 //! docs/scale.md describes the work topic that carries them between brokers).
 
+pub use super::error::CoreError;
 use super::flight::{Finish, Flight};
 use super::processor::PartInput;
 use super::records::{Call, OutRecord, StoredVersion, TimerEntry};
@@ -25,10 +26,10 @@ use super::{AdminError, Clock, Cmd, Delivery, OutboxKey, Stat};
 use crate::cluster::node::InputPartition;
 use crate::cluster::partition::{InstanceId, PartitionId, Partitions};
 use crate::cluster::work::{ReadFrom, Source, Work};
-use crate::cluster::{Log, LogError};
+use crate::cluster::Log;
 use crate::config::Config;
 use crate::metrics::Metrics;
-use crate::store::{split_at, Pending, Scope, Store, StoreError, Table, Write, SEP};
+use crate::store::{split_at, Pending, Scope, Store, StoreError, Table, SEP};
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -135,31 +136,6 @@ impl Queues {
     }
 }
 
-/// Why the core stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum CoreError {
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Log(#[from] LogError),
-    #[error(
-        "the changelog of state partition {partition} starts at offset {start}, but this \
-         broker's store stops at {have} and no snapshot covers the gap: the records between \
-         were deleted before a snapshot of them was announced. Restore the snapshot topic and \
-         the owners topic, or start over with new topics"
-    )]
-    Trimmed {
-        partition: PartitionId,
-        start: i64,
-        have: i64,
-    },
-}
-
-/// The node-scope key of a partition's changelog checkpoint.
-pub(super) fn checkpoint_key(p: PartitionId) -> String {
-    crate::store::key(&["changelog", &p.0.to_string()])
-}
-
 /// At most this many rounds wait for their changelog appends at once; intake waits beyond.
 /// One round is built while the one before it is appended.
 const MAX_FLIGHTS: usize = 2;
@@ -249,6 +225,11 @@ impl Core {
         self.reader = Some(reader);
         self.owned.clear();
         self.publish_owned();
+    }
+
+    /// Snapshots the owned partitions with `writer` (docs/scale.md "Snapshots").
+    pub fn attach_snapshots(&mut self, writer: Box<dyn crate::cluster::snapshot::Writer>) {
+        self.snapshots = Some(super::snapshots::Plan::new(writer, &self.cfg.cluster));
     }
 
     /// The broker's counters (those a detached core counts too).
@@ -511,32 +492,6 @@ impl Core {
             landed: Box::pin(futures::future::join_all(landed)),
         });
         Ok(())
-    }
-
-    /// Moves input records of partitions let go (`Core::strays`, `Core::held_strays`) into
-    /// the round's forward, each before the first record there of the same input partition
-    /// at a later offset for the same partition (or last): a partition must get each input's
-    /// records in offset order. A stray applied directly was consumed before what was
-    /// forwarded after it, but a held one after its run's first forward, which may be in this
-    /// round's forward.
-    pub(super) fn unstray(&mut self, forward: &mut Vec<(PartitionId, Work)>) {
-        let mut strays = std::mem::take(&mut self.strays);
-        strays.append(&mut self.held_strays);
-        self.place_strays(strays, forward);
-    }
-
-    /// Puts `strays` into `forward` in consumption order per input, whichever step or round
-    /// they came from.
-    pub(super) fn place_strays(
-        &mut self,
-        mut strays: Vec<(PartitionId, Work)>,
-        forward: &mut Vec<(PartitionId, Work)>,
-    ) {
-        strays.sort_by_cached_key(|(_, w)| w.source().position());
-        for (p, work) in strays {
-            self.direct.forwarding(input_of(&work).as_ref(), p);
-            super::intake::place(forward, p, work);
-        }
     }
 
     /// Pauses intake once `kafka.max_in_flight` outbox records and function calls are out
@@ -889,19 +844,6 @@ pub(super) struct Sinks<'a> {
     pub offsets: &'a mut BTreeMap<(String, i32), i64>,
     pub stats: &'a mut Vec<Stat>,
     pub forward: &'a mut Vec<(PartitionId, Work)>,
-}
-
-/// A write of a node-scope key (checkpoints).
-pub(super) fn node_write<T: serde::Serialize>(key: &str, value: &T) -> Write {
-    Write {
-        table: Table::Meta,
-        key: key.to_string(),
-        value: Some(
-            serde_json::to_vec(value)
-                .expect("checkpoints serialize")
-                .into(),
-        ),
-    }
 }
 
 async fn sleep(wait: Option<std::time::Duration>) {

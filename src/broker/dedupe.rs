@@ -4,6 +4,7 @@
 //! handled by stored offsets already; this covers copies at different offsets.
 
 use super::batch::{Added, Batch, Result};
+use super::counters::Counter;
 use super::Stat;
 use crate::engine::Event;
 use crate::store::{at, key, Table};
@@ -11,9 +12,6 @@ use chrono::{DateTime, Utc};
 
 /// Entries the periodic sweep removes at least, when due.
 const SWEEP_LIMIT: usize = 10_000;
-
-/// The `Meta` counter of `Seen` entries (the `flowbroker_dedupe_entries` gauge).
-pub const SEEN_COUNT: &str = "dedupe_entries";
 
 impl Batch<'_, '_> {
     /// True when the event was consumed within the window (and counts it); else remembers it.
@@ -57,7 +55,7 @@ impl Batch<'_, '_> {
         }
         let net = self.added.seen_new as i64 - gone;
         if net != 0 {
-            self.tx.bump(SEEN_COUNT, net)?;
+            Counter::Seen.bump(self.tx, net)?;
         }
         Ok(())
     }

@@ -2,6 +2,7 @@
 //! lifecycle events, the status gauge, and where a function call goes.
 
 use super::batch::{Batch, Result};
+use super::counters::Counter;
 use super::records::{Buffered, InstanceRecord, OutRecord, TimerEntry};
 use super::Stat;
 use crate::cluster::work::Work;
@@ -10,16 +11,13 @@ use crate::store::{at, key, num, Table};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-/// Meta counter of buffered and held events (for `/metrics`, without walking the table).
-pub const BUFFER_COUNT: &str = "buffer.count";
-
 impl Batch<'_, '_> {
     /// Keeps the instances-by-status gauge in the store.
     pub(super) fn count_status(&self, old: Option<Status>, new: Status) -> Result<()> {
         if let Some(o) = old {
-            self.tx.bump(&key(&["status", o.as_str()]), -1)?;
+            Counter::Status(o).bump(self.tx, -1)?;
         }
-        self.tx.bump(&key(&["status", new.as_str()]), 1)?;
+        Counter::Status(new).bump(self.tx, 1)?;
         Ok(())
     }
 
@@ -42,7 +40,7 @@ impl Batch<'_, '_> {
 
     /// Keeps an event for an instance that does not wait for it yet.
     pub fn buffer(&mut self, instance: &str, event: Event, ttl: chrono::Duration) -> Result<()> {
-        let seq = self.tx.bump("buffer.seq", 1)?;
+        let seq = Counter::BufferSeq.bump(self.tx, 1)?;
         let b = Buffered {
             event,
             expires: self.now + ttl,
@@ -62,7 +60,7 @@ impl Batch<'_, '_> {
         event: Event,
         ttl: chrono::Duration,
     ) -> Result<()> {
-        let seq = self.tx.bump("buffer.seq", 1)?;
+        let seq = Counter::BufferSeq.bump(self.tx, 1)?;
         let b = Buffered {
             event,
             expires: self.now + ttl,
@@ -82,7 +80,7 @@ impl Batch<'_, '_> {
         for (k, b) in held {
             self.delete_buffered(&k, &b)?;
             if self.is_here(instance) {
-                let seq = self.tx.bump("buffer.seq", 1)?;
+                let seq = Counter::BufferSeq.bump(self.tx, 1)?;
                 self.put_buffered(&key(&[instance, &num(seq as u64)]), &b)?;
             } else if let Ok(to) = self.parts.of_instance(instance) {
                 // the instance lives on another partition: it applies or buffers the event
@@ -100,7 +98,7 @@ impl Batch<'_, '_> {
     /// Stores a buffered event with its expiry index entry.
     fn put_buffered(&mut self, k: &str, b: &Buffered) -> Result<()> {
         self.tx.put(Table::Buffer, k, b)?;
-        self.tx.bump(BUFFER_COUNT, 1)?;
+        Counter::Buffered.bump(self.tx, 1)?;
         self.added.buffered += 1;
         self.tx.put(Table::BufferExpiry, &at(b.expires, k), &())
     }
@@ -108,7 +106,7 @@ impl Batch<'_, '_> {
     /// Removes a buffered event and its expiry index entry.
     pub(super) fn delete_buffered(&mut self, k: &str, b: &Buffered) -> Result<()> {
         if self.tx.delete(Table::Buffer, k)? {
-            self.tx.bump(BUFFER_COUNT, -1)?;
+            Counter::Buffered.bump(self.tx, -1)?;
         }
         self.tx.delete(Table::BufferExpiry, &at(b.expires, k))?;
         Ok(())
@@ -121,7 +119,7 @@ impl Batch<'_, '_> {
 
     /// The next outbox sequence number of this partition (never reused).
     pub(super) fn next_outbox_seq(&mut self) -> Result<u64> {
-        Ok(self.tx.bump("outbox.seq", 1)? as u64)
+        Ok(Counter::OutboxSeq.bump(self.tx, 1)? as u64)
     }
 
     pub(super) fn put_outbox(&mut self, seq: u64, rec: OutRecord) -> Result<()> {
@@ -146,6 +144,15 @@ impl Batch<'_, '_> {
             self.tx.delete(Table::TimerIds, id)?;
         }
         Ok(())
+    }
+
+    /// Emits the `started` lifecycle event of an instance `input` started, with the input.
+    pub(super) fn started(&mut self, rec: &InstanceRecord, input: &Input) -> Result<()> {
+        let input = match input {
+            Input::Start { input, .. } => input.clone(),
+            _ => Value::Null,
+        };
+        self.lifecycle(rec, "started", json!({ "input": input }))
     }
 
     /// Emits a `flowbroker.instance.<what>` lifecycle event.
@@ -204,12 +211,5 @@ impl Batch<'_, '_> {
             key: inst.id.clone(),
             event: Box::new(event),
         })
-    }
-}
-
-pub(super) fn input_of(input: &Input) -> Value {
-    match input {
-        Input::Start { input, .. } => input.clone(),
-        _ => Value::Null,
     }
 }

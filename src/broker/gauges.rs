@@ -3,9 +3,10 @@
 //! partition's series come from its owner only (a store keeps the keys of partitions it owned
 //! before), so summing over the cluster's brokers counts every partition once.
 
+use super::counters::Counter;
 use crate::cluster::partition::PartitionId;
 use crate::engine::Status;
-use crate::store::{key, Scope, Store, StoreError, Table};
+use crate::store::{Scope, Store, StoreError, Table};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -18,8 +19,12 @@ pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError
             *counters.entry((p, k)).or_default() += n;
         }
     }
-    let counter =
-        |p: PartitionId, k: &str| counters.get(&(p.0, k.to_string())).copied().unwrap_or(0);
+    let counter = |p: PartitionId, c: Counter| {
+        counters
+            .get(&(p.0, c.key().into_owned()))
+            .copied()
+            .unwrap_or(0)
+    };
     let mut s = String::new();
     let mut family = |name: &str, help: &str, rows: Vec<(String, i64)>| {
         let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge");
@@ -35,7 +40,7 @@ pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError
     for &p in owned {
         for st in Status::ALL {
             let name = st.as_str();
-            let n = counter(p, &key(&["status", name]));
+            let n = counter(p, Counter::Status(st));
             rows.push((format!("partition=\"{p}\",status=\"{name}\""), n));
         }
     }
@@ -58,12 +63,12 @@ pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError
     family(
         "flowbroker_buffered_events",
         "Early events waiting for their instance (or held for their key).",
-        per(&|p| Ok(counter(p, crate::broker::effects::BUFFER_COUNT)))?,
+        per(&|p| Ok(counter(p, Counter::Buffered)))?,
     );
     family(
         "flowbroker_dedupe_entries",
         "Event ids remembered for duplicate detection (dedupe_window).",
-        per(&|p| Ok(counter(p, crate::broker::dedupe::SEEN_COUNT)))?,
+        per(&|p| Ok(counter(p, Counter::Seen)))?,
     );
     family(
         "flowbroker_function_calls_in_flight",

@@ -3,7 +3,9 @@
 //! calls, plan schedules), letting one go, and finding out that another broker fenced this
 //! one out (docs/scale.md).
 
-use super::core::{checkpoint_key, node_write, Core, CoreError};
+use super::checkpoints::{checkpoint_key, node_write};
+use super::core::Core;
+use super::error::CoreError;
 use super::processor::{PartInput, WORK_OFFSET};
 use super::records::{Call, OutRecord, StoredVersion};
 use super::{OutboxKey, Stat};
@@ -80,7 +82,10 @@ impl Core {
         self.tail.insert(p, fence);
         self.owned.insert(p);
         let now = self.clock.now();
-        self.snapshot_owned(p, snapshot, now);
+        let parts = self.parts.count();
+        if let Some(plan) = self.snapshots.as_mut() {
+            plan.owned(p, parts, snapshot, now);
+        }
         self.publish_owned();
         let tx = self.store.scoped(Scope::Partition(p.0));
         let mut swf = false;
@@ -209,7 +214,9 @@ impl Core {
         self.direct.released(p);
         self.fences.remove(&p);
         self.tail.remove(&p);
-        self.snapshot_released(p);
+        if let Some(plan) = self.snapshots.as_mut() {
+            plan.released(p);
+        }
         let was_owned = self.owned.remove(&p);
         self.shared.standby.give_back(p);
         if !was_owned || self.log.is_none() {

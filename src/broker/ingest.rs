@@ -31,7 +31,7 @@ pub fn targets(reg: &Registry, parts: Partitions, event: &Event) -> Vec<Partitio
         return parts.of_instance(&id).ok().into_iter().collect();
     }
     let addressed = super::addressed::targets(reg, parts, event);
-    if addressed.is_some() && super::addressed::is_answer(event) {
+    if addressed.is_some() && super::answers::is_answer(event) {
         return addressed.unwrap_or_default();
     }
     let mut out: Vec<PartitionId> = reg

@@ -3,7 +3,8 @@
 //! behind their run's first forward (`broker::held`) when that forward is not read back yet,
 //! else through the work topic to the owner. Exactly once by source position either way.
 
-use super::core::{direct_work, input_of, Core, CoreError, Sinks};
+use super::core::{direct_work, input_of, Core, Sinks};
+use super::error::CoreError;
 use super::flight::Finish;
 use super::processor::PartInput;
 use super::Record;
@@ -14,6 +15,32 @@ use crate::cluster::work::{Source, Work};
 use std::collections::BTreeMap;
 
 impl Core {
+    /// Moves input records of partitions let go (`Core::strays`, `Core::held_strays`) into
+    /// the round's forward, each before the first record there of the same input partition
+    /// at a later offset for the same partition (or last): a partition must get each input's
+    /// records in offset order. A stray applied directly was consumed before what was
+    /// forwarded after it, but a held one after its run's first forward, which may be in this
+    /// round's forward.
+    pub(super) fn unstray(&mut self, forward: &mut Vec<(PartitionId, Work)>) {
+        let mut strays = std::mem::take(&mut self.strays);
+        strays.append(&mut self.held_strays);
+        self.place_strays(strays, forward);
+    }
+
+    /// Puts `strays` into `forward` in consumption order per input, whichever step or round
+    /// they came from.
+    pub(super) fn place_strays(
+        &mut self,
+        mut strays: Vec<(PartitionId, Work)>,
+        forward: &mut Vec<(PartitionId, Work)>,
+    ) {
+        strays.sort_by_cached_key(|(_, w)| w.source().position());
+        for (p, work) in strays {
+            self.direct.forwarding(input_of(&work).as_ref(), p);
+            place(forward, p, work);
+        }
+    }
+
     /// Turns consumed input records into partition inputs and forwards.
     pub(super) fn take_records(
         &mut self,

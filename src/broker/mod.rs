@@ -6,8 +6,14 @@
 //!   owned elsewhere forwarded, each owned partition's batch, with its due timers, applied by
 //!   its processor in steps, the steps' changelog appends); [`processor`]: one state
 //!   partition's batch applied in one transaction, returning its writes and effects;
-//!   `flight`: rounds whose changelog appends are on their way, and landing them (commit,
-//!   then effects); `tickets`: requests waiting on a round.
+//!   `flight`: rounds whose changelog appends are on their way; `landing`: landing them
+//!   (fence check, commit, then effects); `tickets`: requests waiting on a round;
+//!   [`error`]: why the core stopped; `checkpoints`: node-scope records (each partition's
+//!   changelog checkpoint).
+//! - The files that add methods to `Core` (`round`, `landing`, `handoff`, `intake`,
+//!   `resume`, `deploy`) import from `core`, and `core` imports from
+//!   none of them; their methods still call each other (`Core::build` calls `steps`,
+//!   `land`, `take_over`...), which an import check does not see.
 //! - `effects` (outbox, timers, buffer, lifecycle events inside a batch), `deploy`, `sweep`:
 //!   the core's work on file changes, due timers and expired buffered events; [`gauges`]:
 //!   store-kept metrics.
@@ -24,7 +30,8 @@
 //!   partition owned here; [`held`]: input records waiting for that, in order; [`apply`]:
 //!   applying a work record on its partition, exactly once by its source position.
 //! - [`router`]: correlating a consumed event to instances or starts; `addressed`: events
-//!   addressed by attribute (task token answers, `flowbroker.workflow.start`).
+//!   addressed by attribute (task token answers, `flowbroker.workflow.start`); `answers`:
+//!   which instance a task token or callback answer names.
 //! - [`dedupe`]: dropping events whose source and id were already consumed.
 //! - [`index`]: correlation keys and index entries.
 //! - [`registry`]: deployed workflow versions and the event-type index.
@@ -33,19 +40,24 @@
 //! - [`history`]: instance history entries, their payloads kept beside them, and the cap on
 //!   entries per instance.
 //! - [`retention`]: forgetting finished instances after `retention`.
-//! - [`records`]: what the store's tables hold.
+//! - [`records`]: what the store's tables hold; [`counters`]: the counters each partition
+//!   keeps.
 //! - [`shared`]: what the HTTP side reads without asking the core (owned partitions, the
 //!   directory of owners, deployed workflows).
 
 mod addressed;
+mod answers;
 pub mod apply;
 pub mod batch;
 pub mod board;
+mod checkpoints;
 pub mod core;
+pub mod counters;
 pub mod dedupe;
 mod deploy;
 pub mod direct;
 pub mod effects;
+pub mod error;
 mod flight;
 pub mod gauges;
 mod handoff;
@@ -56,6 +68,7 @@ pub mod index;
 mod inflight;
 pub mod ingest;
 mod intake;
+mod landing;
 pub mod processor;
 pub mod records;
 pub mod registry;

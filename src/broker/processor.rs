@@ -5,7 +5,7 @@
 //! and returns what it decided: the transaction's writes, the effects to carry out after they
 //! land, and what it sent back to other partitions in process. Nothing here commits, sends or
 //! replies; the core routes inputs to processors and does that (`broker::core`,
-//! `broker::round`, `broker::flight`).
+//! `broker::round`, `broker::landing`).
 
 use super::batch::{Batch, Effects};
 use super::hot::Hot;

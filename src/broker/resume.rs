@@ -5,7 +5,9 @@
 //! released. The node's identity and the input topic partitions the group last gave it are
 //! kept in the store's node scope.
 
-use super::core::{checkpoint_key, node_write, Core, CoreError};
+use super::checkpoints::{checkpoint_key, node_write};
+use super::core::Core;
+use super::error::CoreError;
 use super::processor::PartInput;
 use crate::cluster::changelog::{Checkpoint, Entry};
 use crate::cluster::node::{Inputs, NodeId};

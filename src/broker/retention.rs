@@ -2,8 +2,9 @@
 //! (default 7 days), so a long-running broker's store does not grow without bound.
 
 use super::batch::{Added, Batch, Result};
+use super::counters::Counter;
 use super::records::InstanceRecord;
-use crate::store::{key, Table};
+use crate::store::Table;
 
 /// Instances the periodic sweep forgets at least, when due.
 const SWEEP_LIMIT: usize = 1_000;
@@ -31,8 +32,7 @@ impl Batch<'_, '_> {
             }
             self.tx.delete(Table::Instances, id)?;
             self.forget_history(id)?;
-            self.tx
-                .bump(&key(&["status", rec.instance.status.as_str()]), -1)?;
+            Counter::Status(rec.instance.status).bump(self.tx, -1)?;
         }
         Ok(())
     }

@@ -5,7 +5,8 @@
 //! waits in flight (`broker::flight`) until Kafka has its appends.
 
 use super::batch::Effects;
-use super::core::{direct_work, input_of, Core, CoreError, SWEEP_EVERY_SECS};
+use super::core::{direct_work, input_of, Core, SWEEP_EVERY_SECS};
+use super::error::CoreError;
 use super::flight::{Finish, Step};
 use super::processor::{PartInput, Processor};
 use super::tickets::{self, Ticket};

@@ -11,11 +11,11 @@
 //!    the pending all-events start for that key grows).
 //!
 //! Before 2: an event with a `tasktoken` attribute goes to the token's instance, and a
-//! `flowbroker.workflow.start` event starts the workflow it names ([`super::addressed`]).
+//! `flowbroker.workflow.start` event starts the workflow it names (`broker::addressed`).
 //!
 //! Every step is a point or prefix lookup; nothing scans instances.
 
-use super::addressed::token_target;
+use super::answers::token_target;
 use super::batch::{Batch, Result};
 use super::index;
 use super::records::{Join, TimerEntry};

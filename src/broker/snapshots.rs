@@ -4,7 +4,8 @@
 //! the writer; at take-over, a store behind the partition's latest snapshot loads it and reads
 //! only the changelog after it.
 
-use super::core::{checkpoint_key, node_write, Core, CoreError};
+use super::checkpoints::{checkpoint_key, node_write};
+use super::error::CoreError;
 use super::shared::Shared;
 use crate::cluster::changelog::Checkpoint;
 use crate::cluster::partition::PartitionId;
@@ -12,7 +13,7 @@ use crate::cluster::snapshot::{Job, Writer};
 use crate::cluster::{Log, LogError};
 use crate::store::{Scope, Store};
 use chrono::{DateTime, Utc};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// How long a take-over waits for the owners topic (where snapshots are announced) to be read
@@ -27,62 +28,62 @@ pub(super) struct Plan {
     last: BTreeMap<PartitionId, (i64, DateTime<Utc>)>,
 }
 
-impl Core {
-    /// Snapshots the owned partitions with `writer` (docs/scale.md "Snapshots").
-    pub fn attach_snapshots(&mut self, writer: Box<dyn Writer>) {
-        let c = &self.cfg.cluster;
-        self.snapshots = Some(Plan {
+impl Plan {
+    /// Snapshots written by `writer` at the config's intervals.
+    pub fn new(writer: Box<dyn Writer>, c: &crate::config::ClusterConfig) -> Plan {
+        Plan {
             writer,
             every_records: c.snapshot_every_records as i64,
             every: chrono::Duration::milliseconds(c.snapshot_interval_ms as i64),
             last: BTreeMap::new(),
-        });
+        }
     }
 
-    /// Hands every owned partition that is due to the writer.
-    pub(super) fn plan_snapshots(&mut self, now: DateTime<Utc>) {
-        let Some(plan) = self.snapshots.as_mut() else {
-            return;
-        };
-        for p in &self.owned {
-            let Some(next) = self.tail.get(p).map(|t| t + 1) else {
+    /// Hands every owned partition that is due to the writer: `tail` is each one's last
+    /// changelog offset, `fences` its fence.
+    pub fn due(
+        &mut self,
+        owned: &BTreeSet<PartitionId>,
+        tail: &BTreeMap<PartitionId, i64>,
+        fences: &BTreeMap<PartitionId, i64>,
+        store: &Store,
+        now: DateTime<Utc>,
+    ) {
+        for p in owned {
+            let Some(next) = tail.get(p).map(|t| t + 1) else {
                 continue;
             };
-            let (last, at) = plan.last.get(p).copied().unwrap_or((0, now));
-            let by_count = plan.every_records > 0 && next - last >= plan.every_records;
+            let (last, at) = self.last.get(p).copied().unwrap_or((0, now));
+            let by_count = self.every_records > 0 && next - last >= self.every_records;
             let by_time =
-                plan.every > chrono::Duration::zero() && next > last && now - at >= plan.every;
-            if !(by_count || by_time) || plan.writer.running(*p) {
+                self.every > chrono::Duration::zero() && next > last && now - at >= self.every;
+            if !(by_count || by_time) || self.writer.running(*p) {
                 continue;
             }
-            plan.writer.submit(Job {
+            self.writer.submit(Job {
                 partition: *p,
-                export: self.store.export(Scope::Partition(p.0)),
+                export: store.export(Scope::Partition(p.0)),
                 next,
-                fence: self.fences.get(p).copied(),
+                fence: fences.get(p).copied(),
             });
-            plan.last.insert(*p, (next, now));
+            self.last.insert(*p, (next, now));
         }
     }
 
-    /// A partition taken over: the snapshot it restored from (or none) counts as its last,
-    /// moved back by its turn ([`turn`]) so the partitions of a broker, taken over together,
-    /// are not all due together. In records only without a snapshot: a partition that has
-    /// one keeps the phase its earlier owners gave it (moving it back would make every
-    /// partition far enough past its snapshot due at once).
-    pub(super) fn snapshot_owned(&mut self, p: PartitionId, since: i64, now: DateTime<Utc>) {
-        let parts = self.parts.count();
-        if let Some(plan) = self.snapshots.as_mut() {
-            let (records, time) = turn(p, parts, plan.every_records, plan.every);
-            let records = if since == 0 { records } else { 0 };
-            plan.last.insert(p, (since - records, now - time));
-        }
+    /// A partition taken over (of `parts` in the cluster): the snapshot it restored from (or
+    /// none) counts as its last, moved back by its turn ([`turn`]) so the partitions of a
+    /// broker, taken over together, are not all due together. In records only without a
+    /// snapshot: a partition that has one keeps the phase its earlier owners gave it (moving
+    /// it back would make every partition far enough past its snapshot due at once).
+    pub fn owned(&mut self, p: PartitionId, parts: u16, since: i64, now: DateTime<Utc>) {
+        let (records, time) = turn(p, parts, self.every_records, self.every);
+        let records = if since == 0 { records } else { 0 };
+        self.last.insert(p, (since - records, now - time));
     }
 
-    pub(super) fn snapshot_released(&mut self, p: PartitionId) {
-        if let Some(plan) = self.snapshots.as_mut() {
-            plan.last.remove(&p);
-        }
+    /// A partition let go.
+    pub fn released(&mut self, p: PartitionId) {
+        self.last.remove(&p);
     }
 }
 

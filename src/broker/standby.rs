@@ -7,7 +7,7 @@
 //! trimmed past a copy, the copy is replaced by the partition's latest snapshot first
 //! ([`Standby::reset`], [`Standby::load`]), as a take-over would.
 
-use super::core::{checkpoint_key, node_write};
+use super::checkpoints::{checkpoint_key, node_write};
 use crate::cluster::changelog::Checkpoint;
 use crate::cluster::partition::PartitionId;
 use crate::store::{Store, StoreError, Table, Write};

@@ -7,6 +7,7 @@
 //! answers for any instance by asking the owner. The owners topic also carries each
 //! partition's latest snapshot [`Manifest`], folded here too.
 
+use super::node::NodeId;
 use super::partition::PartitionId;
 use super::snapshot::Manifest;
 use serde::{Deserialize, Serialize};
@@ -25,7 +26,7 @@ pub struct Claim {
     /// The broker's lasting identity (its data directory's; absent in claims of older
     /// versions): a broker restarted on the same `data_dir` resumes what it claimed last.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub node: Option<super::node::NodeId>,
+    pub node: Option<NodeId>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -89,6 +90,16 @@ impl Directory {
     }
 }
 
+/// The state partitions whose latest claim is `node`'s: no other broker claimed them since
+/// this node last held them.
+pub fn held_last(directory: &Directory, node: &NodeId) -> Vec<PartitionId> {
+    directory
+        .claims()
+        .filter(|c| c.node.as_ref() == Some(node))
+        .map(|c| c.partition)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -124,5 +135,33 @@ mod tests {
         let c = claim(7, 99, "x");
         assert_eq!(Claim::decode(&c.encode()).unwrap(), c);
         assert!(Claim::decode(b"{\"partition\":1}").is_err());
+    }
+
+    fn claim_by(p: u16, fence: i64, node: Option<&str>) -> Claim {
+        Claim {
+            partition: PartitionId(p),
+            fence,
+            broker: format!("run-{fence}"),
+            url: String::new(),
+            node: node.map(|n| NodeId(n.into())),
+        }
+    }
+
+    #[test]
+    fn a_node_held_last_what_no_one_claimed_since() {
+        let mut d = Directory::default();
+        d.offer(claim_by(0, 1, Some("a")));
+        d.offer(claim_by(1, 2, Some("a")));
+        d.offer(claim_by(1, 5, Some("b"))); // taken over by b since
+        d.offer(claim_by(2, 3, None)); // a claim from before node ids
+        d.offer(claim_by(3, 9, Some("a")));
+        d.offer(claim_by(3, 4, Some("b"))); // late and stale: a's stands
+        let a = NodeId("a".into());
+        assert_eq!(
+            held_last(&d, &a),
+            vec![PartitionId(0), PartitionId(3)],
+            "{d:?}"
+        );
+        assert_eq!(held_last(&d, &NodeId("b".into())), vec![PartitionId(1)]);
     }
 }

@@ -21,7 +21,7 @@
 pub mod arn;
 pub mod wire;
 
-use crate::definition::Invalid;
+use crate::diag::Invalid;
 use crate::diag::{did_you_mean, Diagnostic};
 use crate::load::{parse_value, Format};
 use serde_json::Value;

@@ -120,11 +120,11 @@ pub enum Activity {
     },
     /// A Lambda durable function's execution (its operations and invocations).
     Durable {
-        durable: Box<super::durable::Run>,
+        durable: Box<super::durable::run::Run>,
     },
     /// An Amazon SWF execution's run (its history and what is open in it).
     Swf {
-        swf: Box<super::swf::Execution>,
+        swf: Box<super::swf::execution::Execution>,
     },
     /// An Amazon SWF domain's registry.
     SwfDomain {
@@ -237,8 +237,8 @@ struct ActivityRepr {
     child: Option<String>,
     items: Option<Vec<Value>>,
     machine: Option<Box<super::asl::thread::MachineRun>>,
-    durable: Option<Box<super::durable::Run>>,
-    swf: Option<Box<super::swf::Execution>>,
+    durable: Option<Box<super::durable::run::Run>>,
+    swf: Option<Box<super::swf::execution::Execution>>,
     domain: Option<Box<crate::swf::registry::Domain>>,
 }
 

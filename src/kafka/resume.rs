@@ -12,7 +12,8 @@
 use super::consumer::{create_outside, run as consume};
 use crate::broker::shared::{Assigned, Shared};
 use crate::broker::Cmd;
-use crate::cluster::node::{held_last, Inputs, NodeId};
+use crate::cluster::directory::held_last;
+use crate::cluster::node::{Inputs, NodeId};
 use crate::config::Config;
 use std::sync::Arc;
 use std::time::Duration;

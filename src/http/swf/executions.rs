@@ -3,6 +3,7 @@
 //! lists and counts. A call about an execution is served by the owner of its workflow id's
 //! partition.
 
+use super::gather::{from_peers, local_instances};
 use super::{apply, invalid, ok, relay, start_instance, unknown, Answer, Fault, Req};
 use crate::broker::index::swf_run_entry;
 use crate::broker::records::InstanceRecord;
@@ -12,7 +13,6 @@ use crate::http::{ApiError, AppState};
 use crate::store::{Scope, Table};
 use crate::swf::registry::{RegistrationStatus, TypeId, TypeKind};
 use crate::swf::{run_id_of, RunKey};
-use axum::http::Method;
 use serde_json::{json, Value};
 
 pub async fn start(s: &AppState, r: &Req) -> Answer {
@@ -213,57 +213,6 @@ fn describe(rec: &InstanceRecord) -> Value {
         v["latestExecutionContext"] = json!(c);
     }
     v
-}
-
-/// Every instance of built-in workflow `workflow` on the partitions owned here.
-pub fn local_instances(s: &AppState, workflow: &str) -> Result<Vec<InstanceRecord>, Fault> {
-    let tx = s.store.read().map_err(ApiError::from)?;
-    let mut out = Vec::new();
-    for p in s.shared.owned().into_keys() {
-        let all: Vec<(String, InstanceRecord)> = tx
-            .prefix_in(Scope::Partition(p.0), Table::Instances, "")
-            .map_err(ApiError::from)?;
-        out.extend(
-            all.into_iter()
-                .map(|(_, r)| r)
-                .filter(|r| r.instance.workflow_id == workflow),
-        );
-    }
-    Ok(out)
-}
-
-/// The `field` items every other broker answers to this request (relayed to each once).
-pub async fn from_peers(s: &AppState, r: &Req, field: &str) -> Vec<Value> {
-    let owners = super::remote_owners(s);
-    let target = format!("{}{}", super::TARGET, r.action);
-    let mut out = Vec::new();
-    for url in owners {
-        let resp = s
-            .peers
-            .relay_with(
-                Method::POST,
-                &url,
-                "/",
-                Some(r.raw.to_vec()),
-                &[("x-amz-target", &target)],
-            )
-            .await;
-        if !resp.status().is_success() {
-            continue;
-        }
-        let Ok(bytes) = axum::body::to_bytes(resp.into_body(), 64 << 20).await else {
-            continue;
-        };
-        if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
-            if let Some(items) = v.get(field).and_then(Value::as_array) {
-                out.extend(items.iter().cloned());
-            }
-            if let Some(n) = v.get("count").and_then(Value::as_u64) {
-                out.push(json!(n));
-            }
-        }
-    }
-    out
 }
 
 /// `List*WorkflowExecutions` and `Count*WorkflowExecutions`: the domain's executions on

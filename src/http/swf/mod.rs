@@ -9,6 +9,7 @@
 //! history and lists; [`tasks`] polls, task responses, heartbeats and counts.
 
 mod executions;
+mod gather;
 mod registry;
 mod tasks;
 

@@ -227,14 +227,14 @@ pub async fn call(s: &AppState, r: &Req) -> Answer {
 /// was relayed, every other broker's.
 pub async fn list_domains(s: &AppState, r: &Req) -> Answer {
     let status = r.need("registrationStatus")?.to_string();
-    let mut infos = super::executions::local_instances(s, crate::swf::DOMAINS)?
+    let mut infos = super::gather::local_instances(s, crate::swf::DOMAINS)?
         .into_iter()
         .filter_map(|rec| domain_of(&rec.instance).cloned())
         .filter(|d| d.status.as_str() == status)
         .map(|d| d.info())
         .collect::<Vec<_>>();
     if !r.forwarded {
-        for v in super::executions::from_peers(s, r, "domainInfos").await {
+        for v in super::gather::from_peers(s, r, "domainInfos").await {
             infos.push(v);
         }
     }

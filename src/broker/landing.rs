@@ -1,0 +1,242 @@
+//! Landing rounds in flight (`broker::flight`): once every append of a round is
+//! acknowledged, its batches are checked against newer fences, written to the store, and only
+//! then are its effects let out, its requests answered and its input offsets committed.
+
+use super::checkpoints::{checkpoint_key, node_write};
+use super::core::Core;
+use super::error::CoreError;
+use super::flight::{Appended, Finish, Flight, Step};
+use super::processor::PartInput;
+use super::tickets;
+use super::OutboxKey;
+use crate::cluster::changelog::Checkpoint;
+use crate::cluster::partition::PartitionId;
+use crate::store::Write;
+use std::collections::{BTreeMap, BTreeSet};
+
+impl Core {
+    /// Lands every round in flight, oldest first, waiting for their appends. `inputs` are
+    /// the inputs of a round being built (a partition lost meanwhile lets them go).
+    pub(super) fn land_all(
+        &mut self,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) -> Result<(), CoreError> {
+        while let Some(mut f) = self.flights.pop_front() {
+            let appended = futures::executor::block_on(&mut f.landed);
+            self.land(f, appended, inputs)?;
+        }
+        Ok(())
+    }
+
+    /// Lands round `f`, whose appends acknowledged `appended`.
+    pub(super) fn land(
+        &mut self,
+        f: Flight,
+        appended: Vec<Appended>,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) -> Result<(), CoreError> {
+        let Flight {
+            steps, mut finish, ..
+        } = f;
+        for (step, appended) in steps.into_iter().zip(appended) {
+            self.land_step(step, appended, &mut finish, inputs)?;
+        }
+        // void batches' direct records go to the new owners before any offset is committed
+        self.flush_strays()?;
+        self.finish(finish);
+        Ok(())
+    }
+
+    /// Lands one append (a step of a round): batches of partitions lost to a newer fence (or
+    /// built under an older fence of this broker) are void; the others go to the store, then
+    /// their effects leave.
+    pub(super) fn land_step(
+        &mut self,
+        step: Step,
+        appended: Appended,
+        finish: &mut Finish,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) -> Result<(), CoreError> {
+        let appended = appended?;
+        if self.log.is_some() && !step.changed.is_empty() {
+            self.metrics
+                .landing_seconds
+                .observe(step.sent.0.elapsed().as_secs_f64());
+        }
+        let Step {
+            seq,
+            changed,
+            mut effects,
+            mut direct,
+            mut asked,
+            fences,
+            sent,
+            lazy,
+        } = step;
+        // built under a fence that is no longer the partition's: let go (or lost) since
+        let void: BTreeSet<PartitionId> = fences
+            .iter()
+            .filter(|(p, f)| self.log.is_some() && self.fences.get(p) != Some(f))
+            .map(|(p, _)| *p)
+            .collect();
+        let mut lost: BTreeSet<PartitionId> = BTreeSet::new();
+        // lost to a resumed broker's provisional fence while the group assigns them here
+        let mut retake: Vec<PartitionId> = Vec::new();
+        let checkpoints = appended.len();
+        let mut writes: Vec<Write> =
+            Vec::with_capacity(checkpoints + changed.iter().map(|(_, w)| w.len()).sum::<usize>());
+        if let Some(log) = self.log.as_mut() {
+            for (p, offset) in appended {
+                if void.contains(&p) {
+                    continue;
+                }
+                // a zombie check that costs nothing while nobody else writes: only this
+                // broker's records since its fence means it still owns `p`
+                let prev = self.tail.get(&p).copied().unwrap_or(-1);
+                if offset != prev + 1 {
+                    if let Some(by) =
+                        super::handoff::fenced_by(log.as_mut(), p, prev + 1, offset - 1)?
+                    {
+                        if by.provisional && !self.resumed.contains(&p) {
+                            tracing::warn!(partition = %p, by = %by.owner, batch = offset,
+                                "a restarted broker resumed this state partition while the \
+                                 group has it here: the batch is void and the partition is \
+                                 taken back");
+                            retake.push(p);
+                        } else {
+                            tracing::error!(partition = %p, by = %by.owner, batch = offset,
+                                "another broker took this state partition over without this \
+                                 broker noticing: the batch is void (neither stored nor let \
+                                 out) and the partition released");
+                        }
+                        lost.insert(p);
+                        continue;
+                    }
+                }
+                self.tail.insert(p, offset);
+                let cp = Checkpoint {
+                    next: offset + 1,
+                    fence: self.fences.get(&p).copied(),
+                };
+                writes.push(node_write(&checkpoint_key(p), &cp));
+            }
+        }
+        for (p, w) in changed {
+            if void.contains(&p) || lost.contains(&p) {
+                continue;
+            }
+            if let Some(pending) = self.pending.get_mut(&p) {
+                pending.settle(seq, &w);
+            }
+            writes.extend(w);
+        }
+        // a void batch lets nothing out; its requests are told to retry and its direct input
+        // records go to the new owner (work topic records are read again there)
+        effects.retain(|(p, _)| !void.contains(p) && !lost.contains(p));
+        for &p in void.iter().chain(&lost) {
+            for t in asked.remove(&p).unwrap_or_default() {
+                if let Some(t) = finish.tickets.get_mut(t) {
+                    tickets::moved(t, p);
+                }
+            }
+            let records = direct.remove(&p).unwrap_or_default();
+            self.strays.extend(records.into_iter().map(|w| (p, w)));
+        }
+        for p in lost {
+            self.release(p, inputs);
+        }
+        for p in retake {
+            self.take_over(p, inputs)?;
+        }
+        let lazy = lazy
+            && effects.iter().all(|(_, fx)| {
+                fx.outbox.is_empty()
+                    && fx.calls.is_empty()
+                    && fx.stats.is_empty()
+                    && fx.offers.is_empty()
+            });
+        let t0 = std::time::Instant::now();
+        // with a changelog, the local store is a cache of it: no need to wait for the disk
+        let sync = !lazy && self.log.is_none();
+        self.store.apply(&writes, sync)?;
+        self.metrics
+            .commit_seconds
+            .with_label_values(&[] as &[&str])
+            .observe(t0.elapsed().as_secs_f64());
+        // paused between the append and here (a stopped or starved process) long enough for
+        // the group to move a partition: its effects stay in (the new owner sends them). The
+        // records let out below carry the time of this check (`LetOut::at`)
+        let checked = self.clock.now();
+        if let Some(log) = self.log.as_mut() {
+            let held =
+                super::handoff::fenced_since(log.as_mut(), sent, checked, &self.tail, &effects)?;
+            if !held.is_empty() {
+                effects.retain(|(p, _)| !held.contains(p));
+                for p in held {
+                    self.release(p, inputs);
+                }
+            }
+        }
+        for (p, mut fx) in effects {
+            finish.stats.append(&mut fx.stats);
+            if let Some(x) = &self.out.spans {
+                x.export(std::mem::take(&mut fx.spans));
+            }
+            for c in fx.calls {
+                self.invoke(c);
+            }
+            for (queue, ready) in fx.offers {
+                self.shared.board.offer(queue, ready);
+            }
+            let out: Vec<_> = fx
+                .outbox
+                .into_iter()
+                .map(|(key, rec)| (OutboxKey { partition: p, key }, rec))
+                .collect();
+            self.send_out(out, checked);
+        }
+        Ok(())
+    }
+
+    /// Sends strays (direct input records of partitions let go) through the work topic now:
+    /// each was consumed before anything of its input the round being built forwards. Held
+    /// records of partitions let go (`Core::held_strays`) wait for that round's forward.
+    pub(super) fn flush_strays(&mut self) -> Result<(), CoreError> {
+        if self.strays.is_empty() {
+            return Ok(());
+        }
+        let mut forward = Vec::new();
+        let strays = std::mem::take(&mut self.strays);
+        self.place_strays(strays, &mut forward);
+        if let Some(log) = self.log.as_mut() {
+            for (p, offset) in log.forward(forward)? {
+                self.direct.forwarded(p, offset);
+            }
+        }
+        Ok(())
+    }
+
+    /// A landed round's requests are answered, its input offsets committed, its counts
+    /// counted; then whatever waits on applied state looks again.
+    pub(super) fn finish(&mut self, finish: Finish) {
+        let Finish {
+            tickets,
+            offsets,
+            stats,
+            now,
+        } = finish;
+        tickets::answer(tickets);
+        if !offsets.is_empty() {
+            let list: Vec<(String, i32, i64)> =
+                offsets.into_iter().map(|((t, p), o)| (t, p, o)).collect();
+            (self.out.commit_offsets)(&list);
+        }
+        self.count(stats);
+        self.backpressure();
+        // requests waiting to read what they wrote look again (`http::barrier`)
+        self.shared.applied.notify_waiters();
+        if let Some(plan) = self.snapshots.as_mut() {
+            plan.due(&self.owned, &self.tail, &self.fences, &self.store, now);
+        }
+    }
+}
