@@ -370,18 +370,6 @@ impl<'a, 's> Batch<'a, 's> {
         if !step.entered.is_empty() {
             rec.since = Some(self.now);
         }
-        let entry = HistoryEntry {
-            at: self.now,
-            input: input.clone(),
-            actions: step.actions.clone(),
-            state: step.instance.state.clone(),
-            status: step.instance.status,
-            entered: std::mem::take(&mut step.entered),
-            payloads: Vec::new(),
-        };
-        self.record_history(id, rec.history, entry)?;
-        rec.history += 1;
-        rec.updated = self.now;
         if tracing::enabled!(tracing::Level::DEBUG) {
             let kind = serde_json::to_value(&input).ok();
             let kind = kind
@@ -392,11 +380,28 @@ impl<'a, 's> Batch<'a, 's> {
                 state = ?step.instance.state, status = step.instance.status.as_str(),
                 actions = step.actions.len(), "applied");
         }
+        // the `started` lifecycle event carries a start's input; the history keeps the input
+        let started = match &input {
+            Input::Start { input, .. } => Some(input.clone()),
+            _ => None,
+        };
+        let entry = HistoryEntry {
+            at: self.now,
+            input,
+            actions: step.actions.clone(),
+            state: step.instance.state.clone(),
+            status: step.instance.status,
+            entered: std::mem::take(&mut step.entered),
+            payloads: Vec::new(),
+        };
+        self.record_history(id, rec.history, entry)?;
+        rec.history += 1;
+        rec.updated = self.now;
         rec.instance = step.instance;
         self.reindex(def, before.waits, before.active, &rec.instance)?;
-        if matches!(input, Input::Start { .. }) {
+        if let Some(input) = started {
             self.count_status(None, rec.instance.status)?;
-            self.started(&rec, &input)?;
+            self.started(&rec, input)?;
         } else if before.status != rec.instance.status {
             self.count_status(Some(before.status), rec.instance.status)?;
         }

@@ -6,7 +6,7 @@ use super::counters::Counter;
 use super::records::{Buffered, InstanceRecord, OutRecord, TimerEntry};
 use super::Stat;
 use crate::cluster::work::Work;
-use crate::engine::{Event, Input, Status};
+use crate::engine::{Event, Status};
 use crate::store::{at, key, num, Table};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -146,12 +146,8 @@ impl Batch<'_, '_> {
         Ok(())
     }
 
-    /// Emits the `started` lifecycle event of an instance `input` started, with the input.
-    pub(super) fn started(&mut self, rec: &InstanceRecord, input: &Input) -> Result<()> {
-        let input = match input {
-            Input::Start { input, .. } => input.clone(),
-            _ => Value::Null,
-        };
+    /// Emits the `started` lifecycle event of an instance, with the input it started with.
+    pub(super) fn started(&mut self, rec: &InstanceRecord, input: Value) -> Result<()> {
         self.lifecycle(rec, "started", json!({ "input": input }))
     }
 
