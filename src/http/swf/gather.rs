@@ -1,6 +1,6 @@
-//! Reading what every broker holds for a list or a count: the instances of a built-in
-//! workflow on the partitions owned here, and the answers of the other brokers to the same
-//! request.
+//! Reading what every broker holds: the instances of a built-in workflow on the partitions
+//! owned here, and the answers of the other brokers to the same request (lists and counts
+//! gathered, a task taken from the first broker that has one).
 
 use super::{Fault, Req};
 use crate::broker::records::InstanceRecord;
@@ -28,27 +28,10 @@ pub fn local_instances(s: &AppState, workflow: &str) -> Result<Vec<InstanceRecor
 
 /// The `field` items every other broker answers to this request (relayed to each once).
 pub async fn from_peers(s: &AppState, r: &Req, field: &str) -> Vec<Value> {
-    let owners = super::remote_owners(s);
     let target = format!("{}{}", super::TARGET, r.action);
     let mut out = Vec::new();
-    for url in owners {
-        let resp = s
-            .peers
-            .relay_with(
-                Method::POST,
-                &url,
-                "/",
-                Some(r.raw.to_vec()),
-                &[("x-amz-target", &target)],
-            )
-            .await;
-        if !resp.status().is_success() {
-            continue;
-        }
-        let Ok(bytes) = axum::body::to_bytes(resp.into_body(), 64 << 20).await else {
-            continue;
-        };
-        if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
+    for url in super::remote_owners(s) {
+        if let Some(v) = ask(s, &url, r, &target).await {
             if let Some(items) = v.get(field).and_then(Value::as_array) {
                 out.extend(items.iter().cloned());
             }
@@ -58,4 +41,27 @@ pub async fn from_peers(s: &AppState, r: &Req, field: &str) -> Vec<Value> {
         }
     }
     out
+}
+
+/// The JSON answer of the broker at `url` to this request's body under `target` (the
+/// `x-amz-target` action); `None` when it failed or is not JSON (the caller goes on with
+/// the others).
+pub async fn ask(s: &AppState, url: &str, r: &Req, target: &str) -> Option<Value> {
+    let resp = s
+        .peers
+        .relay_with(
+            Method::POST,
+            url,
+            "/",
+            Some(r.raw.to_vec()),
+            &[("x-amz-target", target)],
+        )
+        .await;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let bytes = axum::body::to_bytes(resp.into_body(), 64 << 20)
+        .await
+        .ok()?;
+    serde_json::from_slice(&bytes).ok()
 }

@@ -149,23 +149,7 @@ async fn take_from_peers(
     };
     let target = format!("{}{action}", super::TARGET);
     for url in super::remote_owners(s) {
-        let resp = s
-            .peers
-            .relay_with(
-                axum::http::Method::POST,
-                &url,
-                "/",
-                Some(r.raw.to_vec()),
-                &[("x-amz-target", &target)],
-            )
-            .await;
-        if !resp.status().is_success() {
-            continue;
-        }
-        let Ok(bytes) = axum::body::to_bytes(resp.into_body(), 64 << 20).await else {
-            continue;
-        };
-        let Ok(v) = serde_json::from_slice::<Value>(&bytes) else {
+        let Some(v) = super::gather::ask(s, &url, r, &target).await else {
             continue;
         };
         if v["taskToken"].as_str().is_some_and(|t| !t.is_empty()) {
