@@ -1,7 +1,9 @@
 //! Broker core throughput without Kafka: decoded records in batches through the real core
 //! (correlation index, engine, history, outbox, offsets; one fsynced store transaction per
 //! batch). Each of `n` orders is started by one event and continued by a second, correlated
-//! one; the instance then completes and produces an event. `cargo bench --bench core`;
+//! one; the instance then completes and produces an event. Each batch size runs with the
+//! partitions applied in turn on the core thread (`cluster.processor_threads = 1`) and on the
+//! processor threads (the default, one per core), in the same run. `cargo bench --bench core`;
 //! under `cargo test` a small smoke run. Results: docs/performance.md.
 
 use flowbroker::broker::core::Core;
@@ -57,11 +59,12 @@ fn record(offset: i64, id: String, ty: &str, order: usize) -> Record {
     }
 }
 
-fn run(n: usize, batch: usize) -> (f64, usize) {
+fn run(n: usize, batch: usize, threads: usize) -> (f64, usize) {
     let dir = tempfile::tempdir().unwrap();
     let store = Arc::new(Store::open(&dir.path().join("store")).unwrap());
-    let (mut core, mut prx, _calls) =
-        Core::detached(store, Config::default(), Arc::new(SystemClock)).unwrap();
+    let mut cfg = Config::default();
+    cfg.cluster.processor_threads = threads;
+    let (mut core, mut prx, _calls) = Core::detached(store, cfg, Arc::new(SystemClock)).unwrap();
     let files = [("/wf/orders.yaml".to_string(), ORDERS.to_string())].into();
     core.process(vec![Cmd::Files(files)]).unwrap();
     let mut records = Vec::with_capacity(2 * n);
@@ -86,12 +89,14 @@ fn run(n: usize, batch: usize) -> (f64, usize) {
 fn main() {
     let measuring = std::env::args().any(|a| a == "--bench");
     let n = if measuring { 20_000 } else { 200 };
-    println!("| batch | events | events/s | records produced |");
-    println!("|---|---|---|---|");
+    println!("| batch | events | processor threads | events/s | records produced |");
+    println!("|---|---|---|---|---|");
     for batch in [1, 50, 500] {
         let n = if batch == 1 { n / 10 } else { n };
-        let (rate, produced) = run(n, batch);
-        assert_eq!(produced, 3 * n, "started, done and completed per order");
-        println!("| {batch} | {} | {rate:.0} | {produced} |", 2 * n);
+        for (threads, label) in [(1, "1 (the core thread)"), (0, "one per core")] {
+            let (rate, produced) = run(n, batch, threads);
+            assert_eq!(produced, 3 * n, "started, done and completed per order");
+            println!("| {batch} | {} | {label} | {rate:.0} | {produced} |", 2 * n);
+        }
     }
 }

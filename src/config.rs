@@ -450,6 +450,10 @@ pub struct ClusterConfig {
     /// they do not own by tailing its changelog, so a failover restores only the last records
     /// (Kafka Streams' `num.standby.replicas`; docs/scale.md "Standby replicas").
     pub standby_replicas: usize,
+    /// Threads that apply state partitions' batches at once, one partition each at a time
+    /// (docs/broker.md "Partition processors"); 0: one per core; 1: the core thread applies
+    /// every partition in turn.
+    pub processor_threads: usize,
 }
 
 impl Default for ClusterConfig {
@@ -466,6 +470,7 @@ impl Default for ClusterConfig {
             trim_changelog: true,
             resume_on_restart: true,
             standby_replicas: 0,
+            processor_threads: 0,
         }
     }
 }

@@ -54,7 +54,8 @@
 //! - [`broker`]: the core. Commands (records, HTTP events, admin requests, function results,
 //!   outbox acks, file changes, partitions assigned and revoked) -> one [`store`] transaction
 //!   per owned state partition per round, applied by that partition's processor
-//!   ([`broker::processor`]) -> changelog -> effects after commit. Rounds are pipelined: the
+//!   ([`broker::processor`]; a step's partitions at once, on the processor threads) ->
+//!   changelog -> effects after commit. Rounds are pipelined: the
 //!   next is built while the changelog acknowledges the last, which lands (is stored, lets
 //!   its effects out) once it has. Inside: the ingress (input records for owned partitions
 //!   applied without the work topic, a backlog held behind each run's first forward until it

@@ -2,7 +2,8 @@
 //! manual clock: instances started directly live on their id's partition and pin keys owned by
 //! other partitions; index entries and events travel between partitions as messages; a
 //! delivery an instance no longer takes goes back to its key's partition. Every scenario ends
-//! the same with 1 partition as with 12.
+//! the same with 1 partition as with 12, and the same with the partitions applied at once on
+//! processor threads as in turn on the core thread.
 
 mod support;
 use serde_json::json;
@@ -150,5 +151,81 @@ fn a_delivery_an_instance_no_longer_takes_goes_back_to_its_key() {
         let second = h.stored(&others[0]).unwrap();
         assert_eq!(second["instance"]["data"]["loanId"], other, "{second}");
         assert_eq!(second["instance"]["state"], "Sign");
+    }
+}
+
+fn decision(id: &str, loan: &str, key: &str) -> flowbroker::engine::Event {
+    flowbroker::engine::Event {
+        id: id.into(),
+        source: "/desk".into(),
+        event_type: format!("loan.{key}"),
+        time: None,
+        datacontenttype: None,
+        subject: None,
+        data: Some(json!({key: format!("{key}-{loan}")})),
+        extensions: [("loanid".to_string(), json!(loan))].into_iter().collect(),
+    }
+}
+
+/// A step's processors run at once on the processor threads (`broker::pool`) and the core
+/// takes their results in partition order, so the store and the records let out are the same,
+/// byte for byte and in the same order, as with every partition applied in turn on the core
+/// thread: which thread applied what, and when it finished, changes nothing.
+#[test]
+fn processors_on_threads_decide_what_the_core_thread_decides() {
+    let run = |threads: usize| {
+        let mut h = Harness::new("2024-01-01T00:00:00Z", |c| {
+            c.cluster.partitions = 12;
+            c.cluster.processor_threads = threads;
+        });
+        h.deploy("approval.yaml", APPROVAL);
+        // (idempotency keys make the instance ids the same in every run)
+        let ids: Vec<String> = (0..24)
+            .map(|i| {
+                let key = format!("start-{i}");
+                h.start_keyed("approval", json!({}), Some(&key)).unwrap()
+            })
+            .collect();
+        // decisions for 24 loans in one batch: the instances live on their ids' partitions,
+        // the keys on theirs, so the batch's steps span partitions and pass messages; more
+        // decisions than instances start approvals of their own
+        let loans: Vec<String> = (0..32).map(|i| format!("loan-{i}")).collect();
+        let batch = |kind: &str| {
+            loans
+                .iter()
+                .map(|l| decision(&format!("{kind}-{l}"), l, kind))
+                .collect::<Vec<_>>()
+        };
+        h.events_together(batch("decided"));
+        h.events_together(batch("signed"));
+        (ids, h.events.clone(), h.export())
+    };
+    let (ids, events, store) = run(1);
+    let parts = flowbroker::cluster::partition::Partitions::new(12).unwrap();
+    let homes: std::collections::BTreeSet<_> =
+        ids.iter().map(|i| parts.of_instance(i).unwrap()).collect();
+    assert!(
+        homes.len() > 4,
+        "the starts spread over partitions: {homes:?}"
+    );
+    let completed = events
+        .iter()
+        .filter(|(_, _, e)| e.event_type == "flowbroker.instance.completed")
+        .count();
+    assert!(
+        completed > ids.len(),
+        "approvals started directly and by decisions completed: {completed}"
+    );
+    for threads in [2, 4] {
+        let (ids_t, events_t, store_t) = run(threads);
+        assert_eq!(ids_t, ids, "{threads} threads");
+        assert_eq!(events_t.len(), events.len(), "{threads} threads");
+        for (n, (a, b)) in events.iter().zip(&events_t).enumerate() {
+            assert_eq!(a, b, "{threads} threads: record {n} let out");
+        }
+        assert_eq!(store_t.len(), store.len(), "{threads} threads: keys stored");
+        for (a, b) in store.iter().zip(&store_t) {
+            assert_eq!(a, b, "{threads} threads: the stored key {}", a.key);
+        }
     }
 }

@@ -89,8 +89,10 @@ pub struct Core {
     pub(super) group_assigned: bool,
     /// Which input records may skip the work topic into the partitions owned here.
     pub(super) direct: super::direct::Direct,
-    /// Instance records kept decoded between rounds (`broker::hot`).
-    pub(super) hot: super::hot::Hot<super::records::InstanceRecord>,
+    /// Per owned partition: instance records kept decoded between rounds (`broker::hot`).
+    pub(super) hot: BTreeMap<PartitionId, super::hot::Hot<super::records::InstanceRecord>>,
+    /// The processor threads (`broker::pool`).
+    pub(super) pool: super::pool::Pool,
     /// Input records that were to be applied here directly, of partitions let go since: they
     /// go through the work topic to the new owner, in the order they were consumed.
     pub(super) strays: Vec<(PartitionId, Work)>,
@@ -179,6 +181,8 @@ impl Core {
         drop(tx);
         let now = clock.now();
         let parts = cfg.cluster.parts();
+        let pool = super::pool::Pool::new(cfg.cluster.processor_threads);
+        tracing::debug!(threads = pool.threads(), "partition processor threads");
         Ok(Core {
             store,
             reg,
@@ -204,7 +208,8 @@ impl Core {
             direct: Default::default(),
             strays: Vec::new(),
             held_strays: Vec::new(),
-            hot: Default::default(),
+            hot: BTreeMap::new(),
+            pool,
             held: Default::default(),
             flights: Default::default(),
             pending: BTreeMap::new(),
@@ -474,7 +479,11 @@ impl Core {
         // a held record's input offset is not committed: after a crash it is read again
         self.hold_back_offsets(&mut finish.offsets);
         self.metrics.input_held.set(self.held.len() as i64);
-        let (hits, misses) = self.hot.counts();
+        let (hits, misses) = self
+            .hot
+            .values_mut()
+            .map(|h| h.counts())
+            .fold((0, 0), |a, c| (a.0 + c.0, a.1 + c.1));
         let cache = &self.metrics.instance_cache;
         cache.with_label_values(&["hit"]).inc_by(hits);
         cache.with_label_values(&["miss"]).inc_by(misses);

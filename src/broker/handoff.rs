@@ -195,6 +195,7 @@ impl Core {
             }
         }
         self.pending.remove(&p);
+        self.hot.remove(&p);
         // void batches' takes never reach the store
         self.store.forget_due(Scope::Partition(p.0));
         let dropped = inputs.remove(&p).unwrap_or_default();

@@ -19,7 +19,9 @@
 //! record that does not round-trip fails the tests.
 //!
 //! Bounded: at most [`Hot::capacity`] entries and [`BYTES`] of encoded records, the oldest put
-//! first out; a record larger than [`LARGEST`] is not kept.
+//! first out; a record larger than [`LARGEST`] is not kept. Each state partition has its own
+//! (its processor may run on another thread), with its share of those bounds
+//! ([`Hot::share`]).
 
 use std::collections::{HashMap, VecDeque};
 
@@ -42,8 +44,9 @@ pub struct Hot<T> {
     order: VecDeque<(u64, String)>,
     puts: u64,
     capacity: usize,
-    /// Encoded bytes of the entries kept.
+    /// Encoded bytes of the entries kept, and at most.
     bytes: usize,
+    max_bytes: usize,
     hits: u64,
     misses: u64,
 }
@@ -64,12 +67,24 @@ impl<T> Default for Hot<T> {
 impl<T> Hot<T> {
     /// Keeps at most `capacity` records (0: none).
     pub fn new(capacity: usize) -> Hot<T> {
+        Hot::bounded(capacity, BYTES)
+    }
+
+    /// One state partition's cache when there are `partitions`: its share of [`CAPACITY`]
+    /// and [`BYTES`], so a broker that owns every partition keeps what one cache would.
+    pub fn share(partitions: usize) -> Hot<T> {
+        let n = partitions.max(1);
+        Hot::bounded(CAPACITY.div_ceil(n), BYTES / n)
+    }
+
+    fn bounded(capacity: usize, max_bytes: usize) -> Hot<T> {
         Hot {
             entries: HashMap::new(),
             order: VecDeque::new(),
             puts: 0,
             capacity,
             bytes: 0,
+            max_bytes,
             hits: 0,
             misses: 0,
         }
@@ -115,7 +130,7 @@ impl<T> Hot<T> {
             .insert(id.to_string(), Entry { put, bytes, record });
         self.order.push_back((put, id.to_string()));
         while self.entries.len() > self.capacity
-            || self.bytes > BYTES
+            || self.bytes > self.max_bytes
             || self.order.len() > 2 * self.capacity
         {
             let Some((put, id)) = self.order.pop_front() else {
@@ -191,6 +206,22 @@ mod tests {
         }
         assert_eq!(hot.len(), BYTES / LARGEST);
         assert_eq!(hot.take("0", &record), None, "the oldest went first");
+    }
+
+    #[test]
+    fn a_partitions_share_is_its_part_of_the_bounds() {
+        let mut hot = Hot::share(4);
+        assert_eq!(hot.capacity(), CAPACITY / 4);
+        let record = vec![b' '; LARGEST];
+        for n in 0..(BYTES / LARGEST) {
+            hot.offer(&n.to_string(), record.clone(), n);
+        }
+        assert_eq!(hot.len(), BYTES / 4 / LARGEST, "a quarter of the bytes");
+        assert_eq!(
+            Hot::<u8>::share(0).capacity(),
+            CAPACITY,
+            "no partitions: one whole cache"
+        );
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //!   owned elsewhere forwarded, each owned partition's batch, with its due timers, applied by
 //!   its processor in steps, the steps' changelog appends); [`processor`]: one state
 //!   partition's batch applied in one transaction, returning its writes and effects;
-//!   `flight`: rounds whose changelog appends are on their way; `landing`: landing them
+//!   `pool`: the processor threads a step's partitions are applied on at once; `flight`: rounds whose changelog appends are on their way; `landing`: landing them
 //!   (fence check, commit, then effects); `tickets`: requests waiting on a round;
 //!   [`error`]: why the core stopped; `checkpoints`: node-scope records (each partition's
 //!   changelog checkpoint).
@@ -69,6 +69,7 @@ mod inflight;
 pub mod ingest;
 mod intake;
 mod landing;
+mod pool;
 pub mod processor;
 pub mod records;
 pub mod registry;

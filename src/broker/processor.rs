@@ -7,11 +7,11 @@
 //! replies; the core routes inputs to processors and does that (`broker::core`,
 //! `broker::round`, `broker::landing`).
 
+use super::apply::Outcome;
 use super::batch::{Batch, Effects};
 use super::hot::Hot;
 use super::records::{Call, InstanceRecord};
 use super::registry::Registry;
-use super::tickets::{self, Ticket};
 use super::OutboxKey;
 use crate::cluster::partition::{PartitionId, Partitions};
 use crate::cluster::work::Work;
@@ -81,17 +81,18 @@ pub(super) struct Applied {
     pub acks: Vec<(PartitionId, PartInput)>,
     /// Produced records Kafka acknowledged, by topic and type, to count.
     pub produced: Vec<(String, String)>,
+    /// What the requests among the inputs come to, by their ticket (`PartInput::Work`).
+    pub settled: Vec<(usize, Outcome)>,
 }
 
 impl Processor<'_> {
-    /// Applies `inputs` in order (settling the requests among them in `tickets`), fires due
-    /// timers and sweeps expired entries (`sweep`: the periodic sweep too).
+    /// Applies `inputs` in order, fires due timers and sweeps expired entries (`sweep`: the
+    /// periodic sweep too).
     pub fn apply(
         self,
         inputs: Vec<PartInput>,
         now: DateTime<Utc>,
         sweep: bool,
-        tickets: &mut [Ticket],
     ) -> Result<Applied, StoreError> {
         let p = self.p;
         let tx = self.store.scoped_over(Scope::Partition(p.0), self.pending);
@@ -101,6 +102,7 @@ impl Processor<'_> {
         b.hot = Some(self.hot);
         let mut produced = Vec::new();
         let mut acks = Vec::new();
+        let mut settled = Vec::new();
         let mut inputs = inputs.into_iter();
         let mut rest = Vec::new();
         while let Some(i) = inputs.next() {
@@ -126,8 +128,8 @@ impl Processor<'_> {
                         tx.put(Table::Offsets, WORK_OFFSET, &(o + 1))?;
                     }
                     let outcome = b.apply_work(work)?;
-                    if let Some(t) = ticket.and_then(|t| tickets.get_mut(t)) {
-                        tickets::settle(t, outcome);
+                    if let Some(t) = ticket {
+                        settled.push((t, outcome));
                     }
                 }
                 PartInput::Message { work, ack } => {
@@ -178,6 +180,7 @@ impl Processor<'_> {
             rest,
             acks,
             produced,
+            settled,
         })
     }
 }

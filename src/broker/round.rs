@@ -1,19 +1,21 @@
 //! Building a round: the inputs of partitions owned elsewhere leave through the work topic,
 //! each owned partition's inputs go to its processor (`broker::processor`) in steps (a step's
-//! messages between partitions are applied in the next one), and each step's batches are sent
+//! messages between partitions are applied in the next one; a step's processors run at once,
+//! `broker::pool`), and each step's batches are sent
 //! to the changelog, at most one record per partition on its way at a time. The round then
 //! waits in flight (`broker::flight`) until Kafka has its appends.
 
-use super::batch::Effects;
 use super::core::{direct_work, input_of, Core, SWEEP_EVERY_SECS};
 use super::error::CoreError;
 use super::flight::{Finish, Step};
-use super::processor::{PartInput, Processor};
+use super::hot::Hot;
+use super::processor::{Applied, PartInput, Processor};
+use super::records::InstanceRecord;
 use super::tickets::{self, Ticket};
 use crate::cluster::changelog::Entry;
 use crate::cluster::partition::PartitionId;
 use crate::cluster::work::Work;
-use crate::store::{StoreError, Write};
+use crate::store::{Pending, StoreError};
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 
@@ -97,6 +99,7 @@ impl Core {
                 sent: (std::time::Instant::now(), self.clock.now()),
                 lazy: acks_only,
             };
+            let mut jobs = Vec::with_capacity(todo.len());
             for p in todo {
                 let batch = inputs.remove(&p).unwrap_or_default();
                 if !self.owned.contains(&p) {
@@ -122,15 +125,31 @@ impl Core {
                     step.fences
                         .insert(p, self.fences.get(&p).copied().unwrap_or(-1));
                 }
-                let (w, fx, rest) =
-                    self.partition(p, batch, now, first && sweep, &mut finish.tickets)?;
-                if !rest.is_empty() {
-                    inputs.insert(p, rest);
+                jobs.push(self.job(p, batch));
+            }
+            self.apply_jobs(&mut jobs, now, first && sweep);
+            for job in jobs {
+                let applied = job.applied.expect("every job was applied")?;
+                let p = job.p;
+                self.loopback.extend(applied.acks);
+                for (topic, ty) in applied.produced {
+                    self.metrics
+                        .produced
+                        .with_label_values(&[&topic, &ty])
+                        .inc();
                 }
-                if !w.is_empty() {
-                    step.changed.push((p, w));
+                for (t, outcome) in applied.settled {
+                    if let Some(t) = finish.tickets.get_mut(t) {
+                        tickets::settle(t, outcome);
+                    }
                 }
-                step.effects.push((p, fx));
+                if !applied.rest.is_empty() {
+                    inputs.insert(p, applied.rest);
+                }
+                if !applied.writes.is_empty() {
+                    step.changed.push((p, applied.writes));
+                }
+                step.effects.push((p, applied.effects));
             }
             match self.log.is_some() {
                 // the changelog takes each partition's batch first; the next step (and the
@@ -236,42 +255,58 @@ impl Core {
         Ok(())
     }
 
-    /// One partition's transaction: its processor applies the partition's inputs, due
-    /// timers and sweeps (`broker::processor`). Returns its writes and effects, and the
-    /// inputs left for the next step; nothing is committed here.
-    fn partition(
-        &mut self,
-        p: PartitionId,
-        inputs: Vec<PartInput>,
-        now: DateTime<Utc>,
-        sweep: bool,
-        tickets: &mut [Ticket],
-    ) -> Result<(Vec<Write>, Effects, Vec<PartInput>), StoreError> {
-        // the writes of this partition's rounds in flight are read as if stored
-        let pending = self.pending.remove(&p).unwrap_or_default();
-        let applied = Processor {
+    /// Partition `p`'s batch for its processor, with the partition's state taken out of the
+    /// core while it runs: the writes of its rounds in flight and its decoded instances.
+    fn job(&mut self, p: PartitionId, inputs: Vec<PartInput>) -> Job {
+        Job {
             p,
-            parts: self.parts,
-            store: &self.store,
-            pending: &pending,
-            reg: &self.reg,
-            cfg: &self.cfg,
+            inputs,
+            pending: self.pending.remove(&p).unwrap_or_default(),
+            hot: (self.hot.remove(&p)).unwrap_or_else(|| Hot::share(self.parts.count().into())),
             fence: self.fences.get(&p).copied().unwrap_or(0),
-            spans: self.out.spans.is_some(),
-            hot: &mut self.hot,
+            applied: None,
         }
-        .apply(inputs, now, sweep, tickets);
-        if !pending.is_empty() {
-            self.pending.insert(p, pending);
-        }
-        let applied = applied?;
-        self.loopback.extend(applied.acks);
-        for (topic, ty) in applied.produced {
-            self.metrics
-                .produced
-                .with_label_values(&[&topic, &ty])
-                .inc();
-        }
-        Ok((applied.writes, applied.effects, applied.rest))
     }
+
+    /// One step's transactions: each partition's processor applies its inputs, due timers
+    /// and sweeps (`broker::processor`), the partitions at once on the processor threads
+    /// (`broker::pool`). Each job's state goes back to the core; nothing is committed here.
+    fn apply_jobs(&mut self, jobs: &mut [Job], now: DateTime<Utc>, sweep: bool) {
+        let (store, reg, cfg) = (&*self.store, &self.reg, &*self.cfg);
+        let (parts, spans) = (self.parts, self.out.spans.is_some());
+        self.pool.run(jobs, |job| {
+            let inputs = std::mem::take(&mut job.inputs);
+            let applied = Processor {
+                p: job.p,
+                parts,
+                store,
+                pending: &job.pending,
+                reg,
+                cfg,
+                fence: job.fence,
+                spans,
+                hot: &mut job.hot,
+            }
+            .apply(inputs, now, sweep);
+            job.applied = Some(applied);
+        });
+        for job in jobs {
+            let pending = std::mem::take(&mut job.pending);
+            if !pending.is_empty() {
+                self.pending.insert(job.p, pending);
+            }
+            let hot = std::mem::replace(&mut job.hot, Hot::new(0));
+            self.hot.insert(job.p, hot);
+        }
+    }
+}
+
+/// One partition's batch on its way through a processor.
+struct Job {
+    p: PartitionId,
+    inputs: Vec<PartInput>,
+    pending: Pending,
+    hot: Hot<InstanceRecord>,
+    fence: i64,
+    applied: Option<Result<Applied, StoreError>>,
 }

@@ -23,6 +23,8 @@ pub struct Harness {
     files: BTreeMap<String, String>,
     /// Every `flowbroker.instance.started` seen: (instance id, workflow, input).
     pub started: Vec<(String, String, Value)>,
+    /// Every event let out, in order: (topic, key, event).
+    pub events: Vec<(String, String, flowbroker::engine::Event)>,
 }
 
 /// The strings of an array field of a routing outcome.
@@ -56,6 +58,7 @@ impl Harness {
             out: rx,
             files: BTreeMap::new(),
             started: vec![],
+            events: vec![],
         };
         h.boot();
         h
@@ -106,7 +109,8 @@ impl Harness {
     pub fn drain(&mut self) {
         while let Ok(batch) = self.out.try_recv() {
             for (_, rec) in batch {
-                if let OutRecord::Event { event, .. } = rec {
+                if let OutRecord::Event { topic, key, event } = rec {
+                    self.events.push((topic, key, (*event).clone()));
                     if event.event_type == "flowbroker.instance.started" {
                         let d = event.data.unwrap();
                         self.started.push((
@@ -136,6 +140,13 @@ impl Harness {
         let scope = flowbroker::cluster::partition::scope_of(id)?;
         snap.get_in::<Value>(scope, flowbroker::store::Table::Instances, id)
             .unwrap()
+    }
+
+    /// Every key of the store and its value, in key order (every scope).
+    pub fn export(&self) -> Vec<flowbroker::store::Write> {
+        let store = self.store.as_ref().unwrap();
+        let export = store.export(flowbroker::store::Scope::Node);
+        export.chunks(1 << 20).flat_map(|c| c.unwrap()).collect()
     }
 
     /// Entries of a table, over every state partition.
@@ -222,6 +233,16 @@ impl Harness {
     }
 
     pub fn start_with(&mut self, wf: &str, input: Value) -> Result<String, String> {
+        self.start_keyed(wf, input, None)
+    }
+
+    /// A direct start with an idempotency key (its instance id follows from the key).
+    pub fn start_keyed(
+        &mut self,
+        wf: &str,
+        input: Value,
+        key: Option<&str>,
+    ) -> Result<String, String> {
         let (tx, mut rx) = tokio::sync::oneshot::channel();
         self.core
             .as_mut()
@@ -229,7 +250,7 @@ impl Harness {
             .process(vec![Cmd::Start {
                 workflow: wf.into(),
                 input,
-                key: None,
+                key: key.map(str::to_string),
                 trace: None,
                 at: None,
                 reply: tx,
