@@ -198,6 +198,16 @@ fn processors_on_threads_decide_what_the_core_thread_decides() {
         };
         h.events_together(batch("decided"));
         h.events_together(batch("signed"));
+        let pooled = h.counter_with("flowbroker_processor_batches_total", "on=\"pool\"");
+        let alone = h.counter_with("flowbroker_processor_batches_total", "on=\"core\"");
+        assert!(
+            alone > 0,
+            "{threads} threads: steps of one partition stay on the core"
+        );
+        match threads {
+            1 => assert_eq!(pooled, 0, "one thread: no pool"),
+            _ => assert!(pooled > 1, "{threads} threads: steps of several partitions"),
+        }
         (ids, h.events.clone(), h.export())
     };
     let (ids, events, store) = run(1);

@@ -19,13 +19,13 @@
 //! record that does not round-trip fails the tests.
 //!
 //! Bounded: at most [`Hot::capacity`] entries and [`BYTES`] of encoded records, the oldest put
-//! first out; a record larger than [`LARGEST`] is not kept. Each state partition has its own
-//! (its processor may run on another thread), with its share of those bounds
+//! first out; a record larger than [`LARGEST`] is not kept. Each owned state partition has
+//! its own (its processor may run on another thread), with an equal share of those bounds
 //! ([`Hot::share`]).
 
 use std::collections::{HashMap, VecDeque};
 
-/// How many decoded instances a broker keeps at most.
+/// How many decoded instances a broker keeps at most (over the partitions it owns).
 pub const CAPACITY: usize = 4096;
 
 /// The encoded size of the records kept, at most (decoded, a record takes a few times its
@@ -70,11 +70,14 @@ impl<T> Hot<T> {
         Hot::bounded(capacity, BYTES)
     }
 
-    /// One state partition's cache when there are `partitions`: its share of [`CAPACITY`]
-    /// and [`BYTES`], so a broker that owns every partition keeps what one cache would.
-    pub fn share(partitions: usize) -> Hot<T> {
-        let n = partitions.max(1);
-        Hot::bounded(CAPACITY.div_ceil(n), BYTES / n)
+    /// Bounds this partition's cache to its share of [`CAPACITY`] and [`BYTES`] when the
+    /// broker owns `owned` partitions (so all of them together keep no more than one cache
+    /// would), dropping the oldest entries over it.
+    pub fn share(&mut self, owned: usize) {
+        let n = owned.max(1);
+        self.capacity = (CAPACITY / n).max(1);
+        self.max_bytes = BYTES / n;
+        self.trim();
     }
 
     fn bounded(capacity: usize, max_bytes: usize) -> Hot<T> {
@@ -129,6 +132,11 @@ impl<T> Hot<T> {
         self.entries
             .insert(id.to_string(), Entry { put, bytes, record });
         self.order.push_back((put, id.to_string()));
+        self.trim();
+    }
+
+    /// Drops the oldest entries until the bounds hold.
+    fn trim(&mut self) {
         while self.entries.len() > self.capacity
             || self.bytes > self.max_bytes
             || self.order.len() > 2 * self.capacity
@@ -210,18 +218,21 @@ mod tests {
 
     #[test]
     fn a_partitions_share_is_its_part_of_the_bounds() {
-        let mut hot = Hot::share(4);
+        let mut hot = Hot::default();
+        hot.share(4);
         assert_eq!(hot.capacity(), CAPACITY / 4);
         let record = vec![b' '; LARGEST];
         for n in 0..(BYTES / LARGEST) {
             hot.offer(&n.to_string(), record.clone(), n);
         }
         assert_eq!(hot.len(), BYTES / 4 / LARGEST, "a quarter of the bytes");
-        assert_eq!(
-            Hot::<u8>::share(0).capacity(),
-            CAPACITY,
-            "no partitions: one whole cache"
-        );
+        hot.share(8); // more partitions taken over: the share shrinks at once
+        assert_eq!(hot.len(), BYTES / 8 / LARGEST, "an eighth of the bytes");
+        assert_eq!(hot.take("0", &record), None, "the oldest went first");
+        let last = BYTES / LARGEST - 1;
+        assert_eq!(hot.take(&last.to_string(), &record), Some(last));
+        hot.share(0);
+        assert_eq!(hot.capacity(), CAPACITY, "none owned: one whole cache");
     }
 
     #[test]

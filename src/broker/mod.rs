@@ -5,8 +5,9 @@
 //!   transaction per partition per round; `round`: building a round (inputs of partitions
 //!   owned elsewhere forwarded, each owned partition's batch, with its due timers, applied by
 //!   its processor in steps, the steps' changelog appends); [`processor`]: one state
-//!   partition's batch applied in one transaction, returning its writes and effects;
-//!   `pool`: the processor threads a step's partitions are applied on at once; `flight`: rounds whose changelog appends are on their way; `landing`: landing them
+//!   partition's batch applied in one transaction, returning its writes, effects and what
+//!   its requests came to; `pool`: the processor threads a step's partitions are applied on
+//!   at once; `flight`: rounds whose changelog appends are on their way; `landing`: landing them
 //!   (fence check, commit, then effects); `tickets`: requests waiting on a round;
 //!   [`error`]: why the core stopped; `checkpoints`: node-scope records (each partition's
 //!   changelog checkpoint).

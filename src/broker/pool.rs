@@ -49,12 +49,18 @@ impl Pool {
     }
 
     /// Calls `f` on every job, at once on the pool when there is more than one, and returns
-    /// when all are done.
-    pub fn run<J: Send>(&self, jobs: &mut [J], f: impl Fn(&mut J) + Sync + Send) {
+    /// when all are done: `true` when they ran on the pool.
+    pub fn run<J: Send>(&self, jobs: &mut [J], f: impl Fn(&mut J) + Sync + Send) -> bool {
         use rayon::iter::{IntoParallelRefMutIterator, ParallelIterator};
         match &self.threads {
-            Some(pool) if jobs.len() > 1 => pool.install(|| jobs.par_iter_mut().for_each(f)),
-            _ => jobs.iter_mut().for_each(f),
+            Some(pool) if jobs.len() > 1 => {
+                pool.install(|| jobs.par_iter_mut().for_each(f));
+                true
+            }
+            _ => {
+                jobs.iter_mut().for_each(f);
+                false
+            }
         }
     }
 }
@@ -63,6 +69,7 @@ impl Pool {
 mod tests {
     use super::*;
     use std::sync::Mutex;
+    use std::time::Duration;
 
     #[test]
     fn every_job_runs_once_on_the_pools_threads() {
@@ -84,13 +91,31 @@ mod tests {
     }
 
     #[test]
+    fn jobs_run_at_once() {
+        // each job waits for a word from the other: one after the other, the first would
+        // wait in vain (and fail after the timeout rather than hang)
+        let (to_a, from_b) = std::sync::mpsc::channel::<()>();
+        let (to_b, from_a) = std::sync::mpsc::channel::<()>();
+        let ends = [(to_b, Mutex::new(from_b)), (to_a, Mutex::new(from_a))];
+        let mut jobs = [0usize, 1];
+        let on_pool = Pool::new(2).run(&mut jobs, |j| {
+            let (tell, hear) = &ends[*j];
+            tell.send(()).unwrap();
+            let heard = hear.lock().unwrap().recv_timeout(Duration::from_secs(30));
+            assert!(heard.is_ok(), "job {j} ran alone");
+        });
+        assert!(on_pool);
+    }
+
+    #[test]
     fn one_job_or_one_thread_stays_on_the_calling_thread() {
         let here = std::thread::current().id();
         let mut one = [0u8];
-        Pool::new(2).run(&mut one, |_| assert_eq!(std::thread::current().id(), here));
+        let on_pool = Pool::new(2).run(&mut one, |_| assert_eq!(std::thread::current().id(), here));
+        assert!(!on_pool);
         let mut many = [0u8; 8];
         let single = Pool::new(1);
         assert_eq!(single.threads(), 1);
-        single.run(&mut many, |_| assert_eq!(std::thread::current().id(), here));
+        assert!(!single.run(&mut many, |_| assert_eq!(std::thread::current().id(), here)));
     }
 }

@@ -15,7 +15,7 @@ use super::tickets::{self, Ticket};
 use crate::cluster::changelog::Entry;
 use crate::cluster::partition::PartitionId;
 use crate::cluster::work::Work;
-use crate::store::{Pending, StoreError};
+use crate::store::{Pending, Scope, StoreError};
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 
@@ -262,7 +262,11 @@ impl Core {
             p,
             inputs,
             pending: self.pending.remove(&p).unwrap_or_default(),
-            hot: (self.hot.remove(&p)).unwrap_or_else(|| Hot::share(self.parts.count().into())),
+            hot: {
+                let mut hot = self.hot.remove(&p).unwrap_or_default();
+                hot.share(self.owned.len());
+                hot
+            },
             fence: self.fences.get(&p).copied().unwrap_or(0),
             applied: None,
         }
@@ -274,7 +278,7 @@ impl Core {
     fn apply_jobs(&mut self, jobs: &mut [Job], now: DateTime<Utc>, sweep: bool) {
         let (store, reg, cfg) = (&*self.store, &self.reg, &*self.cfg);
         let (parts, spans) = (self.parts, self.out.spans.is_some());
-        self.pool.run(jobs, |job| {
+        let on = self.pool.run(jobs, |job| {
             let inputs = std::mem::take(&mut job.inputs);
             let applied = Processor {
                 p: job.p,
@@ -290,7 +294,15 @@ impl Core {
             .apply(inputs, now, sweep);
             job.applied = Some(applied);
         });
+        let on = if on { "pool" } else { "core" };
+        let batches = &self.metrics.processor_batches;
+        batches.with_label_values(&[on]).inc_by(jobs.len() as u64);
+        let failed = jobs.iter().any(|j| matches!(j.applied, Some(Err(_))));
         for job in jobs {
+            if failed {
+                // the step is void: no processor's takes of due entries reach the store
+                self.store.forget_due(Scope::Partition(job.p.0));
+            }
             let pending = std::mem::take(&mut job.pending);
             if !pending.is_empty() {
                 self.pending.insert(job.p, pending);

@@ -224,8 +224,13 @@ impl Harness {
 
     /// A counter of the core's metrics, summed over its series.
     pub fn counter(&self, name: &str) -> i64 {
+        self.counter_with(name, "")
+    }
+
+    /// A counter's series whose labels contain `with` (`on="pool"`), summed.
+    pub fn counter_with(&self, name: &str, with: &str) -> i64 {
         let text = self.core.as_ref().unwrap().metrics().render("");
-        super::metric_sum(&text, name, "")
+        super::metric_sum(&text, name, with)
     }
 
     pub fn start(&mut self, wf: &str) -> Result<String, String> {
