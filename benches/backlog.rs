@@ -25,7 +25,9 @@ fn main() {
         .producer()
         .send_pings("q", n, None, |i| json!({"i": i}));
     let queued = t.elapsed().as_secs_f64();
-    let broker = Broker::start(&kafka, &[("echo.yaml", ECHO)], &[]);
+    // the default processor threads, not the tests' pool
+    let threads = [("FLOWBROKER_CLUSTER_PROCESSOR_THREADS", "0")];
+    let broker = Broker::start(&kafka, &[("echo.yaml", ECHO)], &threads);
     let t0 = Instant::now();
     let mut peak_kib = 0u64;
     let mut samples = Vec::new();

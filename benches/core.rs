@@ -3,7 +3,7 @@
 //! batch). Each of `n` orders is started by one event and continued by a second, correlated
 //! one; the instance then completes and produces an event. Each batch size runs with the
 //! partitions applied in turn on the core thread (`cluster.processor_threads = 1`) and on the
-//! processor threads (the default, one per core), in the same run. `cargo bench --bench core`;
+//! processor threads (one per core, at least 2), in the same run. `cargo bench --bench core`;
 //! under `cargo test` a small smoke run. Results: docs/performance.md.
 
 use flowbroker::broker::core::Core;
@@ -91,9 +91,11 @@ fn main() {
     let n = if measuring { 20_000 } else { 200 };
     println!("| batch | events | processor threads | events/s | records produced |");
     println!("|---|---|---|---|---|");
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    let pool = format!("{cores} (one per core)");
     for batch in [1, 50, 500] {
         let n = if batch == 1 { n / 10 } else { n };
-        for (threads, label) in [(1, "1 (the core thread)"), (0, "one per core")] {
+        for (threads, label) in [(1, "1 (the core thread)"), (cores, pool.as_str())] {
             let (rate, produced) = run(n, batch, threads);
             assert_eq!(produced, 3 * n, "started, done and completed per order");
             println!("| {batch} | {} | {label} | {rate:.0} | {produced} |", 2 * n);

@@ -181,14 +181,18 @@ fn fetch_wait_ms() -> u32 {
         .unwrap_or(100)
 }
 
-/// The broker runs with the defaults (the test harness's shorter fetch wait and debug log level
-/// are put back), with the bench's fetch wait and the variables `RATIO_BROKER_ENV` names (or
+/// The broker runs with the defaults (the test harness's shorter fetch wait, debug log level
+/// and processor pool are put back), with the bench's fetch wait and the variables `RATIO_BROKER_ENV` names (or
 /// `RATIO_BASELINE_ENV`, for the baseline).
 fn start(kafka: &Kafka, bin: &str, baseline: bool) -> Broker {
     let wait = fetch_wait_ms().to_string();
     let mut env = vec![
         ("FLOWBROKER_LOG".to_string(), "info".to_string()),
         ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS".to_string(), wait),
+        (
+            "FLOWBROKER_CLUSTER_PROCESSOR_THREADS".to_string(),
+            "0".to_string(),
+        ),
     ];
     let var = if baseline {
         "RATIO_BASELINE_ENV"

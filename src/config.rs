@@ -451,8 +451,8 @@ pub struct ClusterConfig {
     /// (Kafka Streams' `num.standby.replicas`; docs/scale.md "Standby replicas").
     pub standby_replicas: usize,
     /// Threads that apply state partitions' batches at once, one partition each at a time
-    /// (docs/broker.md "Partition processors"); 0: one per core; 1: the core thread applies
-    /// every partition in turn.
+    /// (docs/broker.md "Partition processors"); 0: one per core less one (1 on 2 cores);
+    /// 1: the core thread applies every partition in turn.
     pub processor_threads: usize,
 }
 

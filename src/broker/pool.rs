@@ -1,7 +1,8 @@
 //! The partition processors' threads. A step's partitions are independent (each reads and
 //! writes only its own keys, and its messages to the others are applied in the next step),
-//! so their processors run at once on a pool sized to the cores (`cluster.processor_threads`),
-//! one partition per processor at a time. The core waits for the step's processors and takes
+//! so their processors run at once on a pool sized to the cores (`cluster.processor_threads`;
+//! by default one per core less one, which the Kafka clients and the store's flushes and
+//! compactions keep busy), one partition per processor at a time. The core waits for the step's processors and takes
 //! their results in partition order, so what a round decides does not depend on which thread
 //! applied what.
 //!
@@ -14,12 +15,12 @@ pub(super) struct Pool {
 }
 
 impl Pool {
-    /// `threads` processor threads; 0: one per core; 1: none (every job on the calling
-    /// thread). A pool that cannot be started is logged and leaves the jobs on the calling
-    /// thread.
+    /// `threads` processor threads; 0: one per core less one (so none on 2 cores); 1: none
+    /// (every job on the calling thread). A pool that cannot be started is logged and leaves
+    /// the jobs on the calling thread.
     pub fn new(threads: usize) -> Pool {
         let threads = match threads {
-            0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get().saturating_sub(1)),
             n => n,
         };
         if threads < 2 {

@@ -823,6 +823,8 @@ impl Broker {
             ("FLOWBROKER_KAFKA_GROUP_ID".into(), "flowbroker-test".into()),
             ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS".into(), "10".into()),
             ("FLOWBROKER_KAFKA_SESSION_TIMEOUT_MS".into(), "6000".into()),
+            // the processor pool, which the default leaves out on 2 cores, runs in every test
+            ("FLOWBROKER_CLUSTER_PROCESSOR_THREADS".into(), "2".into()),
             (
                 "FLOWBROKER_DATA_DIR".into(),
                 dir.join("data").display().to_string(),
