@@ -6,9 +6,9 @@
 //!
 //! The language and the pure engine in the middle; every piece of I/O at the edge.
 //! No file imports from another that imports back from it, directly or through others
-//! (`tests/architecture.rs` checks the paths files name; a parent module's file, which
-//! declares what its children share, is left out), except the Serverless Workflow
-//! interpreter's steps in [`engine`], which call each other.
+//! (`tests/architecture.rs` reads each file with `syn` and checks the paths it names; a
+//! parent module's file, which declares what its children share, is left out), except the
+//! Serverless Workflow interpreter's steps in [`engine`], which call each other.
 //!
 //! Language (text -> a runnable definition):
 //! - [`load`]: JSON/YAML text -> [`model`], each event/function/state read on its own so every

@@ -2,19 +2,21 @@
 //! it, directly or through others (one concept per file, no cycles between files), except
 //! the steps of the Serverless Workflow interpreter ([`INTERPRETER`]). A file's
 //! dependencies are the modules its code names by path (`crate::a::b`, `super::x`,
-//! `self::y`, grouped imports included), outside comments and its test module. A module and
-//! its own submodules are one unit here: a parent re-exports and uses its children, and a
-//! child uses what its parent defines (so a cycle through a parent's file, which declares
-//! what its children share, is not seen). Limits: only paths count (a method defined in
-//! another file, called on a value, is not an import), `//` ends a line even inside a
-//! string, and paths inside an inline module resolve from the file's module.
+//! `self::y`, grouped imports included), read with `syn` (so comments and strings are not
+//! code), its `#[cfg(test)]` items left out. A module and its own submodules are one unit
+//! here: a parent re-exports and uses its children, and a child uses what its parent defines
+//! (so a cycle through a parent's file, which declares what its children share, is not
+//! seen). Paths in macro arguments, which syn leaves as tokens, are read from the tokens.
+//! The one limit: only paths count, so a method defined in another file and called on a
+//! value (as `Core`'s methods, spread over several files, call each other) is not an import.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use syn::visit::{self, Visit};
 
-/// Module path ("a::b", "" for the crate root) -> the file's code.
-fn modules(src: &Path) -> BTreeMap<String, String> {
-    fn walk(dir: &Path, src: &Path, out: &mut BTreeMap<String, String>) {
+/// Module path ("a::b", "" for the crate root) -> the file's syntax.
+fn modules(src: &Path) -> BTreeMap<String, syn::File> {
+    fn walk(dir: &Path, src: &Path, out: &mut BTreeMap<String, syn::File>) {
         for entry in std::fs::read_dir(dir).expect("a source directory") {
             let path = entry.expect("a directory entry").path();
             if path.is_dir() {
@@ -39,7 +41,9 @@ fn modules(src: &Path) -> BTreeMap<String, String> {
                 parts.clear();
             }
             let text = std::fs::read_to_string(&path).expect("a source file");
-            out.insert(parts.join("::"), code_of(&text));
+            let file = syn::parse_file(&text)
+                .unwrap_or_else(|e| panic!("{}: not Rust syn can read: {e}", path.display()));
+            out.insert(parts.join("::"), file);
         }
     }
     let mut out = BTreeMap::new();
@@ -47,90 +51,137 @@ fn modules(src: &Path) -> BTreeMap<String, String> {
     out
 }
 
-/// A file's code: without its test module and without comments.
-fn code_of(text: &str) -> String {
-    let code = text
-        .split("#[cfg(test)]\nmod tests {")
-        .next()
-        .unwrap_or(text);
-    code.lines()
-        .map(|l| l.split("//").next().unwrap_or_default())
-        .collect::<Vec<_>>()
-        .join("\n")
+/// The paths a file names from `crate`, `super` or `self` (grouped imports expanded), each
+/// with the inline modules it is written in (empty: at the file's level).
+#[derive(Default)]
+struct Paths {
+    inline: Vec<String>,
+    found: Vec<(Vec<String>, Vec<String>)>,
 }
 
-/// Every path a piece of code names from `crate`, `super` or `self`, with grouped imports
-/// (`a::{b, c::d}`) expanded.
-fn paths(code: &str) -> Vec<Vec<String>> {
-    let bytes = code.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < code.len() {
-        let starts_word = i == 0 || !is_ident(bytes[i - 1] as char) && bytes[i - 1] != b':';
-        let head = ["crate::", "super::", "self::"]
-            .into_iter()
-            .find(|h| bytes[i..].starts_with(h.as_bytes()));
-        match head {
-            Some(h) if starts_word => {
-                let first = h.trim_end_matches("::").to_string();
-                let end = expand(code, i + h.len(), vec![first], &mut out);
-                i = end.max(i + 1);
-            }
-            _ => i += 1,
+impl Paths {
+    fn of(file: &syn::File) -> Vec<(Vec<String>, Vec<String>)> {
+        let mut p = Paths::default();
+        p.visit_file(file);
+        p.found
+    }
+
+    fn found(&mut self, path: Vec<String>) {
+        if path
+            .first()
+            .is_some_and(|h| matches!(h.as_str(), "crate" | "super" | "self"))
+        {
+            self.found.push((self.inline.clone(), path));
         }
     }
-    out
-}
 
-fn is_ident(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_'
-}
-
-/// Reads the path continuing at `at` after `prefix::`; returns where it ended.
-fn expand(code: &str, at: usize, prefix: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
-    let rest = &code[at..];
-    if let Some(inner) = rest.strip_prefix('{') {
-        // a group: split at top-level commas, each item continues the prefix
-        let mut depth = 0;
-        let mut start = 0;
-        for (j, c) in inner.char_indices() {
-            match c {
-                '{' => depth += 1,
-                '}' if depth == 0 => {
-                    item(&inner[start..j], &prefix, out);
-                    return at + 1 + j + 1;
+    fn use_tree(&mut self, tree: &syn::UseTree, mut prefix: Vec<String>) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(&p.tree, prefix);
+            }
+            syn::UseTree::Name(n) => {
+                prefix.push(n.ident.to_string());
+                self.found(prefix);
+            }
+            syn::UseTree::Rename(r) => {
+                prefix.push(r.ident.to_string());
+                self.found(prefix);
+            }
+            syn::UseTree::Glob(_) => self.found(prefix),
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.use_tree(t, prefix.clone());
                 }
-                '}' => depth -= 1,
-                ',' if depth == 0 => {
-                    item(&inner[start..j], &prefix, out);
-                    start = j + 1;
+            }
+        }
+    }
+}
+
+/// `#[cfg(test)]` among `attrs`.
+fn for_tests(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| match &a.meta {
+        syn::Meta::List(l) => l.path.is_ident("cfg") && l.tokens.to_string() == "test",
+        _ => false,
+    })
+}
+
+impl<'ast> Visit<'ast> for Paths {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        let attrs = match item {
+            syn::Item::Mod(i) => &i.attrs,
+            syn::Item::Fn(i) => &i.attrs,
+            syn::Item::Use(i) => &i.attrs,
+            syn::Item::Impl(i) => &i.attrs,
+            syn::Item::Const(i) => &i.attrs,
+            syn::Item::Static(i) => &i.attrs,
+            syn::Item::Struct(i) => &i.attrs,
+            syn::Item::Enum(i) => &i.attrs,
+            _ => return visit::visit_item(self, item),
+        };
+        if !for_tests(attrs) {
+            visit::visit_item(self, item);
+        }
+    }
+
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        self.inline.push(m.ident.to_string());
+        visit::visit_item_mod(self, m);
+        self.inline.pop();
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        self.use_tree(&u.tree, Vec::new());
+    }
+
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        self.found(p.segments.iter().map(|s| s.ident.to_string()).collect());
+        visit::visit_path(self, p); // paths in its generic arguments
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        visit::visit_macro(self, m);
+        self.tokens(m.tokens.clone());
+    }
+}
+
+impl Paths {
+    /// Paths in a macro's arguments, which syn leaves as tokens: `crate`, `super` or `self`
+    /// (`$crate` too) followed by `::` and names.
+    fn tokens(&mut self, tokens: proc_macro2::TokenStream) {
+        use proc_macro2::TokenTree;
+        let tts: Vec<TokenTree> = tokens.into_iter().collect();
+        let sep = |i: usize| {
+            matches!((tts.get(i), tts.get(i + 1)),
+                (Some(TokenTree::Punct(a)), Some(TokenTree::Punct(b)))
+                    if a.as_char() == ':' && b.as_char() == ':')
+        };
+        let mut i = 0;
+        while i < tts.len() {
+            match &tts[i] {
+                TokenTree::Group(g) => self.tokens(g.stream()),
+                TokenTree::Ident(head)
+                    if matches!(head.to_string().as_str(), "crate" | "super" | "self")
+                        && (i < 2 || !sep(i - 2)) =>
+                {
+                    let mut path = vec![head.to_string()];
+                    while sep(i + 1) {
+                        match tts.get(i + 3) {
+                            Some(TokenTree::Ident(next)) => path.push(next.to_string()),
+                            _ => break,
+                        }
+                        i += 3;
+                    }
+                    if path.len() > 1 {
+                        self.found(path);
+                    }
                 }
                 _ => {}
             }
+            i += 1;
         }
-        return code.len();
     }
-    let end = rest.find(|c: char| !is_ident(c)).unwrap_or(rest.len());
-    let mut path = prefix;
-    if end > 0 {
-        path.push(rest[..end].to_string());
-    }
-    if rest[end..].starts_with("::") {
-        return expand(code, at + end + 2, path, out);
-    }
-    out.push(path);
-    at + end
-}
-
-/// One item of a group: a path relative to the group's prefix.
-fn item(text: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
-    let text = text.trim();
-    if text.is_empty() {
-        return;
-    }
-    let mut inner = Vec::new();
-    expand(text, 0, prefix.to_vec(), &mut inner);
-    out.extend(inner);
 }
 
 /// The module a path from module `from` lands in: the longest known module it names.
@@ -181,10 +232,15 @@ fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let known: BTreeSet<String> = files.keys().cloned().collect();
     files
         .iter()
-        .map(|(m, code)| {
-            let deps = paths(code)
+        .map(|(m, file)| {
+            let deps = Paths::of(file)
                 .iter()
-                .filter_map(|p| resolve(m, p, &known))
+                .filter_map(|(inline, p)| {
+                    // a path in an inline module resolves from it (`super::` leaves it)
+                    let from = m.split("::").filter(|s| !s.is_empty());
+                    let from: Vec<&str> = from.chain(inline.iter().map(String::as_str)).collect();
+                    resolve(&from.join("::"), p, &known)
+                })
                 .filter(|t| !within(m, t) && !within(t, m))
                 .collect();
             (m.clone(), deps)
@@ -257,16 +313,44 @@ const INTERPRETER: [&str; 5] = [
 
 #[test]
 fn paths_and_groups_are_read_and_resolved() {
-    let code = "use super::{a, b::{C, d::E}};\nlet x = crate::m::n::f(self::g::h);\nnot_super::z";
-    let ps: Vec<String> = paths(code).iter().map(|p| p.join("::")).collect();
+    let code = r#"
+        use super::{a, b::{C, d::E as F}, g::*};
+        // crate::in_a_comment
+        /* crate::in_a_block_comment */
+        fn f() -> Vec<self::t::T> {
+            let x = crate::m::n::f(self::g::h, "crate::in_a_string");
+            not_super::z();
+            tracing::warn!(error = %crate::w::v(x), "{}", vec![super::u::U]);
+            mod inner {
+                use super::super::q::R;
+            }
+        }
+        #[cfg(test)]
+        mod tests {
+            use crate::only_for_tests;
+        }
+    "#;
+    let file = syn::parse_file(code).unwrap();
+    let ps: Vec<String> = Paths::of(&file)
+        .iter()
+        .map(|(inline, p)| match inline.is_empty() {
+            true => p.join("::"),
+            false => format!("[{}] {}", inline.join("::"), p.join("::")),
+        })
+        .collect();
     assert_eq!(
         ps,
         [
             "super::a",
             "super::b::C",
             "super::b::d::E",
+            "super::g",
+            "self::t::T",
             "crate::m::n::f",
-            "self::g::h"
+            "self::g::h",
+            "crate::w::v",
+            "super::u::U",
+            "[inner] super::super::q::R"
         ]
     );
     let known: BTreeSet<String> = ["", "m", "m::n", "p", "p::q", "p::r", "p::q::g"]
@@ -289,6 +373,11 @@ fn paths_and_groups_are_read_and_resolved() {
     assert_eq!(
         resolve("p", &path("super::m::X"), &known).as_deref(),
         Some("m")
+    );
+    // from an inline module of p::q: `super` is p::q itself
+    assert_eq!(
+        resolve("p::q::inner", &path("super::super::r::T"), &known).as_deref(),
+        Some("p::r")
     );
 }
 
