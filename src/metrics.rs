@@ -131,7 +131,7 @@ impl Metrics {
                 "flowbroker_intake_paused",
                 "1 while the core asks the consumers to pause (kafka.max_in_flight records and calls are out and not heard back about); 0 otherwise.",
             ),
-            processor_batches: counter(&r, "flowbroker_processor_batches_total", "State partition batches applied by their processors, by where: pool (at once with the other partitions of their step, on the processor threads) or core (alone in their step, or cluster.processor_threads = 1).", &["on"]),
+            processor_batches: counter(&r, "flowbroker_processor_batches_total", "State partition batches applied by their processors, by where: pool (at once with the other partitions of their step, on the processor threads) or core (alone in their step, or no pool: cluster.processor_threads = 1, the default on 2 cores or fewer, or a pool that could not start).", &["on"]),
             instance_cache: counter(&r, "flowbroker_instance_cache_total", "Instance records loaded to apply an input, by outcome: hit (kept decoded since the instance's last write, which the store still holds) or miss (decoded from the store).", &["outcome"]),
             registry: r,
         }

@@ -7,8 +7,11 @@
 //! here: a parent re-exports and uses its children, and a child uses what its parent defines
 //! (so a cycle through a parent's file, which declares what its children share, is not
 //! seen). Paths in macro arguments, which syn leaves as tokens, are read from the tokens.
-//! The one limit: only paths count, so a method defined in another file and called on a
-//! value (as `Core`'s methods, spread over several files, call each other) is not an import.
+//! Limits: only paths count, so a method defined in another file and called on a value (as
+//! `Core`'s methods, spread over several files, call each other) is not an import; a path
+//! through a module brought in by `use` (`engine::x` after `use crate::engine`) counts as a
+//! use of that module, not of `x`; paths in attribute arguments are not read; and `self` or
+//! `super` in a `macro_rules!` body resolves from where the macro is written.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -25,7 +25,8 @@
 
 use std::collections::{HashMap, VecDeque};
 
-/// How many decoded instances a broker keeps at most (over the partitions it owns).
+/// How many decoded instances a broker keeps at most (over the partitions it owns; see
+/// [`Hot::share`]).
 pub const CAPACITY: usize = 4096;
 
 /// The encoded size of the records kept, at most (decoded, a record takes a few times its
@@ -71,8 +72,9 @@ impl<T> Hot<T> {
     }
 
     /// Bounds this partition's cache to its share of [`CAPACITY`] and [`BYTES`] when the
-    /// broker owns `owned` partitions (so all of them together keep no more than one cache
-    /// would), dropping the oldest entries over it.
+    /// broker owns `owned` partitions, dropping the oldest entries over it. A partition's
+    /// share is set before each of its batches, so after a take-over the caches of the others
+    /// keep their larger share until their next batch (the periodic sweep's, at the latest).
     pub fn share(&mut self, owned: usize) {
         let n = owned.max(1);
         self.capacity = (CAPACITY / n).max(1);
@@ -227,10 +229,15 @@ mod tests {
         }
         assert_eq!(hot.len(), BYTES / 4 / LARGEST, "a quarter of the bytes");
         hot.share(8); // more partitions taken over: the share shrinks at once
-        assert_eq!(hot.len(), BYTES / 8 / LARGEST, "an eighth of the bytes");
-        assert_eq!(hot.take("0", &record), None, "the oldest went first");
-        let last = BYTES / LARGEST - 1;
-        assert_eq!(hot.take(&last.to_string(), &record), Some(last));
+        let kept = BYTES / 8 / LARGEST;
+        assert_eq!(hot.len(), kept, "an eighth of the bytes");
+        let first = BYTES / LARGEST - kept; // the oldest of those kept under the larger share
+        assert_eq!(
+            hot.take(&(first - 1).to_string(), &record),
+            None,
+            "the oldest went"
+        );
+        assert_eq!(hot.take(&first.to_string(), &record), Some(first));
         hot.share(0);
         assert_eq!(hot.capacity(), CAPACITY, "none owned: one whole cache");
     }

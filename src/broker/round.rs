@@ -300,7 +300,8 @@ impl Core {
         let failed = jobs.iter().any(|j| matches!(j.applied, Some(Err(_))));
         for job in jobs {
             if failed {
-                // the step is void: no processor's takes of due entries reach the store
+                // the step is void: no processor's takes of due entries reach the store (the
+                // error stops the core; this keeps the bounds true should it not)
                 self.store.forget_due(Scope::Partition(job.p.0));
             }
             let pending = std::mem::take(&mut job.pending);

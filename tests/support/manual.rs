@@ -47,6 +47,8 @@ impl Harness {
             timezone: "UTC".into(),
             ..Config::default()
         };
+        // the processor pool, which the default leaves out on 2 cores, runs in every test
+        c.cluster.processor_threads = 2;
         cfg(&mut c);
         let (_, rx) = mpsc::unbounded_channel();
         let mut h = Harness {
