@@ -2,9 +2,9 @@
 //! writes only its own keys, and its messages to the others are applied in the next step),
 //! so their processors run at once on a pool sized to the cores (`cluster.processor_threads`;
 //! by default one per core less one, which the Kafka clients and the store's flushes and
-//! compactions keep busy), one partition per processor at a time. The core waits for the step's processors and takes
-//! their results in partition order, so what a round decides does not depend on which thread
-//! applied what.
+//! compactions keep busy), one partition per processor at a time. The core waits for the
+//! step's processors and takes their results in partition order, so what a round decides does
+//! not depend on which thread applied what.
 //!
 //! A step with one partition (the common case at a low rate) is applied on the core thread:
 //! handing it to the pool would add a thread hop to its latency and gain nothing.

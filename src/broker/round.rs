@@ -1,9 +1,9 @@
 //! Building a round: the inputs of partitions owned elsewhere leave through the work topic,
 //! each owned partition's inputs go to its processor (`broker::processor`) in steps (a step's
 //! messages between partitions are applied in the next one; a step's processors run at once,
-//! `broker::pool`), and each step's batches are sent
-//! to the changelog, at most one record per partition on its way at a time. The round then
-//! waits in flight (`broker::flight`) until Kafka has its appends.
+//! `broker::pool`), and each step's batches are sent to the changelog, at most one record per
+//! partition on its way at a time. The round then waits in flight (`broker::flight`) until
+//! Kafka has its appends.
 
 use super::core::{direct_work, input_of, Core, SWEEP_EVERY_SECS};
 use super::error::CoreError;
