@@ -116,6 +116,11 @@ fn several_attributes_fixed_values_one_active_instance_and_early_events() {
     );
     let ib = h.stored(&b).unwrap();
     assert_eq!(ib["instance"]["status"], "COMPLETED", "{ib}");
+    // f3, buffered for `a` and never waited for, went when `a` finished; the count that
+    // spares scans of an empty buffer agrees with the table
+    assert!(h.counter_with("flowbroker_buffered_events_total", "outcome=\"dropped\"") >= 1);
+    assert_eq!(h.table_len(flowbroker::store::Table::Buffer), 0);
+    assert_eq!(metric_sum(&h.gauges(), "flowbroker_buffered_events", ""), 0);
     // keys are index entries: a finished instance frees its key for a new start
     let c = h.event_with("f4", "/claims", "claim.filed", &web("c1", "eu"), json!({}));
     assert_eq!(list(&c, "started").len(), 1, "{c}");

@@ -226,11 +226,7 @@ impl<'a, 's> Batch<'a, 's> {
         // the partition keeps the versions its instances run on: a broker that takes it over
         // runs them whatever its own workflows_dir holds (docs/scale.md)
         let vk = key(&[&wf.id, &wf.version]);
-        if self
-            .tx
-            .get::<StoredVersion>(Table::Versions, &vk)?
-            .is_none()
-        {
+        if !self.tx.contains(Table::Versions, &vk)? {
             self.tx.put(Table::Versions, &vk, &StoredVersion::of(wf))?;
         }
         // applied as it is, not stored first and read back: the instance is written once,
@@ -769,6 +765,9 @@ impl<'a, 's> Batch<'a, 's> {
         for t in &rec.instance.timers {
             self.disarm(t)?;
         }
+        if !self.may_have_buffered()? {
+            return Ok(());
+        }
         for (k, b) in self
             .tx
             .prefix::<Buffered>(Table::Buffer, &format!("{}{SEP}", rec.instance.id))?
@@ -786,7 +785,7 @@ impl<'a, 's> Batch<'a, 's> {
         inst: &Instance,
     ) -> Result<()> {
         let waiting = engine::waits_for(def, inst);
-        if waiting.is_empty() {
+        if waiting.is_empty() || !self.may_have_buffered()? {
             return Ok(());
         }
         let queued: Vec<&str> = self

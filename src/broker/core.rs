@@ -657,9 +657,11 @@ impl Core {
             }
             Cmd::Acked(acked) => {
                 for a in acked {
-                    self.inflight.acked(&a.key);
+                    // counted once: the first time the producer reports on what this process
+                    // handed it (the store is not asked whether the entry is still there)
+                    let first = self.inflight.acked(&a.key);
                     let counted = match a.delivery {
-                        Delivery::Delivered => Some((a.topic, a.label)),
+                        Delivery::Delivered => first.then_some((a.topic, a.label)),
                         Delivery::DeadLettered => {
                             stats.push(Stat::DeadLettered("undeliverable"));
                             None

@@ -34,6 +34,13 @@ impl Counter {
         }
     }
 
+    /// The counter's value in `tx` (0 when it was never counted).
+    pub fn value(self, tx: &Txn<'_>) -> crate::store::Result<i64> {
+        Ok(tx
+            .get::<i64>(crate::store::Table::Meta, &self.key())?
+            .unwrap_or(0))
+    }
+
     /// Adds `by` to the counter in `tx`; returns the new value.
     pub fn bump(self, tx: &Txn<'_>, by: i64) -> crate::store::Result<i64> {
         tx.bump(&self.key(), by)

@@ -74,6 +74,9 @@ impl Batch<'_, '_> {
     /// Moves events held for active key `active` (`workflow SEP event SEP key`) to `instance`'s
     /// buffer, oldest first.
     pub(super) fn adopt_held(&mut self, active: &str, instance: &str) -> Result<()> {
+        if !self.may_have_buffered()? {
+            return Ok(());
+        }
         let held: Vec<(String, Buffered)> = self
             .tx
             .prefix(Table::Buffer, &format!("@{active}{}", crate::store::SEP))?;
@@ -101,6 +104,13 @@ impl Batch<'_, '_> {
         Counter::Buffered.bump(self.tx, 1)?;
         self.added.buffered += 1;
         self.tx.put(Table::BufferExpiry, &at(b.expires, k), &())
+    }
+
+    /// Whether the partition may have buffered or held events: its count of them
+    /// (`put_buffered` and `delete_buffered` keep it exact) is not zero. A zero count
+    /// spares the scans of `Buffer` that most inputs would otherwise make and find nothing.
+    pub(super) fn may_have_buffered(&self) -> Result<bool> {
+        Ok(Counter::Buffered.value(self.tx)? != 0)
     }
 
     /// Removes a buffered event and its expiry index entry.

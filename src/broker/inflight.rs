@@ -38,9 +38,10 @@ impl InFlight {
         self.sent.insert(k.clone())
     }
 
-    /// The producer is done with it (acknowledged, dead-lettered or dropped).
-    pub fn acked(&mut self, k: &OutboxKey) {
-        self.sent.remove(k);
+    /// The producer is done with it (acknowledged, dead-lettered or dropped); false when it
+    /// was not in flight (heard of already).
+    pub fn acked(&mut self, k: &OutboxKey) -> bool {
+        self.sent.remove(k)
     }
 
     /// A call handed to the invoker; false for one already running.
@@ -82,8 +83,9 @@ mod tests {
         assert!(f.send(&k));
         assert!(!f.send(&k), "sent twice");
         assert!(f.sending(&k));
-        f.acked(&k);
+        assert!(f.acked(&k));
         assert!(!f.sending(&k));
+        assert!(!f.acked(&k), "heard of twice");
         let c = Call {
             instance: "p1-x".into(),
             workflow: "w".into(),

@@ -44,7 +44,8 @@ pub(super) enum PartInput {
         outcome: Result<Value, crate::engine::ErrorInfo>,
     },
     /// Outbox entries to forget (Kafka acknowledged them, or they were delivered in process),
-    /// with the topic and type to count (`None`: not counted).
+    /// with the topic and type to count (`None`: not counted: not a delivery, or the record
+    /// was heard of already).
     Acked(String, Option<(String, String)>),
     /// Plan the cron schedule of a workflow (after a deploy).
     Plan(String),
@@ -156,11 +157,10 @@ impl Processor<'_> {
                     }
                 }
                 PartInput::Acked(k, counted) => {
-                    if tx.delete(Table::Outbox, &k)? {
-                        if let Some(c) = counted {
-                            produced.push(c);
-                        }
-                    }
+                    // removed unread: an entry gone already leaves a tombstone that changes
+                    // nothing, and the core counts each record once (`InFlight::acked`)
+                    tx.remove(Table::Outbox, &k);
+                    produced.extend(counted);
                 }
                 PartInput::Plan(workflow) => b.plan_schedule(&workflow, true)?,
             }

@@ -489,18 +489,27 @@ impl Txn<'_> {
             .insert(full, None);
     }
 
-    /// Removes `key`; true if it was there.
-    pub fn delete(&self, table: Table, key: &str) -> Result<bool> {
-        let full = self.full(key);
+    /// Whether `key` is there, without reading its value.
+    pub fn contains(&self, table: Table, key: &str) -> Result<bool> {
+        self.has(table, &self.full(key))
+    }
+
+    fn has(&self, table: Table, full: &str) -> Result<bool> {
         let mine =
-            (self.overlay.borrow().get(&table)).and_then(|t| t.get(&full).map(Option::is_some));
-        let existed = match mine {
+            (self.overlay.borrow().get(&table)).and_then(|t| t.get(full).map(Option::is_some));
+        Ok(match mine {
             Some(there) => there,
-            None => match self.base.and_then(|b| b.get(table, &full)) {
+            None => match self.base.and_then(|b| b.get(table, full)) {
                 Some(v) => v.is_some(),
                 None => self.store.part(table).contains_key(full.as_bytes())?,
             },
-        };
+        })
+    }
+
+    /// Removes `key`; true if it was there.
+    pub fn delete(&self, table: Table, key: &str) -> Result<bool> {
+        let full = self.full(key);
+        let existed = self.has(table, &full)?;
         if existed {
             self.overlay
                 .borrow_mut()
