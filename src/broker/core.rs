@@ -19,10 +19,9 @@ use super::flight::{Finish, Flight};
 use super::processor::PartInput;
 use super::records::{Call, OutRecord, StoredVersion, TimerEntry};
 use super::registry::Registry;
-use super::router::Routed;
 pub use super::shared::Shared;
 use super::tickets::Ticket;
-use super::{AdminError, Clock, Cmd, Delivery, OutboxKey, Stat};
+use super::{Clock, Cmd, OutboxKey, StartRequest, Stat};
 use crate::cluster::node::InputPartition;
 use crate::cluster::partition::{InstanceId, PartitionId, Partitions};
 use crate::cluster::work::{ReadFrom, Source, Work};
@@ -530,15 +529,6 @@ impl Core {
         now: DateTime<Utc>,
         sinks: &mut Sinks<'_>,
     ) -> Result<(), CoreError> {
-        let parts = self.parts;
-        let Sinks {
-            inputs,
-            tickets,
-            offsets,
-            stats,
-            forward,
-        } = sinks;
-        let mut push = |p: PartitionId, i: PartInput| inputs.entry(p).or_default().push(i);
         match cmd {
             Cmd::Files(files) => {
                 let store = self.store.clone();
@@ -546,40 +536,11 @@ impl Core {
                 let changed = self.deploy(&tx, &files, now)?;
                 tx.commit()?;
                 for id in changed {
-                    push(parts.of_key(&id, ""), PartInput::Plan(id));
+                    sinks.push(self.parts.of_key(&id, ""), PartInput::Plan(id));
                 }
             }
-            Cmd::Records(records) => {
-                let mut sinks = Sinks {
-                    inputs,
-                    tickets,
-                    offsets,
-                    stats,
-                    forward,
-                };
-                self.take_records(records, &mut sinks)?;
-            }
-            Cmd::Event { event, reply } => {
-                let ing =
-                    super::ingest::event(&self.reg, parts, &self.cfg, event, Source::Http, None);
-                stats.extend(ing.stats);
-                let ticket = tickets.len();
-                tickets.push(Ticket::Event {
-                    reply,
-                    routed: Routed::default(),
-                    failed: None,
-                });
-                for (p, work) in ing.work {
-                    push(
-                        p,
-                        PartInput::Work {
-                            work,
-                            ticket: Some(ticket),
-                            offset: None,
-                        },
-                    );
-                }
-            }
+            Cmd::Records(records) => self.take_records(records, sinks)?,
+            Cmd::Event { event, reply } => self.take_event(event, reply, sinks),
             Cmd::Start {
                 workflow,
                 input,
@@ -588,118 +549,29 @@ impl Core {
                 at,
                 reply,
             } => {
-                // checked here too, so a start forwarded to another broker's partition is not
-                // answered 201 for a workflow that owner will refuse
-                let refused = match self.reg.current(&workflow) {
-                    Some(_) if at.is_none() && super::registry::Registry::is_builtin(&workflow) => {
-                        Some(AdminError::Refused(format!(
-                            "{workflow:?} is built in: start Amazon SWF executions with \
-                             StartWorkflowExecution (docs/swf.md)"
-                        )))
-                    }
-                    None => Some(AdminError::NotFound(format!(
-                        "no workflow {workflow:?} is deployed (GET /v1/workflows lists them)"
-                    ))),
-                    Some(wf) => super::window::direct_refusal(wf).map(AdminError::Refused),
-                };
-                if let Some(e) = refused {
-                    let _ = reply.send(Err(e));
-                    return Ok(());
-                }
-                let id = at.unwrap_or_else(|| direct_id(parts, &workflow, key.as_deref()));
-                let ticket = tickets.len();
-                tickets.push(Ticket::Start(reply, None));
-                let work = Work::Start {
-                    parent: None,
-                    id: id.to_string(),
+                let start = StartRequest {
                     workflow,
                     input,
-                    source: Source::Http,
+                    key,
                     trace,
+                    at,
                 };
-                push(
-                    id.partition(),
-                    PartInput::Work {
-                        work,
-                        ticket: Some(ticket),
-                        offset: None,
-                    },
-                );
+                self.take_start(start, reply, sinks)
             }
-            Cmd::Cancel { id, reply } => match parts.of_instance(&id) {
-                Ok(p) => {
-                    tickets.push(Ticket::Cancel(reply, None));
-                    let work = Work::Cancel {
-                        id,
-                        source: Source::Http,
-                    };
-                    push(p, ticketed(tickets.len() - 1, work));
-                }
-                Err(_) => drop(reply.send(Err(no_instance(&id)))),
-            },
-            Cmd::Apply { id, input, reply } => match parts.of_instance(&id) {
-                Ok(p) => {
-                    tickets.push(Ticket::Apply(reply, None));
-                    let work = Work::Apply {
-                        id,
-                        input: Box::new(input),
-                        source: Source::Http,
-                    };
-                    push(p, ticketed(tickets.len() - 1, work));
-                }
-                Err(_) => drop(reply.send(Err(no_instance(&id)))),
-            },
+            Cmd::Cancel { id, reply } => self.take_cancel(id, reply, sinks),
+            Cmd::Apply { id, input, reply } => self.take_apply(id, input, reply, sinks),
             Cmd::CallDone { call, outcome } => {
                 self.inflight.called(&call);
-                if let Ok(p) = parts.of_instance(&call.instance) {
-                    push(p, PartInput::CallDone { call, outcome });
+                if let Ok(p) = self.parts.of_instance(&call.instance) {
+                    sinks.push(p, PartInput::CallDone { call, outcome });
                 }
             }
-            Cmd::Acked(acked) => {
-                for a in acked {
-                    // counted once: the first time the producer reports on what this process
-                    // handed it (the store is not asked whether the entry is still there)
-                    let first = self.inflight.acked(&a.key);
-                    let counted = match a.delivery {
-                        Delivery::Delivered => first.then_some((a.topic, a.label)),
-                        Delivery::DeadLettered => {
-                            stats.push(Stat::DeadLettered("undeliverable"));
-                            None
-                        }
-                        Delivery::Dropped => {
-                            stats.push(Stat::OutputDropped);
-                            None
-                        }
-                    };
-                    push(a.key.partition, PartInput::Acked(a.key.key, counted));
-                }
-            }
+            Cmd::Acked(acked) => self.take_acked(acked, sinks),
             Cmd::Work {
                 partition,
                 epoch,
                 records,
-            } => {
-                if self.reading.get(&partition) != Some(&epoch) {
-                    // fetched by a read that ended (the partition was let go, maybe taken
-                    // again since): the current read, if any, delivers them again
-                    tracing::debug!(partition = %partition, records = records.len(),
-                        "work records of an earlier read dropped");
-                    return Ok(());
-                }
-                if let Some((last, _)) = records.last() {
-                    self.direct.read(partition, last + 1);
-                }
-                for (offset, work) in records {
-                    push(
-                        partition,
-                        PartInput::Work {
-                            work,
-                            ticket: None,
-                            offset: Some(offset),
-                        },
-                    );
-                }
-            }
+            } => self.take_work(partition, epoch, records, sinks),
             Cmd::Assigned(_)
             | Cmd::Assignment(_)
             | Cmd::Revoked(..)
@@ -820,19 +692,6 @@ pub(super) fn input_of(work: &Work) -> Option<InputPartition> {
         }),
         _ => None,
     }
-}
-
-/// Work a request waits on (its ticket), applied in its partition's next round.
-fn ticketed(ticket: usize, work: Work) -> PartInput {
-    PartInput::Work {
-        work,
-        ticket: Some(ticket),
-        offset: None,
-    }
-}
-
-fn no_instance(id: &str) -> AdminError {
-    AdminError::NotFound(format!("no instance {id:?}"))
 }
 
 /// The id of a directly started instance: derived from the `Idempotency-Key` when there is

@@ -12,7 +12,7 @@
 //!   [`error`]: why the core stopped; `checkpoints`: node-scope records (each partition's
 //!   changelog checkpoint).
 //! - The files that add methods to `Core` (`round`, `landing`, `handoff`, `intake`,
-//!   `resume`, `deploy`) import from `core`, and `core` imports from
+//!   `requests`, `resume`, `deploy`) import from `core`, and `core` imports from
 //!   none of them; their methods still call each other (`Core::build` calls `steps`,
 //!   `land`, `take_over`...), which an import check does not see.
 //! - `effects` (outbox, timers, buffer, lifecycle events inside a batch), `deploy`, `sweep`:
@@ -27,7 +27,8 @@
 //!   partitions); [`hot`]: instance records kept decoded between batches.
 //! - [`ingest`]: inputs (Kafka records, HTTP events) as work records for the partitions that
 //!   own their keys; `intake`: routing consumed input records (directly, held, or through
-//!   the work topic); [`direct`]: when an input record may skip the work topic into a
+//!   the work topic); `requests`: the other commands (API requests, the producer's reports,
+//!   work topic records) as partition inputs; [`direct`]: when an input record may skip the work topic into a
 //!   partition owned here; [`held`]: input records waiting for that, in order; [`apply`]:
 //!   applying a work record on its partition, exactly once by its source position.
 //! - [`router`]: correlating a consumed event to instances or starts; `addressed`: events
@@ -74,6 +75,7 @@ mod pool;
 pub mod processor;
 pub mod records;
 pub mod registry;
+mod requests;
 pub mod resume;
 pub mod retention;
 mod round;
@@ -265,6 +267,15 @@ pub struct Started {
 /// What an applied input came to: the instance after it, or the engine's refusal (the
 /// instance unchanged).
 pub type Applied = Result<Box<records::InstanceRecord>, crate::engine::EngineError>;
+
+/// A direct start as `Core::take` hands it on (`Cmd::Start` without its reply).
+pub(crate) struct StartRequest {
+    pub workflow: String,
+    pub input: Value,
+    pub key: Option<String>,
+    pub trace: Option<crate::trace::Carrier>,
+    pub at: Option<crate::cluster::partition::InstanceId>,
+}
 
 /// What the core does.
 pub enum Cmd {
