@@ -7,7 +7,7 @@
 
 mod support;
 use flowbroker::broker::core::Core;
-use flowbroker::broker::{AdminError, Cmd, ManualClock};
+use flowbroker::broker::{AdminError, Cmd, ManualClock, StartRequest};
 use flowbroker::cluster::changelog::Entry;
 use flowbroker::cluster::partition::PartitionId;
 use flowbroker::cluster::{Log, LogError};
@@ -109,11 +109,13 @@ fn start(n: &mut Node) -> Result<String, AdminError> {
     let (tx, mut rx) = tokio::sync::oneshot::channel();
     n.core
         .process(vec![Cmd::Start {
-            workflow: "step".into(),
-            input: json!({}),
-            key: None,
-            trace: None,
-            at: None,
+            start: StartRequest {
+                workflow: "step".into(),
+                input: json!({}),
+                key: None,
+                trace: None,
+                at: None,
+            },
             reply: tx,
         }])
         .unwrap();

@@ -21,7 +21,7 @@ use super::records::{Call, OutRecord, StoredVersion, TimerEntry};
 use super::registry::Registry;
 pub use super::shared::Shared;
 use super::tickets::Ticket;
-use super::{Clock, Cmd, OutboxKey, StartRequest, Stat};
+use super::{Clock, Cmd, OutboxKey, Stat};
 use crate::cluster::node::InputPartition;
 use crate::cluster::partition::{InstanceId, PartitionId, Partitions};
 use crate::cluster::work::{ReadFrom, Source, Work};
@@ -541,23 +541,7 @@ impl Core {
             }
             Cmd::Records(records) => self.take_records(records, sinks)?,
             Cmd::Event { event, reply } => self.take_event(event, reply, sinks),
-            Cmd::Start {
-                workflow,
-                input,
-                key,
-                trace,
-                at,
-                reply,
-            } => {
-                let start = StartRequest {
-                    workflow,
-                    input,
-                    key,
-                    trace,
-                    at,
-                };
-                self.take_start(start, reply, sinks)
-            }
+            Cmd::Start { start, reply } => self.take_start(start, reply, sinks),
             Cmd::Cancel { id, reply } => self.take_cancel(id, reply, sinks),
             Cmd::Apply { id, input, reply } => self.take_apply(id, input, reply, sinks),
             Cmd::CallDone { call, outcome } => {

@@ -1,8 +1,8 @@
 //! The running broker's core: everything between decoded inputs and stored effects.
 //!
-//! - [`core`]: routes commands (Kafka records, HTTP events, admin requests, function results,
-//!   outbox acks, workflow file changes) to the state partitions as their inputs, one
-//!   transaction per partition per round; `round`: building a round (inputs of partitions
+//! - [`core`]: dispatches commands (Kafka records, HTTP events, admin requests, function
+//!   results, outbox acks, workflow file changes), runs rounds of the state partitions'
+//!   inputs, one transaction per partition per round; `round`: building a round (inputs of partitions
 //!   owned elsewhere forwarded, each owned partition's batch, with its due timers, applied by
 //!   its processor in steps, the steps' changelog appends); [`processor`]: one state
 //!   partition's batch applied in one transaction, returning its writes, effects and what
@@ -28,8 +28,8 @@
 //! - [`ingest`]: inputs (Kafka records, HTTP events) as work records for the partitions that
 //!   own their keys; `intake`: routing consumed input records (directly, held, or through
 //!   the work topic); `requests`: the other commands (API requests, the producer's reports,
-//!   work topic records) as partition inputs; [`direct`]: when an input record may skip the work topic into a
-//!   partition owned here; [`held`]: input records waiting for that, in order; [`apply`]:
+//!   work topic records) as partition inputs; [`direct`]: when an input record may skip the
+//!   work topic into a partition owned here; [`held`]: input records waiting for that, in order; [`apply`]:
 //!   applying a work record on its partition, exactly once by its source position.
 //! - [`router`]: correlating a consumed event to instances or starts; `addressed`: events
 //!   addressed by attribute (task token answers, `flowbroker.workflow.start`); `answers`:
@@ -268,12 +268,16 @@ pub struct Started {
 /// instance unchanged).
 pub type Applied = Result<Box<records::InstanceRecord>, crate::engine::EngineError>;
 
-/// A direct start as `Core::take` hands it on (`Cmd::Start` without its reply).
-pub(crate) struct StartRequest {
+/// A direct start: the API's, an SWF start's, a durable function's invocation.
+pub struct StartRequest {
     pub workflow: String,
     pub input: Value,
+    /// The request's `Idempotency-Key`: the same key starts the same instance.
     pub key: Option<String>,
+    /// The request's `traceparent`/`tracestate`, continued by the instance.
     pub trace: Option<crate::trace::Carrier>,
+    /// The instance id to start, when the caller chose it (an SWF run lives on its workflow
+    /// id's partition); else one is derived from `key` or made up.
     pub at: Option<crate::cluster::partition::InstanceId>,
 }
 
@@ -285,15 +289,7 @@ pub enum Cmd {
         reply: Reply<router::Routed>,
     },
     Start {
-        workflow: String,
-        input: Value,
-        /// The request's `Idempotency-Key`: the same key starts the same instance.
-        key: Option<String>,
-        /// The request's `traceparent`/`tracestate`, continued by the instance.
-        trace: Option<crate::trace::Carrier>,
-        /// The instance id to start, when the caller chose it (an SWF run lives on its
-        /// workflow id's partition); else one is derived from `key` or made up.
-        at: Option<crate::cluster::partition::InstanceId>,
+        start: StartRequest,
         reply: Reply<Started>,
     },
     Cancel {

@@ -44,8 +44,7 @@ pub(super) enum PartInput {
         outcome: Result<Value, crate::engine::ErrorInfo>,
     },
     /// Outbox entries to forget (Kafka acknowledged them, or they were delivered in process),
-    /// with the topic and type to count (`None`: not counted: not a delivery, or the record
-    /// was heard of already).
+    /// with the topic and type to count (`None`: not counted; `Core::take_acked` decides).
     Acked(String, Option<(String, String)>),
     /// Plan the cron schedule of a workflow (after a deploy).
     Plan(String),
@@ -158,7 +157,7 @@ impl Processor<'_> {
                 }
                 PartInput::Acked(k, counted) => {
                     // removed unread: an entry gone already leaves a tombstone that changes
-                    // nothing, and the core counts each record once (`InFlight::acked`)
+                    // nothing (what is counted: docs/broker.md "Shutdown and restarts")
                     tx.remove(Table::Outbox, &k);
                     produced.extend(counted);
                 }

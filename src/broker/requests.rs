@@ -36,7 +36,7 @@ impl Sinks<'_> {
 impl Core {
     /// An event sent over HTTP: routed as a consumed one would be, answered with where it
     /// went once every partition it reached has applied it.
-    pub(super) fn take_event(&mut self, event: Event, reply: Reply<Routed>, sinks: &mut Sinks) {
+    pub(super) fn take_event(&mut self, event: Event, reply: Reply<Routed>, sinks: &mut Sinks<'_>) {
         let ing = super::ingest::event(&self.reg, self.parts, &self.cfg, event, Source::Http, None);
         sinks.stats.extend(ing.stats);
         let ticket = sinks.tickets.len();
@@ -63,7 +63,7 @@ impl Core {
         &mut self,
         start: StartRequest,
         reply: Reply<Started>,
-        sinks: &mut Sinks,
+        sinks: &mut Sinks<'_>,
     ) {
         let StartRequest {
             workflow,
@@ -101,7 +101,7 @@ impl Core {
     }
 
     /// A cancel request for instance `id`.
-    pub(super) fn take_cancel(&mut self, id: String, reply: Reply<()>, sinks: &mut Sinks) {
+    pub(super) fn take_cancel(&mut self, id: String, reply: Reply<()>, sinks: &mut Sinks<'_>) {
         match self.parts.of_instance(&id) {
             Ok(p) => {
                 let work = Work::Cancel {
@@ -120,7 +120,7 @@ impl Core {
         id: String,
         input: Input,
         reply: Reply<Applied>,
-        sinks: &mut Sinks,
+        sinks: &mut Sinks<'_>,
     ) {
         match self.parts.of_instance(&id) {
             Ok(p) => {
@@ -135,10 +135,10 @@ impl Core {
         }
     }
 
-    /// The producer's reports: each outbox entry is forgotten, and a delivery is counted the
-    /// first time the producer reports on what this process handed it (the store is not asked
-    /// whether the entry is still there).
-    pub(super) fn take_acked(&mut self, acked: Vec<Acked>, sinks: &mut Sinks) {
+    /// The producer's reports: each outbox entry is forgotten, and a delivery counted when it
+    /// is the first report on that entry since this process handed it over
+    /// (docs/broker.md "Shutdown and restarts").
+    pub(super) fn take_acked(&mut self, acked: Vec<Acked>, sinks: &mut Sinks<'_>) {
         for a in acked {
             let first = self.inflight.acked(&a.key);
             let counted = match a.delivery {
@@ -162,7 +162,7 @@ impl Core {
         partition: PartitionId,
         epoch: u64,
         records: Vec<(i64, Work)>,
-        sinks: &mut Sinks,
+        sinks: &mut Sinks<'_>,
     ) {
         if self.reading.get(&partition) != Some(&epoch) {
             // fetched by a read that ended (the partition was let go, maybe taken again

@@ -4,7 +4,7 @@
 use super::barrier::WAIT_AT_MOST;
 use super::forward::{forwarded, Route};
 use super::{ask, ApiError, AppState};
-use crate::broker::Cmd;
+use crate::broker::{Cmd, StartRequest};
 use axum::body::Bytes;
 use axum::extract::{OriginalUri, Path, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
@@ -46,11 +46,13 @@ pub async fn start(
         tracestate: header("tracestate"),
     });
     let started = ask(&s.core, |reply| Cmd::Start {
-        workflow: workflow.clone(),
-        input,
-        key,
-        trace,
-        at: None,
+        start: StartRequest {
+            workflow: workflow.clone(),
+            input,
+            key,
+            trace,
+            at: None,
+        },
         reply,
     })
     .await?;

@@ -489,7 +489,7 @@ impl Txn<'_> {
             .insert(full, None);
     }
 
-    /// Whether `key` is there, without reading its value.
+    /// Whether `key` is there. The store still looks the value up; the caller spares decoding it.
     pub fn contains(&self, table: Table, key: &str) -> Result<bool> {
         self.has(table, &self.full(key))
     }

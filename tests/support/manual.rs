@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use flowbroker::broker::core::Core;
 use flowbroker::broker::records::OutRecord;
-use flowbroker::broker::{Cmd, ManualClock};
+use flowbroker::broker::{Cmd, ManualClock, StartRequest};
 use flowbroker::config::Config;
 use flowbroker::store::Store;
 use serde_json::{json, Value};
@@ -255,11 +255,13 @@ impl Harness {
             .as_mut()
             .unwrap()
             .process(vec![Cmd::Start {
-                workflow: wf.into(),
-                input,
-                key: key.map(str::to_string),
-                trace: None,
-                at: None,
+                start: StartRequest {
+                    workflow: wf.into(),
+                    input,
+                    key: key.map(str::to_string),
+                    trace: None,
+                    at: None,
+                },
                 reply: tx,
             }])
             .unwrap();

@@ -2,7 +2,7 @@
 //! function's execution, as `aws lambda invoke` and boto3 do.
 
 use super::{invalid, not_found, segments};
-use crate::broker::Cmd;
+use crate::broker::{Cmd, StartRequest};
 use crate::durable::arn;
 use crate::http::{ask, AppState};
 use axum::body::Bytes;
@@ -55,11 +55,13 @@ pub async fn invoke(
             .and_then(|v| v.to_str().ok())
             .map(str::to_string);
         let id = ask(&s.core, |reply| Cmd::Start {
-            workflow: workflow.clone(),
-            input,
-            key: name.map(|n| format!("durable-execution-name\n{n}")),
-            at: None,
-            trace: None,
+            start: StartRequest {
+                workflow: workflow.clone(),
+                input,
+                key: name.map(|n| format!("durable-execution-name\n{n}")),
+                at: None,
+                trace: None,
+            },
             reply,
         })
         .await?

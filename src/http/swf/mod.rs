@@ -16,7 +16,7 @@ mod tasks;
 use super::forward::{forwarded, Route};
 use super::{ask, ApiError, AppState};
 use crate::broker::records::InstanceRecord;
-use crate::broker::{AdminError, Cmd};
+use crate::broker::{AdminError, Cmd, StartRequest};
 use crate::cluster::partition::PartitionId;
 use crate::engine::swf::SwfError;
 use crate::engine::{EngineError, Input};
@@ -300,11 +300,13 @@ pub async fn start_instance(
     let (tx, rx) = tokio::sync::oneshot::channel();
     s.core
         .send(Cmd::Start {
-            workflow: workflow.to_string(),
-            input,
-            key: None,
-            trace: None,
-            at: Some(at),
+            start: StartRequest {
+                workflow: workflow.to_string(),
+                input,
+                key: None,
+                trace: None,
+                at: Some(at),
+            },
             reply: tx,
         })
         .await
