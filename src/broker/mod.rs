@@ -2,9 +2,9 @@
 //!
 //! - [`core`]: dispatches commands (Kafka records, HTTP events, admin requests, function
 //!   results, outbox acks, workflow file changes), runs rounds of the state partitions'
-//!   inputs, one transaction per partition per round; `round`: building a round (inputs of partitions
-//!   owned elsewhere forwarded, each owned partition's batch, with its due timers, applied by
-//!   its processor in steps, the steps' changelog appends); [`processor`]: one state
+//!   inputs, one transaction per partition per round; `round`: building a round (inputs of
+//!   partitions owned elsewhere forwarded, each owned partition's batch, with its due timers,
+//!   applied by its processor in steps, the steps' changelog appends); [`processor`]: one state
 //!   partition's batch applied in one transaction, returning its writes, effects and what
 //!   its requests came to; `pool`: the processor threads a step's partitions are applied on
 //!   at once; `flight`: rounds whose changelog appends are on their way; `landing`: landing them
@@ -29,8 +29,9 @@
 //!   own their keys; `intake`: routing consumed input records (directly, held, or through
 //!   the work topic); `requests`: the other commands (API requests, the producer's reports,
 //!   work topic records) as partition inputs; [`direct`]: when an input record may skip the
-//!   work topic into a partition owned here; [`held`]: input records waiting for that, in order; [`apply`]:
-//!   applying a work record on its partition, exactly once by its source position.
+//!   work topic into a partition owned here; [`held`]: input records waiting for that, in
+//!   order; [`apply`]: applying a work record on its partition, exactly once by its source
+//!   position.
 //! - [`router`]: correlating a consumed event to instances or starts; `addressed`: events
 //!   addressed by attribute (task token answers, `flowbroker.workflow.start`); `answers`:
 //!   which instance a task token or callback answer names.
