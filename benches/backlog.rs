@@ -25,9 +25,7 @@ fn main() {
         .producer()
         .send_pings("q", n, None, |i| json!({"i": i}));
     let queued = t.elapsed().as_secs_f64();
-    // the default processor threads, not the tests' pool
-    let threads = [("FLOWBROKER_CLUSTER_PROCESSOR_THREADS", "0")];
-    let broker = Broker::start(&kafka, &[("echo.yaml", ECHO)], &threads);
+    let broker = Broker::start(&kafka, &[("echo.yaml", ECHO)], &[support::DEFAULT_THREADS]);
     let t0 = Instant::now();
     let mut peak_kib = 0u64;
     let mut samples = Vec::new();

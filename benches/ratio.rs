@@ -190,8 +190,8 @@ fn start(kafka: &Kafka, bin: &str, baseline: bool) -> Broker {
         ("FLOWBROKER_LOG".to_string(), "info".to_string()),
         ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS".to_string(), wait),
         (
-            "FLOWBROKER_CLUSTER_PROCESSOR_THREADS".to_string(),
-            "0".to_string(),
+            support::DEFAULT_THREADS.0.to_string(),
+            support::DEFAULT_THREADS.1.to_string(),
         ),
     ];
     let var = if baseline {

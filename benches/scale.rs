@@ -47,7 +47,7 @@ fn start(kafka: &Kafka) -> Broker {
     let mut env = vec![
         ("FLOWBROKER_LOG", "info"),
         ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS", "100"),
-        ("FLOWBROKER_CLUSTER_PROCESSOR_THREADS", "0"), // the default, not the tests' pool
+        support::DEFAULT_THREADS,
     ];
     env.extend(store.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let bin =

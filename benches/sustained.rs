@@ -99,7 +99,7 @@ fn main() {
     let mut env = vec![
         ("FLOWBROKER_LOG", "info"),
         ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS", "100"),
-        ("FLOWBROKER_CLUSTER_PROCESSOR_THREADS", "0"), // the default, not the tests' pool
+        support::DEFAULT_THREADS,
         ("FLOWBROKER_DEDUPE_WINDOW", window.as_str()),
         ("FLOWBROKER_RETENTION", window.as_str()),
     ];

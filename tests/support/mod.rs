@@ -51,6 +51,13 @@ pub fn reader(brokers: &str, topics: &[&str], fetch_wait_ms: u32) -> BaseConsume
 /// The benches' workflow: starts on a `bench.ping` event, injects, ends producing `bench.pong`.
 pub const ECHO: &str = include_str!("../fixtures/echo.yaml");
 
+/// The variable setting `cluster.processor_threads`: the tests' brokers run a pool of 2.
+pub const PROCESSOR_THREADS: &str = "FLOWBROKER_CLUSTER_PROCESSOR_THREADS";
+
+/// The broker's default processor threads, which the benches measure instead of the tests'
+/// pool.
+pub const DEFAULT_THREADS: (&str, &str) = (PROCESSOR_THREADS, "0");
+
 /// A port nothing listens on, for a process a test starts. It is taken below the kernel's
 /// ephemeral range (`ip_local_port_range`): a port the kernel handed out for `:0` can also be
 /// given to any outgoing connection's local end before the process binds it (seen: a broker
@@ -824,7 +831,7 @@ impl Broker {
             ("FLOWBROKER_KAFKA_FETCH_WAIT_MAX_MS".into(), "10".into()),
             ("FLOWBROKER_KAFKA_SESSION_TIMEOUT_MS".into(), "6000".into()),
             // the processor pool, which the default leaves out on 2 cores, runs in every test
-            ("FLOWBROKER_CLUSTER_PROCESSOR_THREADS".into(), "2".into()),
+            (PROCESSOR_THREADS.into(), "2".into()),
             (
                 "FLOWBROKER_DATA_DIR".into(),
                 dir.join("data").display().to_string(),
