@@ -15,7 +15,9 @@
 //! implements DeleteRecords) and a snapshot interval shorter than the run
 //! (`SUSTAINED_SNAPSHOT_MS`, the broker's `cluster.snapshot_interval_ms`), the first levels
 //! off while the second grows. `SUSTAINED_BROKER_ENV="K=V K=V"` adds variables to the
-//! broker's environment (an allocator setting such as `MIMALLOC_ALLOW_THP=0`).
+//! broker's environment (an allocator setting such as `MIMALLOC_ALLOW_THP=0`). Each sample
+//! also shows the store's files, the bloom filters it keeps in memory for them, its memtables
+//! and its bytes on disk (`flowbroker_store_*`).
 //! Results: docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
@@ -32,6 +34,11 @@ struct Sample {
     finished: i64,
     lag: i64,
     rss_mib: f64,
+    /// The store's files, their bloom filters in memory, its memtables and its bytes on disk.
+    segments: i64,
+    filters_mib: f64,
+    memtables_mib: f64,
+    disk_mib: f64,
     /// Changelog records written (the partitions' high watermarks) and still held by Kafka
     /// (high - low: what snapshots have not trimmed).
     written: i64,
@@ -42,14 +49,18 @@ impl Sample {
     /// One line of the table.
     fn row(&self) -> String {
         format!(
-            "{:>7.0} {:>10} {:>12} {:>10} {:>9} {:>8.1} {:>18}",
+            "{:>7.0} {:>10} {:>12} {:>10} {:>9} {:>8.1} {:>18} {:>9} {:>8.1} {:>10.1} {:>9.0}",
             self.at,
             self.consumed,
             self.dedupe,
             self.finished,
             self.lag,
             self.rss_mib,
-            format!("{}/{}", self.kept, self.written)
+            format!("{}/{}", self.kept, self.written),
+            self.segments,
+            self.filters_mib,
+            self.memtables_mib,
+            self.disk_mib
         )
     }
 }
@@ -57,6 +68,7 @@ impl Sample {
 fn sample(b: &Broker, kafka: &Kafka, t0: Instant) -> Sample {
     let m = b.metrics();
     let marks = kafka.all_watermarks("flowbroker.changelog");
+    let mib = |name: &str| metric_sum(&m, name, "") as f64 / (1 << 20) as f64;
     Sample {
         written: marks.iter().map(|(_, high)| high).sum(),
         kept: marks.iter().map(|(low, high)| high - low).sum(),
@@ -66,6 +78,10 @@ fn sample(b: &Broker, kafka: &Kafka, t0: Instant) -> Sample {
         finished: metric_sum(&m, "flowbroker_instances", "status=\"COMPLETED\""),
         lag: metric_sum(&m, "flowbroker_kafka_consumer_lag", ""),
         rss_mib: b.rss_kib().unwrap_or(0) as f64 / 1024.0,
+        segments: metric_sum(&m, "flowbroker_store_segments", ""),
+        filters_mib: mib("flowbroker_store_filter_bytes"),
+        memtables_mib: mib("flowbroker_store_write_buffer_bytes"),
+        disk_mib: mib("flowbroker_store_disk_bytes"),
     }
 }
 
@@ -127,8 +143,18 @@ fn main() {
     let mut samples = vec![];
     println!("sustained: {rate}/s for {secs} s, dedupe_window = retention = {window}");
     println!(
-        "{:>7} {:>10} {:>12} {:>10} {:>9} {:>8} {:>18}",
-        "t (s)", "consumed", "dedupe ids", "finished", "lag", "RSS MiB", "changelog kept/all"
+        "{:>7} {:>10} {:>12} {:>10} {:>9} {:>8} {:>18} {:>9} {:>8} {:>10} {:>9}",
+        "t (s)",
+        "consumed",
+        "dedupe ids",
+        "finished",
+        "lag",
+        "RSS MiB",
+        "changelog kept/all",
+        "segments",
+        "filt MiB",
+        "memtab MiB",
+        "disk MiB"
     );
     let end = t0 + Duration::from_secs(secs);
     while Instant::now() < end || !publisher.is_finished() {

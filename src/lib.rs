@@ -64,7 +64,7 @@
 //! - [`store`]: the embedded store (fjall): tables of JSON records, one transaction per batch,
 //!   optionally scoped to one state partition and reading through the pending writes of
 //!   rounds in flight; a transaction's writes are its changelog batch; a partition's keys
-//!   exported as of one moment (snapshots).
+//!   exported as of one moment (snapshots); tables merged to drop deleted keys' tombstones.
 //! - [`cluster`]: scale-out (docs/scale.md): state partitions and ids that carry them, work
 //!   topic records with their source positions, changelog batches and fences (binary records,
 //!   format 1 JSON still read), snapshots of

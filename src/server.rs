@@ -36,6 +36,11 @@ pub enum ServeError {
     Token(String),
     #[error("the core stopped: {0}")]
     Core(String),
+    #[error("cannot start the {what} thread: {source}")]
+    Thread {
+        what: &'static str,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     CoreFailed(#[from] crate::broker::core::CoreError),
     #[error(transparent)]
@@ -136,6 +141,11 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     }
     let cfg = Arc::new(cfg);
     let store = Arc::new(Store::open_with(&cfg.store_path(), cfg.store.memory())?);
+    // deleted keys' tombstones are dropped as they pile up (docs/store.md "Memory")
+    crate::store::spawn_compactor(&store).map_err(|source| ServeError::Thread {
+        what: "store-compact",
+        source,
+    })?;
     let metrics = Arc::new(Metrics::new());
     let shared = Arc::new(Shared::default());
     let k = &cfg.kafka;

@@ -1,7 +1,8 @@
 //! The store-kept gauges `/metrics` appends: instances by status and the sizes of the small
 //! tables (outbox, buffer, calls in flight), per state partition this broker owns. A
 //! partition's series come from its owner only (a store keeps the keys of partitions it owned
-//! before), so summing over the cluster's brokers counts every partition once.
+//! before), so summing over the cluster's brokers counts every partition once. Then the
+//! store's own figures for this broker: segments, bytes on disk and in memory per table.
 
 use super::counters::Counter;
 use crate::cluster::partition::PartitionId;
@@ -79,6 +80,44 @@ pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError
         "flowbroker_state_partitions_owned",
         "State partitions this broker owns.",
         vec![(String::new(), owned.len() as i64)],
+    );
+    let stats = store.stats();
+    let per_table = |f: &dyn Fn(&crate::store::TableStats) -> i64| {
+        stats
+            .tables
+            .iter()
+            .map(|t| (format!("table=\"{}\"", t.table.name()), f(t)))
+            .collect::<Vec<_>>()
+    };
+    family(
+        "flowbroker_store_segments",
+        "Sorted files of the embedded store on disk, by table.",
+        per_table(&|t| t.segments as i64),
+    );
+    family(
+        "flowbroker_store_disk_bytes",
+        "Bytes of the embedded store's files on disk, by table.",
+        per_table(&|t| t.disk_bytes as i64),
+    );
+    family(
+        "flowbroker_store_filter_bytes",
+        "Bytes of bloom filters the embedded store keeps in memory for its files, by table.",
+        per_table(&|t| t.filter_bytes as i64),
+    );
+    family(
+        "flowbroker_store_tombstones",
+        "Deleted keys whose tombstones are still in the embedded store's files, by table.",
+        per_table(&|t| t.tombstones as i64),
+    );
+    family(
+        "flowbroker_store_write_buffer_bytes",
+        "Writes held in the store's memtables, not flushed to files yet (store.write_buffer_mib).",
+        vec![(String::new(), stats.write_buffer_bytes as i64)],
+    );
+    family(
+        "flowbroker_store_journals",
+        "Journal files of the embedded store (writes not flushed to its files yet).",
+        vec![(String::new(), stats.journals as i64)],
     );
     Ok(s)
 }

@@ -60,9 +60,13 @@ impl Plan {
             if !(by_count || by_time) || self.writer.running(*p) {
                 continue;
             }
+            // none while the store merges tombstones away (seconds): due again next turn
+            let Some(export) = store.export(Scope::Partition(p.0)) else {
+                continue;
+            };
             self.writer.submit(Job {
                 partition: *p,
-                export: store.export(Scope::Partition(p.0)),
+                export,
                 next,
                 fence: fences.get(p).copied(),
             });

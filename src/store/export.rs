@@ -8,19 +8,23 @@ use super::{scope_prefix, Result, Scope, Store, Table, Write};
 pub struct Export {
     prefix: String,
     snaps: Vec<(Table, fjall::Snapshot)>,
+    _reading: super::compact::Reading,
 }
 
 impl Store {
-    /// The keys of `scope` as of now (nothing is read until [`Export::chunks`]).
-    pub fn export(&self, scope: Scope) -> Export {
+    /// The keys of `scope` as of now (nothing is read until [`Export::chunks`]); `None` while
+    /// tombstones are being merged away (`compact`): try again later.
+    pub fn export(&self, scope: Scope) -> Option<Export> {
+        let reading = self.readers.try_enter()?;
         let at = self.ks.instant();
-        Export {
+        Some(Export {
             prefix: scope_prefix(scope),
             snaps: Table::ALL
                 .iter()
                 .map(|t| (*t, self.part(*t).snapshot_at(at)))
                 .collect(),
-        }
+            _reading: reading,
+        })
     }
 
     /// Deletes every key of `scope`, in batches (not atomic: callers mark the scope as being
@@ -99,7 +103,7 @@ mod tests {
         other.put(Table::Instances, "j", &0).unwrap();
         other.commit().unwrap();
 
-        let export = store.export(Scope::Partition(1));
+        let export = store.export(Scope::Partition(1)).unwrap();
         // written after the export: not in it
         let tx = store.scoped(Scope::Partition(1));
         tx.put(Table::Instances, "late", &1).unwrap();

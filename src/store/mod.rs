@@ -6,16 +6,21 @@
 //!
 //! Every table maps a string key to JSON bytes. Keys that must sort by time or sequence carry
 //! zero-padded numbers, so a range scan returns them in order. See `tables` for the layout,
-//! `pending` for the writes of rounds in flight and `due` for where each time-keyed table's
-//! live entries start.
+//! `pending` for the writes of rounds in flight, `due` for where each time-keyed table's
+//! live entries start, `stats` for what each table holds on disk and in memory and `compact`
+//! for dropping the tombstones of deleted keys.
 
+mod compact;
 mod due;
 mod export;
 mod pending;
+mod stats;
 mod tables;
 
+pub use compact::{spawn as spawn_compactor, Garbage, MIN_TOMBSTONES};
 pub use export::Export;
 pub use pending::Pending;
+pub use stats::{StoreStats, TableStats};
 
 pub use tables::{at, key, num, split_at, Table, SEP};
 
@@ -72,6 +77,8 @@ pub struct Store {
     parts: Vec<PartitionHandle>,
     /// Where the live entries of each time-keyed table start.
     due: due::Hints,
+    /// Open snapshots (`compact`).
+    readers: std::sync::Arc<compact::Readers>,
 }
 
 /// Which keys a transaction sees and writes: the whole store, or the keys of one state
@@ -126,6 +133,17 @@ fn check_layout(ks: &Keyspace, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// How a table is created (a data directory that has the table keeps the options it was
+/// created with).
+fn table_options(t: Table) -> fjall::PartitionCreateOptions {
+    let o = fjall::PartitionCreateOptions::default();
+    if t.scanned() {
+        o.bloom_filter_bits(None)
+    } else {
+        o
+    }
+}
+
 /// What the store keeps in memory at most, in bytes (`[store]` in the configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Memory {
@@ -164,13 +182,14 @@ impl Store {
             .open()?;
         let parts = Table::ALL
             .iter()
-            .map(|t| ks.open_partition(t.name(), Default::default()))
+            .map(|t| ks.open_partition(t.name(), table_options(*t)))
             .collect::<std::result::Result<Vec<_>, _>>()?;
         check_layout(&ks, path)?;
         Ok(Store {
             ks,
             parts,
             due: Default::default(),
+            readers: Default::default(),
         })
     }
 
@@ -200,11 +219,15 @@ impl Store {
         }
     }
 
+    /// A consistent view of the whole store as of now (waits while tombstones are being
+    /// merged away: `compact`).
     pub fn read(&self) -> Result<Snapshot<'_>> {
+        let reading = self.readers.enter();
         let at = self.ks.instant();
         Ok(Snapshot {
             store: self,
             snaps: self.parts.iter().map(|p| p.snapshot_at(at)).collect(),
+            _reading: reading,
         })
     }
 
@@ -663,6 +686,7 @@ impl Txn<'_> {
 pub struct Snapshot<'s> {
     store: &'s Store,
     snaps: Vec<fjall::Snapshot>,
+    _reading: compact::Reading,
 }
 
 impl Snapshot<'_> {

@@ -108,6 +108,13 @@ impl Table {
             Table::Timers | Table::SeenExpiry | Table::Finished | Table::BufferExpiry
         )
     }
+
+    /// Read in key order (scans from a prefix or the oldest first) or by keys known to be
+    /// there, never to ask whether a key exists: the store keeps no bloom filters for these
+    /// (a filter answers only that question, and fjall holds every file's filter in memory).
+    pub fn scanned(self) -> bool {
+        self.time_keyed() || matches!(self, Table::Outbox | Table::Waits)
+    }
 }
 
 /// Joins key parts.

@@ -147,7 +147,9 @@ impl Harness {
     /// Every key of the store and its value, in key order (every scope).
     pub fn export(&self) -> Vec<flowbroker::store::Write> {
         let store = self.store.as_ref().unwrap();
-        let export = store.export(flowbroker::store::Scope::Node);
+        let export = store
+            .export(flowbroker::store::Scope::Node)
+            .expect("no merge runs in a test's store");
         export.chunks(1 << 20).flat_map(|c| c.unwrap()).collect()
     }
 
