@@ -213,6 +213,10 @@ pub struct StoreConfig {
     pub write_buffer_mib: u64,
     /// Blocks read from disk kept for the next read (fjall's block cache), in MiB (at least 1).
     pub cache_mib: u64,
+    /// A table is merged to drop the tombstones of its deleted keys once its files hold at
+    /// least this many, and at least a quarter of their entries (docs/store.md "Costs we
+    /// accept"); 0 never merges.
+    pub merge_tombstones: u64,
 }
 
 impl Default for StoreConfig {
@@ -221,6 +225,7 @@ impl Default for StoreConfig {
         StoreConfig {
             write_buffer_mib: bytes.write_buffer >> 20,
             cache_mib: bytes.cache >> 20,
+            merge_tombstones: crate::store::MIN_TOMBSTONES,
         }
     }
 }
@@ -781,6 +786,7 @@ mod tests {
                 ("FLOWBROKER_KAFKA_PROPERTIES", "security.protocol=SASL_SSL"),
                 ("FLOWBROKER_SCHEDULES_CATCH_UP", "all"),
                 ("FLOWBROKER_STORE_WRITE_BUFFER_MIB", "16"),
+                ("FLOWBROKER_STORE_MERGE_TOMBSTONES", "500"),
                 ("PATH", "/bin"),
             ]),
         )
@@ -792,6 +798,7 @@ mod tests {
         assert_eq!(c.kafka.properties["security.protocol"], "SASL_SSL");
         assert_eq!(c.schedules.catch_up, CatchUp::All);
         assert_eq!(c.store.memory().write_buffer, 16 << 20);
+        assert_eq!(c.store.merge_tombstones, 500);
         assert_eq!(
             c.store.memory().cache,
             crate::store::Memory::default().cache

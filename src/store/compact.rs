@@ -6,7 +6,7 @@
 //! memory grow with everything ever deleted, not with what is kept.
 //!
 //! So a table whose files' entries are at least a quarter tombstones (and at least
-//! [`MIN_TOMBSTONES`]) is merged whole into its last level ([`Store::compact_tombstones`], run
+//! `store.merge_tombstones`, [`MIN_TOMBSTONES`] by default) is merged whole into its last level ([`Store::compact_tombstones`], run
 //! by the broker every [`EVERY`]), which drops them with the values they shadow. A merge
 //! rewrites at most four entries per delete since the last one: the work is in proportion to
 //! the deletes, and what stays on disk to what is kept.
@@ -24,7 +24,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
-/// Fewer tombstones than this in a table are left alone (a merge has a fixed cost).
+/// Fewer tombstones than this in a table are left alone by default (a merge has a fixed
+/// cost; `store.merge_tombstones`).
 pub const MIN_TOMBSTONES: u64 = 100_000;
 
 /// How often the broker looks.
@@ -120,9 +121,12 @@ impl Store {
     }
 }
 
-/// Runs [`Store::compact_tombstones`] every [`EVERY`] on a thread of its own (`store-compact`)
-/// until the store is dropped.
-pub fn spawn(store: &Arc<Store>) -> std::io::Result<()> {
+/// Runs [`Store::compact_tombstones`] with `min` every [`EVERY`] on a thread of its own
+/// (`store-compact`) until the store is dropped; `min` 0: never.
+pub fn spawn(store: &Arc<Store>, min: u64) -> std::io::Result<()> {
+    if min == 0 {
+        return Ok(());
+    }
     let store: Weak<Store> = Arc::downgrade(store);
     std::thread::Builder::new()
         .name("store-compact".into())
@@ -133,7 +137,7 @@ pub fn spawn(store: &Arc<Store>) -> std::io::Result<()> {
                 return;
             };
             let started = std::time::Instant::now();
-            match store.compact_tombstones(MIN_TOMBSTONES) {
+            match store.compact_tombstones(min) {
                 Ok(merged) if !merged.is_empty() => tracing::debug!(
                     tables = ?merged.iter().map(|t| t.name()).collect::<Vec<_>>(),
                     took_ms = started.elapsed().as_millis() as u64,
