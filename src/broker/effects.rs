@@ -118,7 +118,8 @@ impl Batch<'_, '_> {
         if self.tx.delete(Table::Buffer, k)? {
             Counter::Buffered.bump(self.tx, -1)?;
         }
-        self.tx.delete(Table::BufferExpiry, &at(b.expires, k))?;
+        // (an entry kept beside the event: removed unread, that table keeps no bloom filters)
+        self.tx.remove(Table::BufferExpiry, &at(b.expires, k));
         Ok(())
     }
 
@@ -150,7 +151,8 @@ impl Batch<'_, '_> {
 
     pub fn disarm(&mut self, id: &str) -> Result<()> {
         if let Some(k) = self.tx.get::<String>(Table::TimerIds, id)? {
-            self.tx.delete(Table::Timers, &k)?;
+            // the entry its id points to: removed unread (`Timers` keeps no bloom filters)
+            self.tx.remove(Table::Timers, &k);
             self.tx.delete(Table::TimerIds, id)?;
         }
         Ok(())

@@ -106,7 +106,7 @@ pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError
     );
     family(
         "flowbroker_store_tombstones",
-        "Deleted keys whose tombstones are still in the embedded store's files, by table.",
+        "Tombstones (deletes) still in the embedded store's files, by table; merged away as they pile up.",
         per_table(&|t| t.tombstones as i64),
     );
     family(

@@ -8,7 +8,7 @@ use super::{scope_prefix, Result, Scope, Store, Table, Write};
 pub struct Export {
     prefix: String,
     snaps: Vec<(Table, fjall::Snapshot)>,
-    _reading: super::compact::Reading,
+    _reading: super::readers::Reading,
 }
 
 impl Store {

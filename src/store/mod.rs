@@ -7,17 +7,19 @@
 //! Every table maps a string key to JSON bytes. Keys that must sort by time or sequence carry
 //! zero-padded numbers, so a range scan returns them in order. See `tables` for the layout,
 //! `pending` for the writes of rounds in flight, `due` for where each time-keyed table's
-//! live entries start, `stats` for what each table holds on disk and in memory and `compact`
-//! for dropping the tombstones of deleted keys.
+//! live entries start, `stats` for what each table holds on disk and in memory, `compact`
+//! for dropping the tombstones of deleted keys and `readers` for the open snapshots a merge
+//! waits for.
 
 mod compact;
 mod due;
 mod export;
 mod pending;
+mod readers;
 mod stats;
 mod tables;
 
-pub use compact::{spawn as spawn_compactor, Garbage, MIN_TOMBSTONES};
+pub use compact::{spawn as spawn_compactor, Garbage, Merged, MIN_TOMBSTONES};
 pub use export::Export;
 pub use pending::Pending;
 pub use stats::{StoreStats, TableStats};
@@ -78,7 +80,7 @@ pub struct Store {
     /// Where the live entries of each time-keyed table start.
     due: due::Hints,
     /// Open snapshots (`compact`).
-    readers: std::sync::Arc<compact::Readers>,
+    readers: std::sync::Arc<readers::Readers>,
 }
 
 /// Which keys a transaction sees and writes: the whole store, or the keys of one state
@@ -605,7 +607,8 @@ impl Txn<'_> {
         let due = Self::decoded::<T>(table, raw)?;
         let mut out = Vec::with_capacity(due.len());
         for (k, v) in due {
-            self.delete(table, &k)?;
+            // just read, so there: removed unread (these tables keep no bloom filters)
+            self.remove(table, &k);
             let rest = k.split_once(SEP).map(|(_, r)| r).unwrap_or_default();
             out.push((rest.to_string(), v));
         }
@@ -686,7 +689,7 @@ impl Txn<'_> {
 pub struct Snapshot<'s> {
     store: &'s Store,
     snaps: Vec<fjall::Snapshot>,
-    _reading: compact::Reading,
+    _reading: readers::Reading,
 }
 
 impl Snapshot<'_> {

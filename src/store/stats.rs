@@ -15,7 +15,7 @@ pub struct TableStats {
     pub disk_bytes: u64,
     /// Bytes of the segments' bloom filters, held in memory while the segments live.
     pub filter_bytes: usize,
-    /// Deleted keys whose tombstones are still in the segments (`compact`).
+    /// Tombstones (deletes, of keys there or not) still in the segments (`compact`).
     pub tombstones: u64,
 }
 
