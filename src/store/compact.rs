@@ -21,8 +21,8 @@
 //! that drops a table's newest entries (tombstones) would leave its files older than journals
 //! it wrote to, and a table not written again would keep every later journal on disk until
 //! fjall stops writes (512 MiB of journals). So after a merge the table gets a tombstone of a
-//! key that never holds a value ([`MARKER`]) and its memtable is flushed: its files are newest
-//! again.
+//! key that never holds a value ([`MARKER`]) and its memtable's flush is queued at once: its
+//! files are newest again.
 
 use super::{Result, Store, Table};
 use fjall::{AbstractTree, AnyTree};
@@ -42,8 +42,9 @@ const PATIENCE: Duration = Duration::from_secs(5);
 /// The size of the files a merge writes (fjall's default for leveled tables).
 const TARGET_SIZE: u64 = 64 << 20;
 
-/// A key outside every scope (they are ASCII), never given a value: its tombstone makes a
-/// merged table's files newest again.
+/// A key no table ever gives a value (the broker's keys are ASCII, and it sorts after them):
+/// its tombstone makes a merged table's files newest again, and reads never return a
+/// tombstone.
 pub const MARKER: &str = "\u{10ffff}merged";
 
 /// One table merged.
@@ -64,9 +65,11 @@ pub struct Garbage {
 }
 
 impl Garbage {
-    /// Whether a merge of the table pays for itself now.
+    /// Whether a merge of the table pays for itself now. One tombstone may be the last
+    /// merge's [`MARKER`] and does not count, so a table is never merged for it alone.
     pub fn worth_merging(self, min: u64) -> bool {
-        self.tombstones >= min && self.tombstones * 4 >= self.items
+        let t = self.tombstones.saturating_sub(1);
+        t >= min.max(1) && t * 4 >= self.items
     }
 }
 
@@ -88,7 +91,8 @@ impl Store {
     /// shadow). Each table waits up to [`PATIENCE`] for the open snapshots to close, and is
     /// left for next time when they do not. While a table is merged, snapshots wait or are
     /// skipped ([`Store::read`], [`Store::export`]) and so do fjall's own compactions of that
-    /// table; writes and reads outside snapshots do not. Returns the tables merged.
+    /// table (writes would stall only if its first level filled meanwhile: fjall's limit is
+    /// 20 files); reads outside snapshots do not wait. Logs and returns the tables merged.
     pub fn compact_tombstones(&self, min: u64) -> Result<Vec<Merged>> {
         let mut merged = vec![];
         for t in Table::ALL {
@@ -109,12 +113,20 @@ impl Store {
             // (lsm-tree declines a merge while one of its own holds a file, and logs a failed
             // one without an error: only a drop counts)
             if after < before.tombstones {
-                merged.push(Merged {
+                let m = Merged {
                     table: t,
                     before: before.tombstones,
                     after,
                     took: started.elapsed(),
-                });
+                };
+                tracing::info!(
+                    table = t.name(),
+                    tombstones = m.before,
+                    left = m.after,
+                    took_ms = m.took.as_millis() as u64,
+                    "merged a table to drop the tombstones of deleted keys"
+                );
+                merged.push(m);
             }
         }
         Ok(merged)
@@ -140,17 +152,7 @@ pub fn spawn(store: &Arc<Store>, min: u64) -> std::io::Result<()> {
                 store.compact_tombstones(min)
             }));
             match turn {
-                Ok(Ok(merged)) => {
-                    for m in merged {
-                        tracing::info!(
-                            table = m.table.name(),
-                            tombstones = m.before,
-                            left = m.after,
-                            took_ms = m.took.as_millis() as u64,
-                            "merged a table to drop the tombstones of deleted keys"
-                        );
-                    }
-                }
+                Ok(Ok(_)) => {} // each merge is logged as it ends
                 Ok(Err(e)) => tracing::warn!(error = %e,
                     "could not merge a table to drop its tombstones; trying again later"),
                 Err(_) => tracing::error!(
@@ -216,6 +218,10 @@ mod tests {
                 tombstones: 1,
                 items: 101,
             },
+        );
+        assert!(
+            store.compact_tombstones(1).unwrap().is_empty(),
+            "the marker alone never makes a table due"
         );
         assert!(
             newest(Table::Finished) > before,
