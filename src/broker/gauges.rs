@@ -82,33 +82,37 @@ pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError
         vec![(String::new(), owned.len() as i64)],
     );
     let stats = store.stats();
-    let per_table = |f: &dyn Fn(&crate::store::TableStats) -> i64| {
-        stats
+    type Figure = fn(&crate::store::TableStats) -> i64;
+    let tables: [(&str, &str, Figure); 4] = [
+        (
+            "flowbroker_store_segments",
+            "Sorted files of the embedded store on disk, by table.",
+            |t| t.segments as i64,
+        ),
+        (
+            "flowbroker_store_disk_bytes",
+            "Bytes of the embedded store's files on disk, by table.",
+            |t| t.disk_bytes as i64,
+        ),
+        (
+            "flowbroker_store_filter_bytes",
+            "Bytes of bloom filters the embedded store keeps in memory for its files, by table.",
+            |t| t.filter_bytes as i64,
+        ),
+        (
+            "flowbroker_store_tombstones",
+            "Tombstones (deletes) still in the embedded store's files, by table; merged away as they pile up.",
+            |t| t.tombstones as i64,
+        ),
+    ];
+    for (name, help, figure) in tables {
+        let rows = stats
             .tables
             .iter()
-            .map(|t| (format!("table=\"{}\"", t.table.name()), f(t)))
-            .collect::<Vec<_>>()
-    };
-    family(
-        "flowbroker_store_segments",
-        "Sorted files of the embedded store on disk, by table.",
-        per_table(&|t| t.segments as i64),
-    );
-    family(
-        "flowbroker_store_disk_bytes",
-        "Bytes of the embedded store's files on disk, by table.",
-        per_table(&|t| t.disk_bytes as i64),
-    );
-    family(
-        "flowbroker_store_filter_bytes",
-        "Bytes of bloom filters the embedded store keeps in memory for its files, by table.",
-        per_table(&|t| t.filter_bytes as i64),
-    );
-    family(
-        "flowbroker_store_tombstones",
-        "Tombstones (deletes) still in the embedded store's files, by table; merged away as they pile up.",
-        per_table(&|t| t.tombstones as i64),
-    );
+            .map(|t| (format!("table=\"{}\"", t.table.name()), figure(t)))
+            .collect();
+        family(name, help, rows);
+    }
     family(
         "flowbroker_store_write_buffer_bytes",
         "Writes held in the store's memtables, not flushed to files yet (store.write_buffer_mib).",
