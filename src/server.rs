@@ -141,7 +141,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     }
     let cfg = Arc::new(cfg);
     let store = Arc::new(Store::open_with(&cfg.store_path(), cfg.store.memory())?);
-    // deleted keys' tombstones are dropped as they pile up (docs/store.md "Memory")
+    // deleted keys' tombstones are dropped as they pile up (docs/store.md "Costs we accept")
     crate::store::spawn_compactor(&store, cfg.store.merge_tombstones).map_err(|source| {
         ServeError::Thread {
             what: "store-compact",

@@ -198,7 +198,7 @@ mod tests {
         let seen = store.garbage(Table::Seen);
         assert!(
             !seen.worth_merging(50),
-            "{seen:?}: fewer tombstones than live entries"
+            "{seen:?}: under a quarter tombstones"
         );
 
         let newest = |t: Table| store.part(t).tree.get_highest_persisted_seqno();

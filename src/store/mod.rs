@@ -79,7 +79,7 @@ pub struct Store {
     parts: Vec<PartitionHandle>,
     /// Where the live entries of each time-keyed table start.
     due: due::Hints,
-    /// Open snapshots (`compact`).
+    /// Open snapshots, which a tombstone merge waits for (`readers`, `compact`).
     readers: std::sync::Arc<readers::Readers>,
 }
 
