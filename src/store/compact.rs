@@ -45,7 +45,7 @@ const TARGET_SIZE: u64 = 64 << 20;
 /// A key no table ever gives a value (the broker's keys are ASCII, and it sorts after them):
 /// its tombstone makes a merged table's files newest again, and reads never return a
 /// tombstone.
-pub const MARKER: &str = "\u{10ffff}merged";
+const MARKER: &str = "\u{10ffff}merged";
 
 /// One table merged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,7 +23,9 @@ pub struct Readers {
 pub struct Reading(Arc<Readers>);
 
 /// No snapshot is open, and none opens, while this lives.
-pub struct Exclusive<'r>(#[allow(dead_code)] RwLockWriteGuard<'r, ()>);
+pub struct Exclusive<'r> {
+    _gate: RwLockWriteGuard<'r, ()>,
+}
 
 impl Readers {
     /// A snapshot opens; waits while a merge runs (a lock poisoned by a panicked merge is
@@ -61,7 +63,7 @@ impl Readers {
             let gate = self.gate.write().unwrap_or_else(|e| e.into_inner());
             // an `enter` may have opened one between the wait and the gate
             if self.open.load(Ordering::SeqCst) == 0 {
-                break Some(Exclusive(gate));
+                break Some(Exclusive { _gate: gate });
             }
         };
         self.draining.store(false, Ordering::SeqCst);
