@@ -54,9 +54,7 @@ pub async fn caught_up(
     let until = tokio::time::Instant::now() + WAIT_AT_MOST;
     loop {
         let notified = s.shared.applied.notified();
-        let applied = s
-            .store
-            .read()
+        let applied = super::snapshot::read(&s.store)
             .ok()
             .and_then(|tx| {
                 tx.get_in::<i64>(

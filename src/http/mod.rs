@@ -15,6 +15,7 @@ mod ingress;
 pub(crate) mod lambda;
 pub(crate) mod query;
 pub mod sigv4;
+mod snapshot;
 pub mod swf;
 mod ui;
 

@@ -103,9 +103,7 @@ pub(super) fn stored(
     p: PartitionId,
     id: &str,
 ) -> Result<Option<InstanceRecord>, ApiError> {
-    Ok(s.store
-        .read()?
-        .get_in(Scope::Partition(p.0), Table::Instances, id)?)
+    Ok(super::snapshot::read(&s.store)?.get_in(Scope::Partition(p.0), Table::Instances, id)?)
 }
 
 /// `GET /v1/instances/{id}` (`?payloads=full` puts back the payloads kept beside history
@@ -144,7 +142,7 @@ pub async fn instance(
             Err(e) => return Ok(unavailable(format!("{e}; retry"))),
         },
     };
-    let tx = s.store.read()?;
+    let tx = super::snapshot::read(&s.store)?;
     if let Asked::Graph(_) = asked {
         return super::definitions::instance_graph(&tx, scope, &rec, q.format.as_deref());
     }
@@ -226,7 +224,7 @@ pub async fn list(
     let owned: BTreeSet<PartitionId> = s.shared.owned().into_keys().collect();
     let mut items: Vec<Value> = Vec::new();
     {
-        let tx = s.store.read()?;
+        let tx = super::snapshot::read(&s.store)?;
         for p in &owned {
             let from = match after {
                 Some((ap, _)) if *p < ap => continue,
@@ -291,7 +289,7 @@ pub async fn schedules(
     let owned: BTreeSet<PartitionId> = s.shared.owned().into_keys().collect();
     let mut out = Vec::new();
     {
-        let tx = s.store.read()?;
+        let tx = super::snapshot::read(&s.store)?;
         for (p, wf, st) in tx.partitioned::<ScheduleState>(Table::Schedules)? {
             if p.is_some_and(|p| !owned.contains(&PartitionId(p))) {
                 continue;

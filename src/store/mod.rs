@@ -233,6 +233,26 @@ impl Store {
         })
     }
 
+    /// The same view at once, or `None` while a merge runs or waits for snapshots to close
+    /// (for callers that must not block a thread others share: `http::snapshot`).
+    pub fn try_read(&self) -> Option<Snapshot<'_>> {
+        let reading = self.readers.try_enter()?;
+        let at = self.ks.instant();
+        Some(Snapshot {
+            store: self,
+            snaps: self.parts.iter().map(|p| p.snapshot_at(at)).collect(),
+            _reading: reading,
+        })
+    }
+
+    /// Holds the store's readers as a merge does, for tests of those who wait for one.
+    #[cfg(test)]
+    pub(crate) fn merging(&self) -> readers::Exclusive<'_> {
+        self.readers
+            .exclusive(std::time::Duration::from_secs(30))
+            .expect("no snapshot open")
+    }
+
     /// Applies writes made elsewhere (a changelog batch being restored) in one atomic step.
     pub fn apply(&self, writes: &[Write], sync: bool) -> Result<()> {
         // (the keyspace persists its journal by hand, so a batch needs no durability of its

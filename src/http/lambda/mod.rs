@@ -235,7 +235,7 @@ async fn relay_to_owner(
 fn stored(s: &AppState, id: &str) -> Result<(InstanceRecord, Box<Run>), AwsError> {
     let missing = || not_found(format!("no durable execution {id:?}"));
     let p = s.peers.parts.of_instance(id).map_err(|_| missing())?;
-    let tx = s.store.read().map_err(ApiError::from)?;
+    let tx = crate::http::snapshot::read(&s.store).map_err(ApiError::from)?;
     let rec: InstanceRecord = tx
         .get_in(Scope::Partition(p.0), Table::Instances, id)
         .map_err(ApiError::from)?

@@ -70,7 +70,7 @@ fn resolve(s: &AppState, key: &RunKey, run_id: Option<&str>) -> Result<InstanceR
             key.instance(s.peers.parts, uuid).to_string()
         }
         None => {
-            let tx = s.store.read().map_err(ApiError::from)?;
+            let tx = crate::http::snapshot::read(&s.store).map_err(ApiError::from)?;
             let k = swf_run_entry(key, "").active_key();
             tx.get_in::<String>(Scope::Partition(p.0), Table::Active, &k)
                 .map_err(ApiError::from)?

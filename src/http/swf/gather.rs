@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 /// Every instance of built-in workflow `workflow` on the partitions owned here.
 pub fn local_instances(s: &AppState, workflow: &str) -> Result<Vec<InstanceRecord>, Fault> {
-    let tx = s.store.read().map_err(ApiError::from)?;
+    let tx = crate::http::snapshot::read(&s.store).map_err(ApiError::from)?;
     let mut out = Vec::new();
     for p in s.shared.owned().into_keys() {
         let all: Vec<(String, InstanceRecord)> = tx

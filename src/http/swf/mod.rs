@@ -269,7 +269,7 @@ pub fn stored(s: &AppState, id: &str) -> Result<Option<InstanceRecord>, Fault> {
     let Ok(p) = s.peers.parts.of_instance(id) else {
         return Ok(None);
     };
-    let tx = s.store.read().map_err(ApiError::from)?;
+    let tx = crate::http::snapshot::read(&s.store).map_err(ApiError::from)?;
     Ok(tx
         .get_in(Scope::Partition(p.0), Table::Instances, id)
         .map_err(ApiError::from)?)
