@@ -10,7 +10,9 @@
 //! `cargo bench --bench scale` waits with 1,000,000 (base 5,000, 5,000 continuations each); under
 //! `cargo test` a small smoke run. `SCALE_WAITING`, `SCALE_BASE` and `SCALE_CONTINUATIONS`
 //! override them; `FLOWBROKER_STORE_*` settings in the bench's environment are passed to the
-//! broker, and `SCALE_BIN=<path>` runs another flowbroker build. Results: docs/performance.md.
+//! broker, and `SCALE_BIN=<path>` runs another flowbroker build. `SCALE_PERF=<file>` records
+//! the broker with `perf` (dwarf call graphs) over the large side's continuations. Results:
+//! docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -181,8 +183,36 @@ struct Run {
     ready: Option<(f64, f64)>,
 }
 
-/// On a fresh tansu: `w` instances left waiting, then `c` of them continued.
-fn run(w: u64, c: u64, restart: bool) -> Run {
+/// `perf record` of the broker (dwarf call graphs) into `out`, until interrupted.
+fn profiler(b: &Broker, out: &str) -> std::process::Child {
+    let pid = b.pid().expect("the broker runs").to_string();
+    let p = std::process::Command::new("perf")
+        .args([
+            "record",
+            "-F",
+            "499",
+            "--call-graph",
+            "dwarf",
+            "-o",
+            out,
+            "-p",
+            &pid,
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("perf (SCALE_PERF is set)");
+    // perf is recording once it has written its file's header
+    support::wait_for(30, "perf to start", || {
+        std::fs::metadata(out)
+            .is_ok_and(|m| m.len() > 0)
+            .then_some(())
+    });
+    p
+}
+
+/// On a fresh tansu: `w` instances left waiting, then `c` of them continued (recorded with
+/// `perf` into `perf` when given).
+fn run(w: u64, c: u64, restart: bool, perf: Option<&str>) -> Run {
     let kafka = Kafka::start();
     let mut broker = start(&kafka);
     let t = Instant::now();
@@ -197,10 +227,18 @@ fn run(w: u64, c: u64, restart: bool) -> Run {
     let lifecycle = reader_past_starts(&kafka, w as usize);
     // pseudo-random distinct keys (a stride co-prime with w), spread over the waiting set
     let stride = (w / 2 + 1..).find(|s| gcd(*s, w) == 1).unwrap();
+    let profile = perf.map(|out| profiler(&broker, out));
     let before = Phase::now(&broker);
     let sent = epoch_ms();
     publish(&kafka, "scale.close", (0..c).map(|i| (i * stride) % w));
     let (first, last) = read_type(&lifecycle, COMPLETED, c as usize, 1800);
+    if let Some(mut p) = profile {
+        // SIGINT: perf writes its file and exits
+        let _ = std::process::Command::new("kill")
+            .args(["-INT", &p.id().to_string()])
+            .status();
+        let _ = p.wait();
+    }
     let phase = Phase::now(&broker).since(before);
     let cont_rate = c as f64 * 1000.0 / (last - sent).max(1) as f64;
     let spread_rate = c.saturating_sub(1).max(1) as f64 * 1000.0 / (last - first).max(1) as f64;
@@ -260,7 +298,8 @@ fn main() {
     // the same number of continuations on both sides (distinct keys: at most `base`), so the
     // batches they form are alike
     let c = c.min(base);
-    let small = run(base, c, false);
+    let perf = std::env::var("SCALE_PERF").ok();
+    let small = run(base, c, false, None);
     println!(
         "{base} waiting: loaded at {:.0}/s; continuations {:.0} instances/s (first to last completion: {:.0}/s)",
         small.load_rate, small.cont_rate, small.spread_rate
@@ -269,7 +308,7 @@ fn main() {
         "  {base} waiting, continuations: {}",
         small.phase.describe(c)
     );
-    let big = run(w, c, true);
+    let big = run(w, c, true, perf.as_deref());
     let (assigned, first) = big.ready.unwrap();
     println!(
         "{w} waiting: loaded at {:.0}/s; continuations {:.0} instances/s ({:.2} of the {base}-waiting rate; first to last completion: {:.0}/s)",

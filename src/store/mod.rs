@@ -138,13 +138,19 @@ fn check_layout(ks: &Keyspace, path: &Path) -> Result<()> {
 /// How a table is created (a data directory that has the table keeps the options it was
 /// created with).
 fn table_options(t: Table) -> fjall::PartitionCreateOptions {
-    let o = fjall::PartitionCreateOptions::default();
+    let mut o = fjall::PartitionCreateOptions::default();
     if t.scanned() {
-        o.bloom_filter_bits(None)
-    } else {
-        o
+        o = o.bloom_filter_bits(None);
     }
+    if t.read_at_random() {
+        o = o.block_size(SMALL_BLOCK);
+    }
+    o
 }
+
+/// The data and index block size of the tables read at random ([`Table::read_at_random`];
+/// fjall's default, 4 KiB, for the rest).
+const SMALL_BLOCK: u32 = 1024;
 
 /// What the store keeps in memory at most, in bytes (`[store]` in the configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -115,6 +115,12 @@ impl Table {
     pub fn scanned(self) -> bool {
         self.time_keyed() || matches!(self, Table::Outbox | Table::Waits)
     }
+
+    /// Read a key at a time, at random over a table that grows with the instances or events
+    /// kept: reading one entry from disk decodes its whole block, so these have small blocks.
+    pub fn read_at_random(self) -> bool {
+        matches!(self, Table::Instances | Table::Active | Table::Seen)
+    }
 }
 
 /// Joins key parts.
