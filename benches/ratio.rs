@@ -5,7 +5,11 @@
 //!   event (a workflow that starts on the event and ends by producing one event). Rates are
 //!   taken from the first output to the last, so start-up and group joins do not count;
 //! - latency at half of flowbroker's maximum rate: publish -> the copy consumed (passthrough),
-//!   publish -> the instance's produced event consumed (flowbroker); p50 and p99 of each.
+//!   publish -> the instance's produced event consumed (flowbroker); p50 and p99 of each, and
+//!   of publish -> the record's Kafka timestamp (when the passthrough or the broker produced
+//!   it). The paced stream starts once the queued instances' outbox is empty, and the
+//!   passthrough is measured again after flowbroker's phase on the same tansu, which answers
+//!   more slowly by then.
 //!
 //! `cargo bench --bench ratio`; under `cargo test` a small smoke run. `RATIO_EVENTS` sets the
 //! queue, `RATIO_RATE` the paced rate, `RATIO_BASELINE=<path to an older flowbroker binary>`
@@ -20,10 +24,11 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use rdkafka::consumer::BaseConsumer;
+use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::ClientConfig;
+use rdkafka::{Offset, TopicPartitionList};
 use serde_json::json;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use support::{metric_sum, Broker, Kafka, ECHO};
@@ -86,14 +91,38 @@ const OUT_PER_INSTANCE: usize = 3;
 /// payload and headers), settings as flowbroker's own clients. Returns records/s from the
 /// first delivery to the last.
 fn passthrough(brokers: &str, n: usize) -> f64 {
-    fan_out(brokers, n, 1)
+    fan_out(reader(brokers, "flowbroker.in"), brokers, n, 1)
+}
+
+/// A consumer of every partition of `topic` from its end now (a concrete offset each, so
+/// nothing published after this returns is skipped).
+fn reader_at_end(brokers: &str, topic: &str) -> BaseConsumer {
+    let c: BaseConsumer = ClientConfig::new()
+        .set("bootstrap.servers", brokers)
+        .set("group.id", "bench.at-end")
+        .set("enable.auto.commit", "false")
+        .set("fetch.wait.max.ms", fetch_wait_ms().to_string())
+        .create()
+        .unwrap();
+    let md = c
+        .fetch_metadata(Some(topic), Duration::from_secs(10))
+        .unwrap();
+    let mut tpl = TopicPartitionList::new();
+    for p in md.topics()[0].partitions() {
+        let (_, high) = c
+            .fetch_watermarks(topic, p.id(), Duration::from_secs(10))
+            .unwrap();
+        tpl.add_partition_offset(topic, p.id(), Offset::Offset(high))
+            .unwrap();
+    }
+    c.assign(&tpl).unwrap();
+    c
 }
 
 /// The passthrough with `copies` records produced per record consumed: Kafka's own share of
 /// an instance's work when `copies` is [`OUT_PER_INSTANCE`] (the changelog append not counted),
 /// so an upper bound for flowbroker on this machine. Returns records consumed per second.
-fn fan_out(brokers: &str, n: usize, copies: usize) -> f64 {
-    let c = reader(brokers, "flowbroker.in");
+fn fan_out(c: BaseConsumer, brokers: &str, n: usize, copies: usize) -> f64 {
     let p: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("linger.ms", "5")
@@ -140,12 +169,20 @@ fn fan_out(brokers: &str, n: usize, copies: usize) -> f64 {
     n as f64 / first.unwrap().elapsed().as_secs_f64()
 }
 
-/// Reads `n` records of `topic` that have `ce_type` = `ty`; returns (outputs/s from the first
-/// to the last, latencies in ms from each record's `t` to its arrival).
-fn drain(c: &BaseConsumer, ty: &[u8], n: usize) -> (f64, Vec<f64>) {
+/// What [`drain`] measured: outputs/s from the first to the last, and per record, in ms,
+/// from its `t` to its arrival here (`lat`) and to its Kafka timestamp (`released`: when the
+/// passthrough or the broker produced it, so the rest of `lat` is producing and fetching).
+struct Drained {
+    rate: f64,
+    lat: Vec<f64>,
+    released: Vec<f64>,
+}
+
+/// Reads `n` records of `topic` that have `ce_type` = `ty`.
+fn drain(c: &BaseConsumer, ty: &[u8], n: usize) -> Drained {
     let mut got = 0;
     let mut first = None;
-    let mut lat = Vec::new();
+    let (mut lat, mut released) = (Vec::new(), Vec::new());
     let end = Instant::now() + Duration::from_secs(900);
     while got < n {
         assert!(Instant::now() < end, "only {got} of {n} outputs arrived");
@@ -158,11 +195,18 @@ fn drain(c: &BaseConsumer, ty: &[u8], n: usize) -> (f64, Vec<f64>) {
         first.get_or_insert_with(Instant::now);
         if let Some(t) = sent_at(&m) {
             lat.push(now_us().saturating_sub(t) as f64 / 1000.0);
+            if let Some(ts) = m.timestamp().to_millis() {
+                released.push((ts as f64 * 1000.0 - t as f64) / 1000.0);
+            }
         }
         got += 1;
     }
     let secs = first.unwrap().elapsed().as_secs_f64();
-    ((n - 1).max(1) as f64 / secs.max(1e-9), lat)
+    Drained {
+        rate: (n - 1).max(1) as f64 / secs.max(1e-9),
+        lat,
+        released,
+    }
 }
 
 fn pct(v: &mut [f64], q: f64) -> f64 {
@@ -213,14 +257,19 @@ fn throughput(bin: &str, n: usize, baseline: bool) -> (f64, f64, i64, i64) {
     kafka.create_topic(COPY, 3);
     publish(&kafka, "q", n, None);
     let raw = passthrough(&kafka.brokers(), n);
-    let fanned = fan_out(&kafka.brokers(), n, OUT_PER_INSTANCE);
+    let fanned = fan_out(
+        reader(&kafka.brokers(), "flowbroker.in"),
+        &kafka.brokers(),
+        n,
+        OUT_PER_INSTANCE,
+    );
     eprintln!(
         "passthrough producing {OUT_PER_INSTANCE} records per record consumed: {fanned:.0} consumed/s ({:.3} of the plain passthrough)",
         fanned / raw
     );
     let lifecycle = reader(&kafka.brokers(), "flowbroker.lifecycle");
     let broker = start(&kafka, bin, baseline);
-    let (ours, _) = drain(&lifecycle, b"flowbroker.instance.completed", n);
+    let ours = drain(&lifecycle, b"flowbroker.instance.completed", n).rate;
     let (direct, hop) = routed(&broker);
     rounds(&broker);
     // the broker's CPU time for the whole run, start-up included
@@ -233,22 +282,21 @@ fn throughput(bin: &str, n: usize, baseline: bool) -> (f64, f64, i64, i64) {
     (raw, ours, direct, hop)
 }
 
-/// How the broker's rounds went (whole run): how many, the mean inputs per round and the mean
-/// time from a round's changelog append to its landing, on stderr.
+/// How the broker's rounds went (whole run): how many, the mean inputs per round, the mean
+/// time from a round's changelog append to its landing and of a store commit, on stderr.
 fn rounds(broker: &Broker) {
     let m = broker.metrics();
     let count = metric_sum(&m, "flowbroker_round_inputs_count", "");
     let inputs = metric_sum(&m, "flowbroker_round_inputs_sum", "");
     let appends = metric_sum(&m, "flowbroker_round_landing_seconds_count", "");
-    let secs: f64 = m
-        .lines()
-        .find(|l| l.starts_with("flowbroker_round_landing_seconds_sum"))
-        .and_then(|l| l.split_whitespace().last()?.parse().ok())
-        .unwrap_or(0.0);
+    let secs = support::metric_sum_f64(&m, "flowbroker_round_landing_seconds_sum", "");
+    let commits = metric_sum(&m, "flowbroker_store_commit_seconds_count", "");
+    let commit_secs = support::metric_sum_f64(&m, "flowbroker_store_commit_seconds_sum", "");
     eprintln!(
-        "rounds {count}, {:.0} inputs per round; {appends} appended, mean {:.1} ms from append to landing",
+        "rounds {count}, {:.0} inputs per round; {appends} appended, mean {:.1} ms from append to landing; {commits} store commits, mean {:.1} ms",
         inputs as f64 / count.max(1) as f64,
-        1000.0 * secs / appends.max(1) as f64
+        1000.0 * secs / appends.max(1) as f64,
+        1000.0 * commit_secs / commits.max(1) as f64
     );
 }
 
@@ -315,16 +363,23 @@ fn main() {
     publish(&kafka, "w", WARM, None);
     drain(&copies, b"bench.ping", WARM);
     let sender = publish_paced(&kafka, "r", m, gap);
-    let (_, mut raw_lat) = drain(&copies, b"bench.ping", m);
+    let mut raw = drain(&copies, b"bench.ping", m);
     sender.join().unwrap();
     copier.join().unwrap();
     let out = reader(&kafka.brokers(), "flowbroker.out");
     let broker = start(&kafka, bin, false);
     // The queued "w" and "r" records complete first; only the paced "s" stream is measured.
     drain(&out, b"bench.pong", WARM + m);
+    // the burst's aftermath is not the paced stream's: the acknowledgements of its produced
+    // records and the removal of their outbox entries (which held the first half-second of the
+    // paced stream back, 2026-11-28)
+    support::wait_for(300, "the queued instances' outbox to empty", || {
+        (metric_sum(&broker.metrics(), "flowbroker_outbox_pending", "") == 0).then_some(())
+    });
     let sender = publish_paced(&kafka, "s", m, gap);
-    let (_, mut our_lat) = drain(&out, b"bench.pong", m);
+    let mut ours = drain(&out, b"bench.pong", m);
     sender.join().unwrap();
+    rounds(&broker);
     // how the inputs reached their state partitions: applied directly, or through the work
     // topic (a hop that costs a fetch wait on tansu)
     let (direct, hop) = routed(&broker);
@@ -340,15 +395,40 @@ fn main() {
         )
     );
     drop(broker);
+    // the floor again, on the same tansu after the broker's phase (it holds more by then)
+    let copier = {
+        let brokers = kafka.brokers();
+        let from = reader_at_end(&brokers, "flowbroker.in");
+        std::thread::spawn(move || fan_out(from, &brokers, WARM + m, 1))
+    };
+    publish(&kafka, "x", WARM, None);
+    drain(&copies, b"bench.ping", WARM);
+    let sender = publish_paced(&kafka, "q", m, gap);
+    let mut after = drain(&copies, b"bench.ping", m);
+    sender.join().unwrap();
+    copier.join().unwrap();
+    println!(
+        "| latency p50 / p99 at {rate:.0}/s of the passthrough again, after flowbroker's phase, ms | {:.1} / {:.1} | | |",
+        pct(&mut after.lat, 0.5),
+        pct(&mut after.lat, 0.99)
+    );
     println!(
         "| latency p50 at {rate:.0}/s, ms | {:.1} | {:.1} | |",
-        pct(&mut raw_lat, 0.5),
-        pct(&mut our_lat, 0.5)
+        pct(&mut raw.lat, 0.5),
+        pct(&mut ours.lat, 0.5)
     );
     println!(
         "| latency p99 at {rate:.0}/s, ms | {:.1} | {:.1} | +{:.1} ms |",
-        pct(&mut raw_lat, 0.99),
-        pct(&mut our_lat, 0.99),
-        pct(&mut our_lat, 0.99) - pct(&mut raw_lat, 0.99)
+        pct(&mut raw.lat, 0.99),
+        pct(&mut ours.lat, 0.99),
+        pct(&mut ours.lat, 0.99) - pct(&mut raw.lat, 0.99)
+    );
+    // the records' timestamps are the producing client's clock, this machine's
+    println!(
+        "| of which publish -> produced by the passthrough or the broker, p50 / p99, ms | {:.1} / {:.1} | {:.1} / {:.1} | |",
+        pct(&mut raw.released, 0.5),
+        pct(&mut raw.released, 0.99),
+        pct(&mut ours.released, 0.5),
+        pct(&mut ours.released, 0.99)
     );
 }

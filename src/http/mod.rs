@@ -1,5 +1,5 @@
 //! The HTTP side: CloudEvents ingress (`POST /v1/events`), the admin API ([`query`] reads,
-//! [`definitions`] and their drawings), the web console ([`ui`]), `/health` and `/metrics`. Writes go to the core as commands; reads use store snapshots directly. A
+//! [`definitions`] and their drawings), the web console ([`ui`]), `/health` and `/metrics`. Writes go to the core as commands; reads use store snapshots directly ([`snapshot`]: a wait for a tombstone merge leaves the async worker). A
 //! request about a state partition another broker owns is forwarded to it ([`forward`]); an owner
 //! reads what was written to it before it says an instance does not exist ([`barrier`]). With
 //! `http.auth_token` set, every route but `/health` needs the token ([`auth`]). The AWS durable

@@ -223,11 +223,15 @@ fn build(
 /// What librdkafka fetches ahead of the application, per consumer (the group consumer and
 /// the work reader): 16 MiB or 10,000 records (defaults: 64 MiB, 100,000), in fetches of at
 /// most 16 MiB (default 50 MiB). A paused partition's prefetched records are dropped and
-/// fetched again from the application's position on resume.
-pub const PREFETCH: [(&str, &str); 3] = [
+/// fetched again from the application's position on resume. A partition whose prefetch is
+/// full is looked at again after 20 ms (`fetch.queue.backoff.ms`, default 1 s): with the
+/// default, a backlog worked off (or intake resumed after backpressure) left the partition
+/// unfetched for up to a second, and records published then waited for it.
+pub const PREFETCH: [(&str, &str); 4] = [
     ("queued.max.messages.kbytes", "16384"),
     ("queued.min.messages", "10000"),
     ("fetch.max.bytes", "16777216"),
+    ("fetch.queue.backoff.ms", "20"),
 ];
 
 /// Pauses or resumes the input topic partitions assigned now; false when that failed (the

@@ -26,9 +26,6 @@ pub fn create(cfg: &Config) -> Result<StreamConsumer, KafkaError> {
             ("enable.auto.offset.store", "false".into()),
             ("auto.offset.reset", "earliest".into()),
             ("fetch.wait.max.ms", k.fetch_wait_max_ms.to_string()),
-            // while intake is paused the fetch queue fills to the prefetch bound; librdkafka
-            // then postpones a partition's next fetch by this much (default 1 s)
-            ("fetch.queue.backoff.ms", "20".into()),
         ]
         .into_iter()
         .chain(
