@@ -209,7 +209,11 @@ fn drain(c: &BaseConsumer, ty: &[u8], n: usize) -> Drained {
     }
 }
 
+/// The `q` quantile of `v` (NaN, printed so, when `v` is empty).
 fn pct(v: &mut [f64], q: f64) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[((v.len() as f64 * q) as usize).min(v.len() - 1)]
 }
@@ -407,27 +411,29 @@ fn main() {
     let mut after = drain(&copies, b"bench.ping", m);
     sender.join().unwrap();
     copier.join().unwrap();
+    let (raw50, raw99) = (pct(&mut raw.lat, 0.5), pct(&mut raw.lat, 0.99));
+    let (after50, after99) = (pct(&mut after.lat, 0.5), pct(&mut after.lat, 0.99));
+    let (our50, our99) = (pct(&mut ours.lat, 0.5), pct(&mut ours.lat, 0.99));
+    println!("| latency p50 at {rate:.0}/s, ms | {raw50:.1} | {our50:.1} | |");
     println!(
-        "| latency p50 / p99 at {rate:.0}/s of the passthrough again, after flowbroker's phase, ms | {:.1} / {:.1} | | |",
-        pct(&mut after.lat, 0.5),
-        pct(&mut after.lat, 0.99)
+        "| latency p99 at {rate:.0}/s, ms | {raw99:.1} | {our99:.1} | +{:.1} ms |",
+        our99 - raw99
     );
     println!(
-        "| latency p50 at {rate:.0}/s, ms | {:.1} | {:.1} | |",
-        pct(&mut raw.lat, 0.5),
-        pct(&mut ours.lat, 0.5)
+        "| latency p50 / p99 at {rate:.0}/s of the passthrough again, after flowbroker's phase, ms | {after50:.1} / {after99:.1} | | |"
     );
     println!(
-        "| latency p99 at {rate:.0}/s, ms | {:.1} | {:.1} | +{:.1} ms |",
-        pct(&mut raw.lat, 0.99),
-        pct(&mut ours.lat, 0.99),
-        pct(&mut ours.lat, 0.99) - pct(&mut raw.lat, 0.99)
+        "| flowbroker over the mean of the two passthroughs, p50 / p99 | | +{:.1} / +{:.1} ms | |",
+        our50 - (raw50 + after50) / 2.0,
+        our99 - (raw99 + after99) / 2.0
     );
     // the records' timestamps are the producing client's clock, this machine's
     println!(
-        "| of which publish -> produced by the passthrough or the broker, p50 / p99, ms | {:.1} / {:.1} | {:.1} / {:.1} | |",
+        "| of which publish -> produced by the passthrough (before / after) or the broker, p50 / p99, ms | {:.1} / {:.1}; {:.1} / {:.1} | {:.1} / {:.1} | |",
         pct(&mut raw.released, 0.5),
         pct(&mut raw.released, 0.99),
+        pct(&mut after.released, 0.5),
+        pct(&mut after.released, 0.99),
         pct(&mut ours.released, 0.5),
         pct(&mut ours.released, 0.99)
     );

@@ -186,6 +186,8 @@ struct Run {
 /// `perf record` of the broker (dwarf call graphs) into `out`, until interrupted.
 fn profiler(b: &Broker, out: &str) -> std::process::Child {
     let pid = b.pid().expect("the broker runs").to_string();
+    // a file left from an earlier run would pass the check below at once
+    let _ = std::fs::remove_file(out);
     let p = std::process::Command::new("perf")
         .args([
             "record",

@@ -6,7 +6,9 @@ use crate::store::{Snapshot, Store, StoreError};
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 /// At once when no merge runs; else the wait happens with this worker's other tasks moved to
-/// another thread (`block_in_place`, on the multi-threaded runtime the server uses).
+/// another thread (`block_in_place`, on the multi-threaded runtime the server uses). While a
+/// merge only waits for open snapshots to close, this opens one without waiting, as before:
+/// a request does not give way to a merge, which waits up to 5 s and then tries later.
 pub fn read(store: &Store) -> Result<Snapshot<'_>, StoreError> {
     if let Some(s) = store.try_read() {
         return Ok(s);

@@ -240,7 +240,8 @@ impl Store {
     }
 
     /// The same view at once, or `None` while a merge runs or waits for snapshots to close
-    /// (for callers that must not block a thread others share: `http::snapshot`).
+    /// (for callers that must not block a thread others share: `http::snapshot`, which then
+    /// opens one with [`Store::read`] where waiting is harmless).
     pub fn try_read(&self) -> Option<Snapshot<'_>> {
         let reading = self.readers.try_enter()?;
         let at = self.ks.instant();
