@@ -230,26 +230,24 @@ impl Store {
     /// A consistent view of the whole store as of now (waits while tombstones are being
     /// merged away: `compact`).
     pub fn read(&self) -> Result<Snapshot<'_>> {
-        let reading = self.readers.enter();
-        let at = self.ks.instant();
-        Ok(Snapshot {
-            store: self,
-            snaps: self.parts.iter().map(|p| p.snapshot_at(at)).collect(),
-            _reading: reading,
-        })
+        Ok(self.snapshot(self.readers.enter()))
     }
 
     /// The same view at once, or `None` while a merge runs or waits for snapshots to close
     /// (for callers that must not block a thread others share: `http::snapshot`, which then
     /// opens one with [`Store::read`] where waiting is harmless).
     pub fn try_read(&self) -> Option<Snapshot<'_>> {
-        let reading = self.readers.try_enter()?;
+        Some(self.snapshot(self.readers.try_enter()?))
+    }
+
+    /// Every table as of now, counted in `reading` until dropped.
+    fn snapshot(&self, reading: readers::Reading) -> Snapshot<'_> {
         let at = self.ks.instant();
-        Some(Snapshot {
+        Snapshot {
             store: self,
             snaps: self.parts.iter().map(|p| p.snapshot_at(at)).collect(),
             _reading: reading,
-        })
+        }
     }
 
     /// Holds the store's readers as a merge does, for tests of those who wait for one.
