@@ -12,7 +12,8 @@
 # after a transaction conflict instead of failing, ListOffsets answers the log start offset
 # that DeleteRecords set instead of 0 once a partition's every record is deleted, and the sqlite
 # engine keeps the records of a topic with retention.ms = -1 instead of deleting them all at
-# every start. docs/kafka.md has the details. The build directory is kept, so a change of a
+# every start, and the one task serving the storage engine outlives a client that went away
+# instead of ending (and failing every later request). docs/kafka.md has the details. The build directory is kept, so a change of a
 # patch rebuilds tansu-storage and what depends on it, not every dependency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,7 +42,7 @@ build() {
     exit 1
   fi
   tar xzf "$crate" -C "$tmp"
-  for patch in slate-retry slate-earliest lite-retention; do
+  for patch in slate-retry slate-earliest lite-retention channel-requester; do
     (cd "$tmp/$STORAGE" && git apply -p2 "$OLDPWD/$TOOL/$patch.patch")
   done
   rm -rf "$TOOL/vendor"

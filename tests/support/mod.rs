@@ -419,6 +419,17 @@ impl Drop for Kafka {
     fn drop(&mut self) {
         if let (true, Proc::Persistent(_, _, dir)) = (std::thread::panicking(), &self.proc) {
             let log = std::fs::read_to_string(dir.path().join("tansu.log")).unwrap_or_default();
+            // the first failure is the cause and later ones its echoes: it is printed even
+            // when the tail has moved past it
+            let first: Vec<&str> = log
+                .lines()
+                .filter(|l| l.contains("panicked") || l.contains("ERROR"))
+                .take(10)
+                .collect();
+            eprintln!("---- tansu log (first errors) ----");
+            for l in first {
+                eprintln!("{l}");
+            }
             let tail: Vec<&str> = log.lines().rev().take(60).collect();
             eprintln!("---- tansu log (last lines) ----");
             for l in tail.iter().rev() {
