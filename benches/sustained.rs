@@ -17,7 +17,10 @@
 //! off while the second grows. `SUSTAINED_BROKER_ENV="K=V K=V"` adds variables to the
 //! broker's environment (an allocator setting such as `MIMALLOC_ALLOW_THP=0`). Each sample
 //! also shows the store's files, the bloom filters it keeps in memory for them, its memtables
-//! and its bytes on disk (`flowbroker_store_*`).
+//! and its bytes on disk (`flowbroker_store_*`), and the broker's memory swapped out: a
+//! 10-minute overload can need swap for the test tansu, which keeps every record in memory
+//! (`scripts/swapfile.sh`); the figures count the broker's RSS and swap together. At the end
+//! it prints the trend of that memory under load (medians of the halves, least-squares slope).
 //! Results: docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
@@ -34,6 +37,10 @@ struct Sample {
     finished: i64,
     lag: i64,
     rss_mib: f64,
+    /// The broker's memory swapped out (0 without swap): with [`Sample::rss_mib`], all the
+    /// memory it holds. A long run can need swap for the test tansu, which keeps every record
+    /// in memory; the kernel may then page out some of the broker's too.
+    swap_mib: f64,
     /// The store's files, their bloom filters in memory, its memtables and its bytes on disk.
     segments: i64,
     filters_mib: f64,
@@ -49,13 +56,14 @@ impl Sample {
     /// One line of the table.
     fn row(&self) -> String {
         format!(
-            "{:>7.0} {:>10} {:>12} {:>10} {:>9} {:>8.1} {:>18} {:>9} {:>8.1} {:>10.1} {:>9.0}",
+            "{:>7.0} {:>10} {:>12} {:>10} {:>9} {:>8.1} {:>8.1} {:>18} {:>9} {:>8.1} {:>10.1} {:>9.0}",
             self.at,
             self.consumed,
             self.dedupe,
             self.finished,
             self.lag,
             self.rss_mib,
+            self.swap_mib,
             format!("{}/{}", self.kept, self.written),
             self.segments,
             self.filters_mib,
@@ -78,6 +86,7 @@ fn sample(b: &Broker, kafka: &Kafka, t0: Instant) -> Sample {
         finished: metric_sum(&m, "flowbroker_instances", "status=\"COMPLETED\""),
         lag: metric_sum(&m, "flowbroker_kafka_consumer_lag", ""),
         rss_mib: b.rss_kib().unwrap_or(0) as f64 / 1024.0,
+        swap_mib: b.swap_kib().unwrap_or(0) as f64 / 1024.0,
         segments: metric_sum(&m, "flowbroker_store_segments", ""),
         filters_mib: mib("flowbroker_store_filter_bytes"),
         memtables_mib: mib("flowbroker_store_write_buffer_bytes"),
@@ -143,13 +152,14 @@ fn main() {
     let mut samples = vec![];
     println!("sustained: {rate}/s for {secs} s, dedupe_window = retention = {window}");
     println!(
-        "{:>7} {:>10} {:>12} {:>10} {:>9} {:>8} {:>18} {:>9} {:>8} {:>10} {:>9}",
+        "{:>7} {:>10} {:>12} {:>10} {:>9} {:>8} {:>8} {:>18} {:>9} {:>8} {:>10} {:>9}",
         "t (s)",
         "consumed",
         "dedupe ids",
         "finished",
         "lag",
         "RSS MiB",
+        "swap MiB",
         "changelog kept/all",
         "segments",
         "filt MiB",
@@ -165,6 +175,7 @@ fn main() {
         samples.push(s);
     }
     publisher.join().unwrap();
+    let load_end = t0.elapsed().as_secs_f64();
 
     // after the first window, each table holds about one window of intake: never more than
     // what was consumed in the last window plus the sweep's slack (a batch, or the 5 s period)
@@ -223,16 +234,49 @@ fn main() {
         "drained in {:.0} s: {n} published, {consumed} consumed, {produced} produced, none lost",
         drained.as_secs_f64()
     );
-    let mut rss: Vec<f64> = samples
-        .iter()
-        .filter(|s| s.at > 60.0)
-        .map(|s| s.rss_mib)
-        .collect();
+    let held = |s: &Sample| s.rss_mib + s.swap_mib;
+    let mut rss: Vec<f64> = samples.iter().filter(|s| s.at > 60.0).map(held).collect();
     rss.sort_by(f64::total_cmp);
     if let (Some(lo), Some(hi)) = (rss.first(), rss.last()) {
+        let swapped = samples.iter().map(|s| s.swap_mib).fold(0.0, f64::max);
         println!(
-            "RSS after the first minute, load and drain: min {lo:.0} / median {:.0} / max {hi:.0} MiB",
+            "RSS + swap after the first minute, load and drain: min {lo:.0} / median {:.0} / max {hi:.0} MiB (swap at most {swapped:.1} MiB)",
             rss[rss.len() / 2]
         );
     }
+    // flat: the trend of what the broker holds under load, after the first minute
+    let load: Vec<(f64, f64)> = samples
+        .iter()
+        .filter(|s| s.at > 60.0 && s.at <= load_end)
+        .map(|s| (s.at / 60.0, held(s)))
+        .collect();
+    if let Some(slope) = slope(&load) {
+        let half = load.len() / 2;
+        println!(
+            "under load after the first minute: median of the first half {:.0} MiB, of the second {:.0} MiB, least-squares slope {slope:.1} MiB a minute",
+            median(load[..half].iter().map(|p| p.1)),
+            median(load[half..].iter().map(|p| p.1))
+        );
+    }
+}
+
+/// The least-squares slope of `y` over `x`; `None` for fewer than two points.
+fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 2 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let (mx, my) = points
+        .iter()
+        .fold((0.0, 0.0), |(x, y), p| (x + p.0 / n, y + p.1 / n));
+    let sxy: f64 = points.iter().map(|p| (p.0 - mx) * (p.1 - my)).sum();
+    let sxx: f64 = points.iter().map(|p| (p.0 - mx).powi(2)).sum();
+    (sxx > 0.0).then(|| sxy / sxx)
+}
+
+/// The median of `values` (NaN for none).
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }

@@ -1019,9 +1019,19 @@ impl Broker {
 
     /// The broker process's resident set in KiB (Linux `/proc`), while it runs.
     pub fn rss_kib(&self) -> Option<u64> {
+        self.status_kib("VmRSS:")
+    }
+
+    /// The process's memory swapped out, in KiB (0 on a machine without swap).
+    pub fn swap_kib(&self) -> Option<u64> {
+        self.status_kib("VmSwap:")
+    }
+
+    /// A `/proc/<pid>/status` field given in kB.
+    fn status_kib(&self, field: &str) -> Option<u64> {
         let pid = self.child.as_ref()?.id();
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+        let line = status.lines().find(|l| l.starts_with(field))?;
         line.split_whitespace().nth(1)?.parse().ok()
     }
 
