@@ -19,8 +19,9 @@
 //! also shows the store's files, the bloom filters it keeps in memory for them, its memtables
 //! and its bytes on disk (`flowbroker_store_*`), and the broker's memory swapped out: a
 //! 10-minute overload can need swap for the test tansu, which keeps every record in memory
-//! (`scripts/swapfile.sh`); the figures count the broker's RSS and swap together. At the end
-//! it prints the trend of that memory under load (medians of the halves, least-squares slope).
+//! (`scripts/swapfile.sh`); the figures count the broker's RSS and swap together. When the load
+//! stops it prints that memory under load and its trend (medians of the quarters, least-squares
+//! slope), before the drain, which a test Kafka that runs out of memory may not finish.
 //! Results: docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
@@ -201,6 +202,13 @@ fn main() {
         "consumed {} events while publishing; at the end the dedupe table holds {} ids ({:.2} of the last window's intake at worst), RSS {:.1} MiB",
         last.consumed, last.dedupe, worst, last.rss_mib
     );
+    // printed before the drain, which a test Kafka that runs out of memory cannot finish
+    let load: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.at > 60.0 && s.at <= load_end)
+        .collect();
+    memory("under load", &load);
+    trend(&load);
 
     // the load stops: whatever is still queued drains, and every event published produced
     // exactly one `bench.pong` (nothing lost, nothing applied twice)
@@ -234,28 +242,44 @@ fn main() {
         "drained in {:.0} s: {n} published, {consumed} consumed, {produced} produced, none lost",
         drained.as_secs_f64()
     );
-    let held = |s: &Sample| s.rss_mib + s.swap_mib;
-    let mut rss: Vec<f64> = samples.iter().filter(|s| s.at > 60.0).map(held).collect();
-    rss.sort_by(f64::total_cmp);
-    if let (Some(lo), Some(hi)) = (rss.first(), rss.last()) {
+    let all: Vec<&Sample> = samples.iter().filter(|s| s.at > 60.0).collect();
+    memory("load and drain", &all);
+}
+
+/// All the memory the broker holds: resident and swapped out.
+fn held(s: &Sample) -> f64 {
+    s.rss_mib + s.swap_mib
+}
+
+/// Min, median and max of [`held`] over `samples` (those after the first minute).
+fn memory(what: &str, samples: &[&Sample]) {
+    let mut v: Vec<f64> = samples.iter().map(|s| held(s)).collect();
+    v.sort_by(f64::total_cmp);
+    if let (Some(lo), Some(hi)) = (v.first(), v.last()) {
         let swapped = samples.iter().map(|s| s.swap_mib).fold(0.0, f64::max);
         println!(
-            "RSS + swap after the first minute, load and drain: min {lo:.0} / median {:.0} / max {hi:.0} MiB (swap at most {swapped:.1} MiB)",
-            rss[rss.len() / 2]
+            "RSS + swap after the first minute, {what}: min {lo:.0} / median {:.0} / max {hi:.0} MiB over {} samples (swap at most {swapped:.1} MiB)",
+            v[v.len() / 2],
+            v.len()
         );
     }
-    // flat: the trend of what the broker holds under load, after the first minute
-    let load: Vec<(f64, f64)> = samples
-        .iter()
-        .filter(|s| s.at > 60.0 && s.at <= load_end)
-        .map(|s| (s.at / 60.0, held(s)))
-        .collect();
-    if let Some(slope) = slope(&load) {
-        let half = load.len() / 2;
+}
+
+/// Flat or not: the medians of the quarters of `load` and the least-squares slope of
+/// [`held`] over it, in MiB a minute.
+fn trend(load: &[&Sample]) {
+    let points: Vec<(f64, f64)> = load.iter().map(|s| (s.at / 60.0, held(s))).collect();
+    if let (Some(slope), true) = (slope(&points), points.len() >= 4) {
+        let q = points.len() / 4;
+        let quarters: Vec<String> = (0..4)
+            .map(|i| {
+                let end = if i == 3 { points.len() } else { (i + 1) * q };
+                format!("{:.0}", median(points[i * q..end].iter().map(|p| p.1)))
+            })
+            .collect();
         println!(
-            "under load after the first minute: median of the first half {:.0} MiB, of the second {:.0} MiB, least-squares slope {slope:.1} MiB a minute",
-            median(load[..half].iter().map(|p| p.1)),
-            median(load[half..].iter().map(|p| p.1))
+            "under load after the first minute: medians of the quarters {} MiB, least-squares slope {slope:.1} MiB a minute",
+            quarters.join(" / ")
         );
     }
 }

@@ -9,10 +9,13 @@
 # uses swap; the bench counts the broker's own swapped memory with its RSS.
 set -euo pipefail
 
-FILE="${FLOWBROKER_SWAPFILE:-/var/tmp/flowbroker.swap}"
+# as `swapon --show` names it: absolute, links resolved
+FILE="$(realpath -m "${FLOWBROKER_SWAPFILE:-/var/tmp/flowbroker.swap}")"
+# (grep reads all of it: with -q it could stop early, and pipefail report the SIGPIPE)
+in_use() { swapon --show=NAME --noheadings | grep -Fx -- "$FILE" >/dev/null; }
 case "${1:-}" in
   off)
-    if swapon --show=NAME --noheadings | grep -qx "$FILE"; then swapoff "$FILE"; fi
+    if in_use; then swapoff "$FILE"; fi
     rm -f "$FILE"
     ;;
   '' | *[!0-9]*)
@@ -20,10 +23,11 @@ case "${1:-}" in
     exit 2
     ;;
   *)
-    if swapon --show=NAME --noheadings | grep -qx "$FILE"; then
+    if in_use; then
       echo "$FILE is already in use" >&2
       exit 1
     fi
+    rm -f "$FILE"
     fallocate -l "${1}G" "$FILE"
     chmod 600 "$FILE"
     mkswap -q "$FILE"

@@ -10,11 +10,12 @@
 # deletes records before an offset on DeleteRecords (tests/trim.rs). Its tansu-storage is
 # patched (tools/tansu/*.patch, in this order): a produce or DeleteRecords on slatedb is retried
 # after a transaction conflict instead of failing, ListOffsets answers the log start offset
-# that DeleteRecords set instead of 0 once a partition's every record is deleted, and the sqlite
+# that DeleteRecords set instead of 0 once a partition's every record is deleted, the sqlite
 # engine keeps the records of a topic with retention.ms = -1 instead of deleting them all at
-# every start, and the one task serving the storage engine outlives a client that went away
-# instead of ending (and failing every later request). docs/kafka.md has the details. The build directory is kept, so a change of a
-# patch rebuilds tansu-storage and what depends on it, not every dependency.
+# every start, and the sqlite engine's storage task outlives a client that went away instead
+# of ending (and failing every later request). docs/kafka.md has the details. The build
+# directory is kept, so a change of a patch rebuilds tansu-storage and what depends on it, not
+# every dependency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -327,7 +327,8 @@ impl Kafka {
                 "--storage-engine",
                 "sqlite://tansu.db",
             ])
-            .stdout(Stdio::null())
+            // tansu logs (errors, by default) to stdout and panics to stderr
+            .stdout(log.try_clone().unwrap())
             .stderr(log)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
