@@ -222,8 +222,9 @@ fn build(
 
 /// What librdkafka fetches ahead of the application, per consumer (the input consumer, the
 /// state partitions' membership consumer and the work reader): 16 MiB or 10,000 records
-/// (defaults: 64 MiB, 100,000), in fetches of at most 16 MiB (default 50 MiB). A paused partition's prefetched records are dropped and
-/// fetched again from the application's position on resume. A partition whose prefetch is
+/// (defaults: 64 MiB, 100,000), in fetches of at most 16 MiB (default 50 MiB). A paused
+/// partition's prefetched records are dropped and fetched again from the application's
+/// position on resume. A partition whose prefetch is
 /// full is looked at again after 20 ms (`fetch.queue.backoff.ms`, default 1 s): with the
 /// default, a backlog worked off (or intake resumed after backpressure) left the partition
 /// unfetched for up to a second, and records published then waited for it.
