@@ -109,6 +109,8 @@ pub struct Batch<'a, 's> {
     pub spans: bool,
     /// Decoded records kept between batches (`broker::hot`); `None`: every input decodes.
     pub hot: Option<&'a mut Hot<InstanceRecord>>,
+    /// Whether the partition's `Active` entries can be removed unread (`broker::active`).
+    marks: super::active::Marks,
     queue: VecDeque<Queued>,
 }
 
@@ -133,6 +135,7 @@ impl<'a, 's> Batch<'a, 's> {
             added: Added::default(),
             spans: false,
             hot: None,
+            marks: Default::default(),
             queue: VecDeque::new(),
         }
     }
@@ -479,14 +482,11 @@ impl<'a, 's> Batch<'a, 's> {
             // leaves a tombstone that changes nothing
             (IndexEntry::Waits, false) => self.tx.remove(Table::Waits, &e.waits_key()),
             (IndexEntry::Active, false) => {
-                let k = e.active_key();
-                if self.tx.get::<String>(Table::Active, &k)?.as_deref() == Some(&e.instance) {
-                    self.tx.remove(Table::Active, &k);
-                }
+                super::active::remove(self.tx, &mut self.marks, &e.active_key(), &e.instance)?
             }
             (IndexEntry::Active, true) => {
                 let k = e.active_key();
-                self.tx.put(Table::Active, &k, &e.instance)?;
+                super::active::put(self.tx, &mut self.marks, &k, &e.instance)?;
                 self.adopt_held(&k, &e.instance)?;
             }
         }

@@ -36,7 +36,8 @@
 //!   addressed by attribute (task token answers, `flowbroker.workflow.start`); `answers`:
 //!   which instance a task token or callback answer names.
 //! - [`dedupe`]: dropping events whose source and id were already consumed.
-//! - [`index`]: correlation keys and index entries.
+//! - [`index`]: correlation keys and index entries; [`active`]: the `Active` table's entries,
+//!   removed unread (an overwritten one is marked).
 //! - [`registry`]: deployed workflow versions and the event-type index.
 //! - [`schedule`]: cron starts, exactly once, with catch-up.
 //! - [`window`]: interval windows and `directInvoke`.
@@ -48,6 +49,7 @@
 //! - [`shared`]: what the HTTP side reads without asking the core (owned partitions, the
 //!   directory of owners, deployed workflows).
 
+pub mod active;
 mod addressed;
 mod answers;
 pub mod apply;

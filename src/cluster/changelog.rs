@@ -31,8 +31,10 @@ pub enum Entry {
 
 /// The changelog record format this broker writes and the newest it reads. A record of a
 /// newer format is refused, never guessed at. Format 2 is binary ([`MAGIC`], the format, then
-/// the record in postcard); format 1 was JSON and is still read.
-pub const FORMAT: u32 = 2;
+/// the record in postcard); format 1 was JSON and is still read. Format 3 is format 2's
+/// layout, and its batches may write the `superseded` table (`broker::active`), which a
+/// broker of format 2 would neither read nor keep up: it must refuse them.
+pub const FORMAT: u32 = 3;
 
 /// The first byte of a binary record: never the first byte of a JSON text (format 1 records
 /// start with `{`), nor of any UTF-8 text.
@@ -80,7 +82,7 @@ struct WireWrite<'a> {
 }
 
 impl Entry {
-    /// Format 2: binary, the store's values embedded as they are.
+    /// Format 3 (format 2's layout): binary, the store's values embedded as they are.
     pub fn encode(&self) -> Vec<u8> {
         let wire = match self {
             Entry::Fence { owner, provisional } => Wire::Fence {
@@ -211,21 +213,25 @@ mod tests {
     #[test]
     fn records_carry_their_format_and_a_newer_one_is_refused() {
         let bytes = fence("a").encode();
-        assert_eq!(bytes[..2], [MAGIC, 2]);
+        assert_eq!(bytes[..2], [MAGIC, 3]);
         // format 1 (JSON) records are still read
         let old = br#"{"kind":"batch","fence":4,"deletes":[["instances","k"]]}"#;
         assert!(matches!(
             Entry::decode(9, old),
             Ok(Entry::Batch { fence: 4, .. })
         ));
+        // format 2 records (before `superseded`) are still read
+        let mut two = batch(4, "k", None).encode();
+        two[1] = 2;
+        assert_eq!(Entry::decode(9, &two).unwrap(), batch(4, "k", None));
         let mut newer = batch(4, "k", None).encode();
-        newer[1] = 3;
+        newer[1] = 4;
         let e = Entry::decode(9, &newer).unwrap_err();
         assert!(matches!(
             e,
             ChangelogError::Version {
                 offset: 9,
-                found: 3
+                found: 4
             }
         ));
         assert!(e.to_string().contains("upgrade every broker"), "{e}");
@@ -253,8 +259,8 @@ mod tests {
         assert!(e.to_string().contains("unknown table"), "{e}");
     }
 
-    /// The bytes of format 2 as brokers have written them since it was introduced: a change
-    /// of layout must come with a new format number, not pass silently.
+    /// The bytes of formats 2 and 3 as brokers have written them since format 2 was
+    /// introduced: a change of layout must come with a new format number, not pass silently.
     #[test]
     fn the_format_2_layout_is_pinned() {
         let f = Entry::Fence {
@@ -262,7 +268,7 @@ mod tests {
             provisional: true,
         };
         // marker, format, variant 0, "ab" (length 2), true
-        assert_eq!(f.encode(), [MAGIC, 2, 0, 2, b'a', b'b', 1]);
+        assert_eq!(f.encode(), [MAGIC, 3, 0, 2, b'a', b'b', 1]);
         let b = Entry::Batch {
             fence: 3,
             writes: vec![
@@ -278,7 +284,7 @@ mod tests {
                 },
             ],
         };
-        let mut want = vec![MAGIC, 2, 1, 6, 2]; // variant 1, fence 3 (zigzag), two writes
+        let mut want = vec![MAGIC, 3, 1, 6, 2]; // variant 1, fence 3 (zigzag), two writes
         want.extend([9]);
         want.extend(b"instances");
         want.extend([1, b'k', 1, 3, b'[', b'1', b']']); // key "k", Some, 3 bytes
@@ -286,6 +292,8 @@ mod tests {
         want.extend(b"instances");
         want.extend([1, b'd', 0]); // key "d", None
         assert_eq!(b.encode(), want);
+        assert_eq!(Entry::decode(0, &want).unwrap(), b);
+        want[1] = 2;
         assert_eq!(Entry::decode(0, &want).unwrap(), b);
         assert_eq!(
             Entry::decode(0, &[MAGIC, 2, 0, 2, b'a', b'b', 1]).unwrap(),

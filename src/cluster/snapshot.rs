@@ -10,8 +10,10 @@ use crate::store::{Table, Write};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-/// The format of snapshot records and manifests this build writes and reads.
-pub const FORMAT: u32 = 1;
+/// The format of snapshot records and manifests this build writes, and the newest it reads.
+/// Format 2 is format 1's layout, and its chunks may hold the `superseded` table
+/// (`broker::active`), which a broker of format 1 would neither read nor keep up.
+pub const FORMAT: u32 = 2;
 
 /// A complete snapshot: where its chunks are and the changelog position it stands for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,7 +68,7 @@ impl Manifest {
 
     pub fn decode(bytes: &[u8]) -> Result<Manifest, SnapshotError> {
         let m: Manifest = serde_json::from_slice(bytes)?;
-        if m.format != FORMAT {
+        if m.format > FORMAT {
             return Err(SnapshotError::Format(m.format));
         }
         Ok(m)
@@ -123,7 +125,7 @@ pub fn encode_chunk(next: i64, writes: &[Write]) -> Vec<u8> {
 /// Decodes the chunk at `offset`, which must belong to snapshot `next`.
 pub fn decode_chunk(offset: i64, next: i64, bytes: &[u8]) -> Result<Vec<Write>, SnapshotError> {
     let wire: Wire<'_> = serde_json::from_slice(bytes)?;
-    if wire.v != FORMAT {
+    if wire.v > FORMAT {
         return Err(SnapshotError::Format(wire.v));
     }
     if wire.snapshot != next {
@@ -180,9 +182,15 @@ mod tests {
             broker: "b".into(),
         };
         assert_eq!(Manifest::decode(&m.encode()).unwrap(), m);
-        let newer = String::from_utf8(m.encode())
-            .unwrap()
-            .replace("\"v\":1", "\"v\":9");
+        // format 1 (before `superseded`) is still read
+        let text = String::from_utf8(m.encode()).unwrap();
+        assert!(text.contains("\"v\":2"), "{text}");
+        let older = Manifest::decode(text.replace("\"v\":2", "\"v\":1").as_bytes()).unwrap();
+        assert_eq!(older.format, 1);
+        let chunk = String::from_utf8(bytes.clone()).unwrap();
+        let chunk = chunk.replace("\"v\":2", "\"v\":1");
+        assert_eq!(decode_chunk(7, 42, chunk.as_bytes()).unwrap(), writes);
+        let newer = text.replace("\"v\":2", "\"v\":9");
         let e = Manifest::decode(newer.as_bytes()).unwrap_err();
         assert!(e.to_string().contains("upgrade this broker"), "{e}");
         assert_eq!(Manifest::key(PartitionId(1)), "snapshot/1");

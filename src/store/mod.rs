@@ -56,8 +56,11 @@ pub enum StoreError {
 
 /// The on-disk layout of the store (tables, key shapes, value encodings) this broker writes
 /// and the newest it reads; kept in the store itself, a data directory of a newer layout is
-/// refused at open.
-pub const LAYOUT: u32 = 1;
+/// refused at open. Layout 2 added `superseded` (`broker::active`): a broker of layout 1
+/// would take keys over without marking them, so it must not open a layout 2 directory; a
+/// layout 1 directory opens as it is (its partitions' `active` entries are read before they
+/// are removed until a partition has none).
+pub const LAYOUT: u32 = 2;
 
 impl From<fjall::Error> for StoreError {
     fn from(e: fjall::Error) -> Self {
@@ -909,6 +912,18 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         drop(Store::open(dir.path()).unwrap());
         // the layout is recorded, and an older or equal one opens again
+        drop(Store::open(dir.path()).unwrap());
+        {
+            let ks = fjall::Config::new(dir.path()).open().unwrap();
+            let meta = ks.open_partition("layout", Default::default()).unwrap();
+            assert_eq!(
+                meta.get("version").unwrap().as_deref(),
+                Some(LAYOUT.to_string().as_bytes())
+            );
+            // a layout 1 directory (before `superseded`) opens and is recorded as this one's
+            meta.insert("version", "1").unwrap();
+            ks.persist(fjall::PersistMode::SyncAll).unwrap();
+        }
         drop(Store::open(dir.path()).unwrap());
         {
             let ks = fjall::Config::new(dir.path()).open().unwrap();

@@ -47,10 +47,13 @@ pub enum Table {
     Finished,
     /// `expires_ms(20) SEP buffer key` -> (): `Buffer` by expiry, for sweeping.
     BufferExpiry,
+    /// `active key SEP instance` -> (): an instance whose `Active` entry another instance
+    /// took over, until it ends (`broker::active`).
+    Superseded,
 }
 
 impl Table {
-    pub const ALL: [Table; 19] = [
+    pub const ALL: [Table; 20] = [
         Table::Instances,
         Table::History,
         Table::Payloads,
@@ -70,6 +73,7 @@ impl Table {
         Table::SeenExpiry,
         Table::Finished,
         Table::BufferExpiry,
+        Table::Superseded,
     ];
 
     /// The table of a [`Table::name`].
@@ -98,6 +102,7 @@ impl Table {
             Table::SeenExpiry => "seen_expiry",
             Table::Finished => "finished",
             Table::BufferExpiry => "buffer_expiry",
+            Table::Superseded => "superseded",
         }
     }
 
