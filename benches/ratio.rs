@@ -9,7 +9,8 @@
 //!   of publish -> the record's Kafka timestamp (when the passthrough or the broker produced
 //!   it). The paced stream starts once the queued instances' outbox is empty, and the
 //!   passthrough is measured again after flowbroker's phase on the same tansu, which answers
-//!   more slowly by then.
+//!   more slowly by then; with `RATIO_ALONGSIDE` set, a third time alongside flowbroker's
+//!   phase (copying the records flowbroker consumes, as it consumes them).
 //!
 //! `cargo bench --bench ratio`; under `cargo test` a small smoke run. `RATIO_EVENTS` sets the
 //! queue, `RATIO_RATE` the paced rate, `RATIO_BASELINE=<path to an older flowbroker binary>`
@@ -34,6 +35,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use support::{metric_sum, Broker, Kafka, ECHO};
 
 const COPY: &str = "bench.copy";
+/// Where the passthrough running alongside flowbroker's paced phase copies its records.
+const ALONGSIDE: &str = "bench.alongside";
 
 /// Records that warm the latency phase's passthrough up before its paced stream.
 const WARM: usize = 50;
@@ -123,6 +126,11 @@ fn reader_at_end(brokers: &str, topic: &str) -> BaseConsumer {
 /// an instance's work when `copies` is [`OUT_PER_INSTANCE`] (the changelog append not counted),
 /// so an upper bound for flowbroker on this machine. Returns records consumed per second.
 fn fan_out(c: BaseConsumer, brokers: &str, n: usize, copies: usize) -> f64 {
+    fan_out_to(c, brokers, n, copies, COPY)
+}
+
+/// [`fan_out`] to topic `to`.
+fn fan_out_to(c: BaseConsumer, brokers: &str, n: usize, copies: usize, to: &str) -> f64 {
     let p: BaseProducer = ClientConfig::new()
         .set("bootstrap.servers", brokers)
         .set("linger.ms", "5")
@@ -142,7 +150,7 @@ fn fan_out(c: BaseConsumer, brokers: &str, n: usize, copies: usize) -> f64 {
         };
         first.get_or_insert_with(Instant::now);
         for _ in 0..copies {
-            let mut rec = BaseRecord::<[u8], [u8]>::to(COPY);
+            let mut rec = BaseRecord::<[u8], [u8]>::to(to);
             if let Some(k) = m.key() {
                 rec = rec.key(k);
             }
@@ -374,6 +382,23 @@ fn main() {
     let broker = start(&kafka, bin, false);
     // The queued "w" and "r" records complete first; only the paced "s" stream is measured.
     drain(&out, b"bench.pong", WARM + m);
+    // RATIO_ALONGSIDE: a passthrough alongside, which copies the paced stream's records as
+    // flowbroker consumes them, from the same topic at the same time, so both meet tansu in
+    // the same state (it answers more slowly the more it holds, see below); warmed up with
+    // the broker. Off by default: its load slows flowbroker's phase too (docs/performance.md).
+    let along = std::env::var("RATIO_ALONGSIDE").is_ok().then(|| {
+        kafka.create_topic(ALONGSIDE, 3);
+        let along = reader(&kafka.brokers(), ALONGSIDE);
+        let copier = {
+            let brokers = kafka.brokers();
+            let from = reader_at_end(&brokers, "flowbroker.in");
+            std::thread::spawn(move || fan_out_to(from, &brokers, WARM + m, 1, ALONGSIDE))
+        };
+        publish(&kafka, "v", WARM, None);
+        drain(&out, b"bench.pong", WARM);
+        drain(&along, b"bench.ping", WARM);
+        (along, copier)
+    });
     // the burst's aftermath is not the paced stream's: the acknowledgements of its produced
     // records and the removal of their outbox entries (which held the first half-second of the
     // paced stream back, 2026-11-28)
@@ -381,8 +406,18 @@ fn main() {
         (metric_sum(&broker.metrics(), "flowbroker_outbox_pending", "") == 0).then_some(())
     });
     let sender = publish_paced(&kafka, "s", m, gap);
+    let alongside = along.map(|(r, copier)| {
+        (
+            std::thread::spawn(move || drain(&r, b"bench.ping", m)),
+            copier,
+        )
+    });
     let mut ours = drain(&out, b"bench.pong", m);
     sender.join().unwrap();
+    let along = alongside.map(|(d, copier)| {
+        copier.join().unwrap();
+        d.join().unwrap()
+    });
     rounds(&broker);
     // how the inputs reached their state partitions: applied directly, or through the work
     // topic (a hop that costs a fetch wait on tansu)
@@ -427,6 +462,17 @@ fn main() {
         our50 - (raw50 + after50) / 2.0,
         our99 - (raw99 + after99) / 2.0
     );
+    if let Some(mut along) = along {
+        let (along50, along99) = (pct(&mut along.lat, 0.5), pct(&mut along.lat, 0.99));
+        println!(
+            "| latency p50 / p99 at {rate:.0}/s of a passthrough alongside flowbroker (its records, at the same time), ms | {along50:.1} / {along99:.1} | | |"
+        );
+        println!(
+            "| flowbroker over the passthrough alongside, p50 / p99 | | +{:.1} / +{:.1} ms | |",
+            our50 - along50,
+            our99 - along99
+        );
+    }
     // the records' timestamps are the producing client's clock, this machine's
     println!(
         "| of which publish -> produced by the passthrough (before / after) or the broker, p50 / p99, ms | {:.1} / {:.1}; {:.1} / {:.1} | {:.1} / {:.1} | |",
