@@ -9,11 +9,19 @@
 //! it takes the mark away and leaves the entry; not there, the entry is its own and goes
 //! unread. A mark is usually absent, which the table's bloom filters answer without a read.
 //!
-//! The marks are complete only for a partition whose `Active` entries were all put by a
-//! broker that writes them: the partition's `Meta` records that ([`MARKED`]), written when
-//! its `Active` entries are first touched while there are none. A partition with entries
-//! from before (a store or changelog an older version wrote) keeps reading the entry before
-//! removing it, as before.
+//! The marks are complete only for a partition whose every `Active` write was made by a
+//! broker that writes them. A broker cannot tell that from the entries: an older version
+//! replaced entries without marking them, and the replaced instance may still be running
+//! (on this partition or another) when every entry is gone. So only a partition that holds
+//! nothing at all when a batch starts is marked complete, by that batch: one ever written
+//! keeps its counters in `Meta` and the positions of what it applied in `Offsets` for good,
+//! so holding nothing means never written ([`MARKED`] in its `Meta`, restored and replicated with it); a partition with state
+//! from an older version (a data directory of layout 1, a changelog of format 2, a snapshot of
+//! format 1) keeps reading each entry before removing it.
+//!
+//! A removal relies on each index change being applied once (`broker::apply` deduplicates
+//! messages by their source position): a second removal of an instance whose mark is gone
+//! would take its replacement's entry.
 
 use crate::store::{key, Table, Txn};
 
@@ -24,25 +32,56 @@ pub const MARKED: &str = "active.marked";
 
 /// Whether the partition's marks are complete, found out once per batch.
 #[derive(Debug, Default)]
-pub struct Marks(Option<bool>);
+pub struct Marks {
+    complete: Option<bool>,
+    /// The partition held nothing when the batch started: [`Marks::seal`] writes [`MARKED`]
+    /// if the batch writes anything.
+    fresh: bool,
+}
 
 impl Marks {
-    /// Whether every overwritten entry of the partition is marked. The first call of a batch
-    /// reads [`MARKED`]; when it is not there and the partition has no `Active` entry, this
-    /// batch writes it, before its first put.
+    /// At the start of a batch, before it writes anything: whether the partition's marks are
+    /// complete, which they are when it holds no key in any table (never written).
+    pub fn at_start(tx: &Txn<'_>) -> Result<Marks> {
+        if tx.contains(Table::Meta, MARKED)? {
+            return Ok(Marks::known(true));
+        }
+        // `Meta` first: a partition ever written has counters there, never deleted (a table
+        // drained from its head would walk its tombstones to find out)
+        for t in [Table::Meta].into_iter().chain(Table::ALL) {
+            if tx.first::<serde::de::IgnoredAny>(t)?.is_some() {
+                return Ok(Marks::known(false));
+            }
+        }
+        Ok(Marks {
+            complete: Some(true),
+            fresh: true,
+        })
+    }
+
+    fn known(complete: bool) -> Marks {
+        Marks {
+            complete: Some(complete),
+            fresh: false,
+        }
+    }
+
+    /// At the end of a batch: records that a partition first written by it has its marks
+    /// complete (a batch that writes nothing writes nothing here either).
+    pub fn seal(&self, tx: &Txn<'_>) -> Result<()> {
+        if self.fresh && !tx.is_unchanged() {
+            tx.put(Table::Meta, MARKED, &true)?;
+        }
+        Ok(())
+    }
+
+    /// Whether every overwritten entry of the partition is marked ([`MARKED`], read once).
     fn complete(&mut self, tx: &Txn<'_>) -> Result<bool> {
-        if let Some(known) = self.0 {
+        if let Some(known) = self.complete {
             return Ok(known);
         }
-        let complete = if tx.contains(Table::Meta, MARKED)? {
-            true
-        } else if tx.first::<String>(Table::Active)?.is_none() {
-            tx.put(Table::Meta, MARKED, &true)?;
-            true
-        } else {
-            false
-        };
-        self.0 = Some(complete);
+        let complete = tx.contains(Table::Meta, MARKED)?;
+        self.complete = Some(complete);
         Ok(complete)
     }
 }
@@ -54,8 +93,7 @@ fn mark(k: &str, instance: &str) -> String {
 
 /// Makes `instance` the active instance of `Active` key `k`, marking the instance it
 /// replaces, if any.
-pub fn put(tx: &Txn<'_>, marks: &mut Marks, k: &str, instance: &str) -> Result<()> {
-    marks.complete(tx)?;
+pub fn put(tx: &Txn<'_>, k: &str, instance: &str) -> Result<()> {
     if let Some(before) = tx.get::<String>(Table::Active, k)? {
         if before != instance {
             tx.put(Table::Superseded, &mark(k, &before), &())?;
@@ -95,16 +133,23 @@ mod tests {
         tx.keys(Table::Superseded, "").unwrap().len()
     }
 
-    /// Applies `ops` (instance, put or remove) on key "k", one transaction each.
+    fn marked(store: &Store, p: u16) -> bool {
+        let tx = store.scoped(Scope::Partition(p));
+        tx.contains(Table::Meta, MARKED).unwrap()
+    }
+
+    /// Applies `ops` (instance, put or remove) on key "k" of partition 1, a batch each, as
+    /// the processor does (`Marks::at_start` first).
     fn run(store: &Store, ops: &[(&str, bool)]) {
         for (inst, present) in ops {
             let tx = store.scoped(Scope::Partition(1));
-            let mut marks = Marks::default();
+            let mut marks = Marks::at_start(&tx).unwrap();
             if *present {
-                put(&tx, &mut marks, "k", inst).unwrap();
+                put(&tx, "k", inst).unwrap();
             } else {
                 remove(&tx, &mut marks, "k", inst).unwrap();
             }
+            marks.seal(&tx).unwrap();
             tx.commit().unwrap();
         }
     }
@@ -114,7 +159,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         // y takes the key while x has it; x ends: y stays active, and its end removes it
-        run(&store, &[("x", true), ("y", true), ("x", false)]);
+        run(&store, &[("x", true)]);
+        assert!(
+            marked(&store, 1),
+            "a partition never written is marked complete"
+        );
+        run(&store, &[("y", true), ("x", false)]);
         assert_eq!(active(&store, "k").as_deref(), Some("y"));
         assert_eq!(marks_left(&store), 0, "x's mark went with its removal");
         run(&store, &[("y", false)]);
@@ -129,35 +179,43 @@ mod tests {
         // a put of the instance that has the key marks nothing
         run(&store, &[("z", true)]);
         assert_eq!(marks_left(&store), 0);
-        let tx = store.scoped(Scope::Partition(1));
-        assert!(tx.contains(Table::Meta, MARKED).unwrap());
     }
 
     #[test]
-    fn a_partition_with_entries_from_before_the_marks_reads_before_removing() {
+    fn a_partition_written_before_the_marks_reads_before_removing_for_good() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        // written as an older broker did: y replaced x, no mark, no MARKED
+        // as an older broker left it: y replaced x without a mark, x still runs (on another
+        // partition: the messages that put x and y left their positions)
         let tx = store.scoped(Scope::Partition(1));
         tx.put(Table::Active, "k", &"y").unwrap();
+        tx.put(Table::Offsets, "p0002", &(3, 7)).unwrap();
         tx.commit().unwrap();
-        run(&store, &[("x", false)]);
+        // y ends, leaving no entry; u takes the key; then x ends
+        run(&store, &[("y", false), ("u", true), ("x", false)]);
         assert_eq!(
             active(&store, "k").as_deref(),
-            Some("y"),
-            "x's end read the entry"
+            Some("u"),
+            "x's end read the entry, and left u's"
         );
-        let tx = store.scoped(Scope::Partition(1));
-        assert!(!tx.contains(Table::Meta, MARKED).unwrap());
+        assert!(
+            !marked(&store, 1),
+            "an emptied partition is not marked complete"
+        );
+        // a partition never written is, by the first batch that writes anything
+        let tx = store.scoped(Scope::Partition(2));
+        let marks = Marks::at_start(&tx).unwrap();
+        marks.seal(&tx).unwrap();
+        assert!(
+            tx.is_unchanged(),
+            "a batch that writes nothing writes no mark"
+        );
         drop(tx);
-        run(&store, &[("y", false)]);
-        assert_eq!(active(&store, "k"), None);
-        // once the partition has no entry, the marks are complete from then on
-        run(&store, &[("u", true)]);
-        let tx = store.scoped(Scope::Partition(1));
-        assert!(tx.contains(Table::Meta, MARKED).unwrap());
-        // another partition has its own
-        let other = store.scoped(Scope::Partition(2));
-        assert!(!other.contains(Table::Meta, MARKED).unwrap());
+        let tx = store.scoped(Scope::Partition(2));
+        let marks = Marks::at_start(&tx).unwrap();
+        tx.put(Table::Offsets, "p0001", &(1, 1)).unwrap();
+        marks.seal(&tx).unwrap();
+        tx.commit().unwrap();
+        assert!(marked(&store, 2));
     }
 }

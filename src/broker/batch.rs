@@ -109,8 +109,9 @@ pub struct Batch<'a, 's> {
     pub spans: bool,
     /// Decoded records kept between batches (`broker::hot`); `None`: every input decodes.
     pub hot: Option<&'a mut Hot<InstanceRecord>>,
-    /// Whether the partition's `Active` entries can be removed unread (`broker::active`).
-    marks: super::active::Marks,
+    /// Whether the partition's `Active` entries can be removed unread (`broker::active`;
+    /// the processor finds out before the batch writes anything).
+    pub(super) marks: super::active::Marks,
     queue: VecDeque<Queued>,
 }
 
@@ -486,7 +487,7 @@ impl<'a, 's> Batch<'a, 's> {
             }
             (IndexEntry::Active, true) => {
                 let k = e.active_key();
-                super::active::put(self.tx, &mut self.marks, &k, &e.instance)?;
+                super::active::put(self.tx, &k, &e.instance)?;
                 self.adopt_held(&k, &e.instance)?;
             }
         }

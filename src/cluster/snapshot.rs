@@ -42,7 +42,8 @@ pub enum SnapshotError {
     #[error("not a snapshot record: {0}")]
     Decode(#[from] serde_json::Error),
     #[error(
-        "written in snapshot format {0} by a newer flowbroker (this one reads format {FORMAT}); \
+        "written in snapshot format {0} by a newer flowbroker (this one reads format {FORMAT} \
+         and older); \
          upgrade this broker"
     )]
     Format(u32),

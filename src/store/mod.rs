@@ -59,7 +59,7 @@ pub enum StoreError {
 /// refused at open. Layout 2 added `superseded` (`broker::active`): a broker of layout 1
 /// would take keys over without marking them, so it must not open a layout 2 directory; a
 /// layout 1 directory opens as it is (its partitions' `active` entries are read before they
-/// are removed until a partition has none).
+/// are removed, for good).
 pub const LAYOUT: u32 = 2;
 
 impl From<fjall::Error> for StoreError {
