@@ -13,11 +13,12 @@
 //! broker that writes them. A broker cannot tell that from the entries: an older version
 //! replaced entries without marking them, and the replaced instance may still be running
 //! (on this partition or another) when every entry is gone. So only a partition that holds
-//! nothing at all when a batch starts is marked complete, by that batch: one ever written
-//! keeps its counters in `Meta` and the positions of what it applied in `Offsets` for good,
-//! so holding nothing means never written ([`MARKED`] in its `Meta`, restored and replicated with it); a partition with state
-//! from an older version (a data directory of layout 1, a changelog of format 2, a snapshot of
-//! format 1) keeps reading each entry before removing it.
+//! nothing at all when a batch starts is marked complete ([`MARKED`] in its `Meta`, restored
+//! and replicated with it), by that batch: one ever written keeps its counters in `Meta` and
+//! the positions of what it applied in `Offsets` for good, so holding nothing means never
+//! written. A partition with state from an older version (a data directory of layout 1, a
+//! changelog of format 2, a snapshot of format 1) keeps reading each entry before removing
+//! it.
 //!
 //! A removal relies on each index change being applied once (`broker::apply` deduplicates
 //! messages by their source position): a second removal of an instance whose mark is gone
