@@ -14,9 +14,9 @@
 //! replaced entries without marking them, and the replaced instance may still be running
 //! (on this partition or another) when every entry is gone. So only a partition that holds
 //! nothing at all when a batch starts is marked complete ([`MARKED`] in its `Meta`, restored
-//! and replicated with it), by that batch: one ever written keeps its counters in `Meta` and
-//! the positions of what it applied in `Offsets` for good, so holding nothing means never
-//! written. A partition with state from an older version (a data directory of layout 1, a
+//! and replicated with it), by that batch: one ever written keeps the positions of what it
+//! applied in `Offsets` (and, when it ran instances, their counters in `Meta`) for good, so
+//! holding nothing means never written. A partition with state from an older version (a data directory of layout 1, a
 //! changelog of format 2, a snapshot of format 1) keeps reading each entry before removing
 //! it.
 //!
@@ -47,9 +47,11 @@ impl Marks {
         if tx.contains(Table::Meta, MARKED)? {
             return Ok(Marks::known(true));
         }
-        // `Meta` first: a partition ever written has counters there, never deleted (a table
-        // drained from its head would walk its tombstones to find out)
-        for t in [Table::Meta].into_iter().chain(Table::ALL) {
+        // the tables whose keys are never deleted first: a partition ever written has
+        // positions in `Offsets` (a table drained from its head would walk its tombstones)
+        let kept = [Table::Offsets, Table::Meta, Table::Versions];
+        let rest = Table::ALL.into_iter().filter(|t| !kept.contains(t));
+        for t in kept.into_iter().chain(rest) {
             if tx.first::<serde::de::IgnoredAny>(t)?.is_some() {
                 return Ok(Marks::known(false));
             }
