@@ -31,10 +31,11 @@ pub type Result<T> = crate::store::Result<T>;
 /// The partition's `Meta` key saying that its `Superseded` marks are complete.
 pub const MARKED: &str = "active.marked";
 
-/// Whether the partition's marks are complete, found out once per batch.
+/// Whether the partition's marks are complete, found out once per batch by
+/// [`Marks::at_start`]; the default (not complete) reads each entry before removing it.
 #[derive(Debug, Default)]
 pub struct Marks {
-    complete: Option<bool>,
+    complete: bool,
     /// The partition held nothing when the batch started: [`Marks::seal`] writes [`MARKED`]
     /// if the batch writes anything.
     fresh: bool,
@@ -45,7 +46,10 @@ impl Marks {
     /// complete, which they are when it holds no key in any table (never written).
     pub fn at_start(tx: &Txn<'_>) -> Result<Marks> {
         if tx.contains(Table::Meta, MARKED)? {
-            return Ok(Marks::known(true));
+            return Ok(Marks {
+                complete: true,
+                fresh: false,
+            });
         }
         // the tables whose keys are never deleted first: a partition ever written has
         // positions in `Offsets` (a table drained from its head would walk its tombstones)
@@ -53,20 +57,13 @@ impl Marks {
         let rest = Table::ALL.into_iter().filter(|t| !kept.contains(t));
         for t in kept.into_iter().chain(rest) {
             if tx.first::<serde::de::IgnoredAny>(t)?.is_some() {
-                return Ok(Marks::known(false));
+                return Ok(Marks::default());
             }
         }
         Ok(Marks {
-            complete: Some(true),
+            complete: true,
             fresh: true,
         })
-    }
-
-    fn known(complete: bool) -> Marks {
-        Marks {
-            complete: Some(complete),
-            fresh: false,
-        }
     }
 
     /// At the end of a batch: records that a partition first written by it has its marks
@@ -76,16 +73,6 @@ impl Marks {
             tx.put(Table::Meta, MARKED, &true)?;
         }
         Ok(())
-    }
-
-    /// Whether every overwritten entry of the partition is marked ([`MARKED`], read once).
-    fn complete(&mut self, tx: &Txn<'_>) -> Result<bool> {
-        if let Some(known) = self.complete {
-            return Ok(known);
-        }
-        let complete = tx.contains(Table::Meta, MARKED)?;
-        self.complete = Some(complete);
-        Ok(complete)
     }
 }
 
@@ -107,13 +94,11 @@ pub fn put(tx: &Txn<'_>, k: &str, instance: &str) -> Result<()> {
 
 /// Removes `instance`'s entry under `Active` key `k`: the entry when it still names
 /// `instance`, else the mark its replacement left.
-pub fn remove(tx: &Txn<'_>, marks: &mut Marks, k: &str, instance: &str) -> Result<()> {
+pub fn remove(tx: &Txn<'_>, marks: &Marks, k: &str, instance: &str) -> Result<()> {
     let m = mark(k, instance);
     if tx.contains(Table::Superseded, &m)? {
         tx.remove(Table::Superseded, &m);
-    } else if marks.complete(tx)?
-        || tx.get::<String>(Table::Active, k)?.as_deref() == Some(instance)
-    {
+    } else if marks.complete || tx.get::<String>(Table::Active, k)?.as_deref() == Some(instance) {
         tx.remove(Table::Active, k);
     }
     Ok(())
@@ -146,11 +131,11 @@ mod tests {
     fn run(store: &Store, ops: &[(&str, bool)]) {
         for (inst, present) in ops {
             let tx = store.scoped(Scope::Partition(1));
-            let mut marks = Marks::at_start(&tx).unwrap();
+            let marks = Marks::at_start(&tx).unwrap();
             if *present {
                 put(&tx, "k", inst).unwrap();
             } else {
-                remove(&tx, &mut marks, "k", inst).unwrap();
+                remove(&tx, &marks, "k", inst).unwrap();
             }
             marks.seal(&tx).unwrap();
             tx.commit().unwrap();

@@ -483,7 +483,7 @@ impl<'a, 's> Batch<'a, 's> {
             // leaves a tombstone that changes nothing
             (IndexEntry::Waits, false) => self.tx.remove(Table::Waits, &e.waits_key()),
             (IndexEntry::Active, false) => {
-                super::active::remove(self.tx, &mut self.marks, &e.active_key(), &e.instance)?
+                super::active::remove(self.tx, &self.marks, &e.active_key(), &e.instance)?
             }
             (IndexEntry::Active, true) => {
                 let k = e.active_key();
