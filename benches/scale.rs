@@ -1,18 +1,21 @@
 //! Scale: many instances waiting at once. The release `flowbroker` binary starts `W` instances
 //! that each wait for a continuation event of their own key (`hold`), then:
-//! - continuation throughput: `C` continuations for random waiting keys, instances completed
-//!   per second from the first continuation sent to the last completion, against the same
-//!   measured with `BASE` instances waiting in the same run (each on a fresh tansu and broker);
+//! - continuation throughput: `C` continuations for waiting keys spread over the set,
+//!   instances completed per second from the first continuation sent to the last completion,
+//!   against the same measured with `BASE` instances waiting (each side on a tansu and broker
+//!   of its own, both loaded first). In rounds, the two sides alternated: after each round as
+//!   many instances of new keys are opened, so as many wait in the next, and no key is used
+//!   twice. The figure is the ratio of the median rates;
 //! - memory: the broker's RSS and its data directory per waiting instance;
 //! - restart: SIGKILL, then the time until the broker is assigned its partitions again and
 //!   until a continuation sent then has completed.
 //!
-//! `cargo bench --bench scale` waits with 1,000,000 (base 5,000, 5,000 continuations each); under
-//! `cargo test` a small smoke run. `SCALE_WAITING`, `SCALE_BASE` and `SCALE_CONTINUATIONS`
-//! override them; `FLOWBROKER_STORE_*` settings in the bench's environment are passed to the
-//! broker, and `SCALE_BIN=<path>` runs another flowbroker build. `SCALE_PERF=<file>` records
-//! the broker with `perf` (dwarf call graphs) over the large side's continuations. Results:
-//! docs/performance.md.
+//! `cargo bench --bench scale` waits with 1,000,000 (base 5,000, 5,000 continuations each, 5
+//! rounds); under `cargo test` a small smoke run. `SCALE_WAITING`, `SCALE_BASE`,
+//! `SCALE_CONTINUATIONS` and `SCALE_ROUNDS` override them; `FLOWBROKER_STORE_*` settings in the
+//! bench's environment are passed to the brokers, and `SCALE_BIN=<path>` runs another
+//! flowbroker build. `SCALE_PERF=<file>` records the large side's broker with `perf` (dwarf
+//! call graphs) over its first round. Results: docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -110,13 +113,14 @@ fn read_type(c: &BaseConsumer, ty: &str, n: usize, secs: u64) -> (i64, i64) {
 }
 
 const COMPLETED: &str = "flowbroker.instance.completed";
+const STARTED: &str = "flowbroker.instance.started";
 
 /// A reader of the lifecycle topic that has read the `started` records of `n` instances: the
 /// loading is behind it, so the phase that follows is the continuations' alone and ends when
 /// the last completion is produced, not when a reader has caught up with a million records.
 fn reader_past_starts(kafka: &Kafka, n: usize) -> BaseConsumer {
     let c = support::reader(&kafka.brokers(), &["flowbroker.lifecycle"], 100);
-    read_type(&c, "flowbroker.instance.started", n, 1800);
+    read_type(&c, STARTED, n, 1800);
     c
 }
 
@@ -170,19 +174,6 @@ impl Phase {
     }
 }
 
-struct Run {
-    load_rate: f64,
-    /// from the first continuation sent to the last completion
-    cont_rate: f64,
-    /// from the first completion to the last
-    spread_rate: f64,
-    /// the broker over the continuations: its rounds and CPU time
-    phase: Phase,
-    rss_kib: u64,
-    disk: u64,
-    ready: Option<(f64, f64)>,
-}
-
 /// `perf record` of the broker (dwarf call graphs) into `out`, until interrupted.
 fn profiler(b: &Broker, out: &str) -> std::process::Child {
     let pid = b.pid().expect("the broker runs").to_string();
@@ -212,59 +203,134 @@ fn profiler(b: &Broker, out: &str) -> std::process::Child {
     p
 }
 
-/// On a fresh tansu: `w` instances left waiting, then `c` of them continued (recorded with
-/// `perf` into `perf` when given).
-fn run(w: u64, c: u64, restart: bool, perf: Option<&str>) -> Run {
-    let kafka = Kafka::start();
-    let mut broker = start(&kafka);
-    let t = Instant::now();
-    publish(&kafka, "scale.open", 0..w);
-    support::wait_for(3600, &format!("{w} instances waiting"), || {
-        (waiting(&broker) >= w as i64).then_some(())
-    });
-    let load_rate = w as f64 / t.elapsed().as_secs_f64();
-    let rss_kib = broker.rss_kib().unwrap_or(0);
-    let disk = dir_bytes(&broker.dir.join("data"));
-    // one `started` lifecycle record per instance loaded
-    let lifecycle = reader_past_starts(&kafka, w as usize);
-    // pseudo-random distinct keys (a stride co-prime with w), spread over the waiting set
-    let stride = (w / 2 + 1..).find(|s| gcd(*s, w) == 1).unwrap();
-    let profile = perf.map(|out| profiler(&broker, out));
-    let before = Phase::now(&broker);
-    let sent = epoch_ms();
-    publish(&kafka, "scale.close", (0..c).map(|i| (i * stride) % w));
-    let (first, last) = read_type(&lifecycle, COMPLETED, c as usize, 1800);
-    if let Some(mut p) = profile {
-        // SIGINT: perf writes its file and exits
-        let _ = std::process::Command::new("kill")
-            .args(["-INT", &p.id().to_string()])
-            .status();
-        let _ = p.wait();
-    }
-    let phase = Phase::now(&broker).since(before);
-    let cont_rate = c as f64 * 1000.0 / (last - sent).max(1) as f64;
-    let spread_rate = c.saturating_sub(1).max(1) as f64 * 1000.0 / (last - first).max(1) as f64;
-    let ready = restart.then(|| {
-        broker.kill();
+/// One side of the comparison: a tansu of its own and a broker with `w` instances waiting,
+/// and a reader of the lifecycle topic past everything that came before the next round.
+struct Side {
+    broker: Broker,
+    kafka: Kafka,
+    w: u64,
+    /// the keys waiting, by position
+    keys: Vec<u64>,
+    /// the next key never used: a continued key is replaced by a new one, so that no key's
+    /// entries are written twice (its deleted ones would weigh on later lookups)
+    fresh: u64,
+    /// a stride co-prime with `w`: positions `(i * stride) % w` for `i` in `0..w` are distinct
+    /// and spread over the waiting set
+    stride: u64,
+    /// how many positions of that sequence earlier rounds continued
+    used: u64,
+    lifecycle: BaseConsumer,
+    load_rate: f64,
+    rss_kib: u64,
+    disk: u64,
+}
+
+/// One round of continuations on one side.
+struct Round {
+    /// from the first continuation sent to the last completion
+    rate: f64,
+    /// from the first completion to the last
+    spread_rate: f64,
+    /// the broker over the continuations: its rounds and CPU time
+    phase: Phase,
+}
+
+impl Side {
+    /// A fresh tansu and broker, `w` instances left waiting.
+    fn load(w: u64) -> Side {
+        let kafka = Kafka::start();
+        let broker = start(&kafka);
         let t = Instant::now();
-        broker.start_again();
+        publish(&kafka, "scale.open", 0..w);
+        support::wait_for(3600, &format!("{w} instances waiting"), || {
+            (waiting(&broker) >= w as i64).then_some(())
+        });
+        let load_rate = w as f64 / t.elapsed().as_secs_f64();
+        let rss_kib = broker.rss_kib().unwrap_or(0);
+        let disk = dir_bytes(&broker.dir.join("data"));
+        // one `started` lifecycle record per instance loaded
+        let lifecycle = reader_past_starts(&kafka, w as usize);
+        let stride = (w / 2 + 1..).find(|s| gcd(*s, w) == 1).unwrap();
+        Side {
+            broker,
+            kafka,
+            w,
+            keys: (0..w).collect(),
+            fresh: w,
+            stride,
+            used: 0,
+            lifecycle,
+            load_rate,
+            rss_kib,
+            disk,
+        }
+    }
+
+    /// The waiting keys at the next `c` positions of the sequence (each replaced by a new key,
+    /// returned second).
+    fn next_keys(&mut self, c: u64) -> (Vec<u64>, Vec<u64>) {
+        let (mut old, mut new) = (vec![], vec![]);
+        for i in self.used..self.used + c {
+            let p = ((i * self.stride) % self.w) as usize;
+            old.push(self.keys[p]);
+            self.keys[p] = self.fresh;
+            new.push(self.fresh);
+            self.fresh += 1;
+        }
+        self.used += c;
+        (old, new)
+    }
+
+    /// `c` continuations for waiting keys (recorded with `perf` into `perf` when given), then
+    /// as many new instances opened, so that `w` wait again.
+    fn round(&mut self, c: u64, perf: Option<&str>) -> Round {
+        let (keys, new) = self.next_keys(c);
+        let profile = perf.map(|out| profiler(&self.broker, out));
+        let before = Phase::now(&self.broker);
+        let sent = epoch_ms();
+        publish(&self.kafka, "scale.close", keys.into_iter());
+        let (first, last) = read_type(&self.lifecycle, COMPLETED, c as usize, 1800);
+        if let Some(mut p) = profile {
+            // SIGINT: perf writes its file and exits
+            let _ = std::process::Command::new("kill")
+                .args(["-INT", &p.id().to_string()])
+                .status();
+            let _ = p.wait();
+        }
+        let phase = Phase::now(&self.broker).since(before);
+        publish(&self.kafka, "scale.open", new.into_iter());
+        read_type(&self.lifecycle, STARTED, c as usize, 1800);
+        support::wait_for(600, "new instances in place of those continued", || {
+            (waiting(&self.broker) >= self.w as i64).then_some(())
+        });
+        Round {
+            rate: c as f64 * 1000.0 / (last - sent).max(1) as f64,
+            spread_rate: c.saturating_sub(1).max(1) as f64 * 1000.0 / (last - first).max(1) as f64,
+            phase,
+        }
+    }
+
+    /// SIGKILL and a restart: the time until the partitions are assigned again and until a
+    /// continuation sent then has completed.
+    fn restart(&mut self) -> (f64, f64) {
+        self.broker.kill();
+        let t = Instant::now();
+        self.broker.start_again();
         let assigned = t.elapsed().as_secs_f64();
-        publish(
-            &kafka,
-            "scale.close",
-            std::iter::once((c * stride + stride) % w),
-        );
-        read_type(&lifecycle, COMPLETED, 1, 300);
+        let (key, _) = self.next_keys(1);
+        publish(&self.kafka, "scale.close", key.into_iter());
+        read_type(&self.lifecycle, COMPLETED, 1, 300);
         (assigned, t.elapsed().as_secs_f64())
-    });
-    Run {
-        load_rate,
-        cont_rate,
-        spread_rate,
-        phase,
-        rss_kib,
-        disk,
-        ready,
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 
@@ -297,29 +363,47 @@ fn main() {
             var("SCALE_CONTINUATIONS", 300),
         )
     };
+    let rounds = var("SCALE_ROUNDS", if measuring { 5 } else { 2 }).max(1);
     // the same number of continuations on both sides (distinct keys: at most `base`), so the
     // batches they form are alike
     let c = c.min(base);
     let perf = std::env::var("SCALE_PERF").ok();
-    let small = run(base, c, false, None);
+    // both sides loaded first, then their rounds alternated (which goes first alternates too),
+    // so that a slower minute of this machine falls on both
+    let mut small = Side::load(base);
+    println!("{base} waiting: loaded at {:.0}/s", small.load_rate);
+    let mut big = Side::load(w);
+    println!("{w} waiting: loaded at {:.0}/s", big.load_rate);
+    let (mut small_rates, mut big_rates, mut ratios) = (vec![], vec![], vec![]);
+    for r in 0..rounds {
+        let (s, b) = if r % 2 == 0 {
+            let s = small.round(c, None);
+            (s, big.round(c, perf.as_deref().filter(|_| r == 0)))
+        } else {
+            let b = big.round(c, None);
+            (small.round(c, None), b)
+        };
+        println!(
+            "round {r}: {base} waiting {:.0} continuations/s (first to last completion: {:.0}/s); {w} waiting {:.0}/s ({:.0}/s): {:.2}",
+            s.rate,
+            s.spread_rate,
+            b.rate,
+            b.spread_rate,
+            b.rate / s.rate
+        );
+        println!("  {base} waiting: {}", s.phase.describe(c));
+        println!("  {w} waiting: {}", b.phase.describe(c));
+        small_rates.push(s.rate);
+        big_rates.push(b.rate);
+        ratios.push(b.rate / s.rate);
+    }
+    let (s, b) = (median(small_rates), median(big_rates));
     println!(
-        "{base} waiting: loaded at {:.0}/s; continuations {:.0} instances/s (first to last completion: {:.0}/s)",
-        small.load_rate, small.cont_rate, small.spread_rate
+        "continuations, median of {rounds} rounds: {base} waiting {s:.0}/s, {w} waiting {b:.0}/s: {:.2} of the {base}-waiting rate (median of the rounds' ratios {:.2})",
+        b / s,
+        median(ratios)
     );
-    println!(
-        "  {base} waiting, continuations: {}",
-        small.phase.describe(c)
-    );
-    let big = run(w, c, true, perf.as_deref());
-    let (assigned, first) = big.ready.unwrap();
-    println!(
-        "{w} waiting: loaded at {:.0}/s; continuations {:.0} instances/s ({:.2} of the {base}-waiting rate; first to last completion: {:.0}/s)",
-        big.load_rate,
-        big.cont_rate,
-        big.cont_rate / small.cont_rate,
-        big.spread_rate
-    );
-    println!("  {w} waiting, continuations: {}", big.phase.describe(c));
+    let (assigned, first) = big.restart();
     println!(
         "memory with {w} waiting: RSS {:.1} MiB ({:.2} KiB per instance), data dir {:.1} MiB ({:.2} KiB per instance); with {base}: RSS {:.1} MiB",
         big.rss_kib as f64 / 1024.0,
@@ -331,5 +415,5 @@ fn main() {
     println!(
         "restart after SIGKILL: partitions assigned in {assigned:.1} s, first continuation completed {first:.1} s after the start"
     );
-    assert!(big.cont_rate > 0.0 && small.cont_rate > 0.0);
+    assert!(b > 0.0 && s > 0.0);
 }
