@@ -364,9 +364,9 @@ fn main() {
         )
     };
     let rounds = var("SCALE_ROUNDS", if measuring { 5 } else { 2 }).max(1);
-    // the same number of continuations on both sides (distinct keys: at most `base`), so the
-    // batches they form are alike
-    let c = c.min(base);
+    // the same number of continuations on both sides (distinct keys: at most either side's
+    // waiting), so the batches they form are alike
+    let c = c.min(base).min(w);
     let perf = std::env::var("SCALE_PERF").ok();
     // both sides loaded first, then their rounds alternated (which goes first alternates too),
     // so that a slower minute of this machine falls on both
