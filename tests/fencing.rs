@@ -293,6 +293,269 @@ fn an_owner_paused_between_its_append_and_its_effects_lets_nothing_out() {
     );
 }
 
+/// A changelog on which, once armed, the first append sent stays on its way (as far as the
+/// core knows) until a second one is sent. Then, with both in the changelog, another broker
+/// fences the partition and the clock moves on 30 s: a process paused with two rounds'
+/// appends of one partition on their way while the group moved the partition.
+struct PausedWithTwoOnTheirWay {
+    inner: KafkaLog,
+    other: KafkaLog,
+    clock: Arc<ManualClock>,
+    armed: Arc<AtomicBool>,
+    /// Lets the first append land once the second is sent.
+    gate: Option<futures::channel::oneshot::Sender<()>>,
+    first_sent: Arc<tokio::sync::Notify>,
+    /// Set when the second append was sent while the first was held on its way.
+    both: Arc<AtomicBool>,
+    /// The other broker's fence goes between the two records instead of after both.
+    fence_between: bool,
+}
+
+impl Log for PausedWithTwoOnTheirWay {
+    fn append(
+        &mut self,
+        entries: &[(PartitionId, Entry)],
+    ) -> Result<Vec<(PartitionId, i64)>, LogError> {
+        self.inner.append(entries)
+    }
+
+    fn send(
+        &mut self,
+        entries: &[(PartitionId, Entry)],
+    ) -> Result<flowbroker::cluster::Appending, LogError> {
+        if !self.armed.load(Ordering::SeqCst) {
+            return self.inner.send(entries);
+        }
+        match self.gate.take() {
+            None => {
+                let (open, opened) = futures::channel::oneshot::channel();
+                self.gate = Some(open);
+                // in the changelog before anything else is appended, but not landed yet
+                let r = futures::executor::block_on(self.inner.send(entries)?);
+                self.first_sent.notify_one();
+                Ok(Box::pin(async move {
+                    let _ = opened.await;
+                    r
+                }))
+            }
+            Some(open) => {
+                self.armed.store(false, Ordering::SeqCst);
+                // both records in the changelog, and the other broker's fence after them (or
+                // between them)
+                let sent = (!self.fence_between)
+                    .then(|| futures::executor::block_on(self.inner.send(entries)?))
+                    .transpose()?;
+                for (p, _) in entries {
+                    let owner = self.other.owner();
+                    self.other.append(&[(
+                        *p,
+                        Entry::Fence {
+                            owner,
+                            provisional: false,
+                        },
+                    )])?;
+                }
+                let r = match sent {
+                    Some(r) => r,
+                    None => futures::executor::block_on(self.inner.send(entries)?)?,
+                };
+                self.clock.advance(chrono::Duration::seconds(30));
+                self.both.store(true, Ordering::SeqCst);
+                let _ = open.send(());
+                Ok(Box::pin(std::future::ready(Ok(r))))
+            }
+        }
+    }
+
+    fn read(
+        &mut self,
+        p: PartitionId,
+        from: i64,
+        through: i64,
+    ) -> Result<Vec<(i64, Entry)>, LogError> {
+        self.inner.read(p, from, through)
+    }
+
+    fn end(&mut self, p: PartitionId) -> Result<i64, LogError> {
+        self.inner.end(p)
+    }
+
+    fn start(&mut self, p: PartitionId) -> Result<i64, LogError> {
+        self.inner.start(p)
+    }
+
+    fn read_snapshot(
+        &mut self,
+        m: &flowbroker::cluster::snapshot::Manifest,
+        apply: &mut dyn FnMut(Vec<flowbroker::store::Write>) -> Result<(), LogError>,
+    ) -> Result<(), LogError> {
+        self.inner.read_snapshot(m, apply)
+    }
+
+    fn forward(
+        &mut self,
+        work: Vec<(PartitionId, flowbroker::cluster::work::Work)>,
+    ) -> Result<Vec<(PartitionId, i64)>, LogError> {
+        self.inner.forward(work)
+    }
+
+    fn owner(&self) -> String {
+        self.inner.owner()
+    }
+}
+
+/// Sends a start of `step` to a running core; its answer comes on the receiver.
+async fn send_start(
+    cmds: &tokio::sync::mpsc::Sender<Cmd>,
+) -> tokio::sync::oneshot::Receiver<Result<flowbroker::broker::Started, AdminError>> {
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let start = StartRequest {
+        workflow: "step".into(),
+        input: json!({}),
+        key: None,
+        trace: None,
+        at: None,
+    };
+    cmds.send(Cmd::Start { start, reply: tx })
+        .await
+        .expect("the core runs");
+    rx
+}
+
+/// What became of two starts whose rounds' appends of partition 0 were on their way together
+/// when the owner was paused and another broker fenced the partition (after both records, or
+/// between them when `fence_between`).
+struct TwoOnTheirWay {
+    first: Result<String, AdminError>,
+    second: Result<String, AdminError>,
+    /// Records the paused owner let out afterwards.
+    let_out: usize,
+    /// The instances a broker taking partition 0 over then restores, and what it lets out.
+    restored: Vec<String>,
+    resent: usize,
+}
+
+fn two_on_their_way(fence_between: bool) -> TwoOnTheirWay {
+    let kafka = Kafka::start();
+    let topics = ("two.work", "two.changelog");
+    kafka.create_topic(topics.0, 1);
+    kafka.create_topic(topics.1, 1);
+    let p0 = PartitionId(0);
+    let other = KafkaLog::new(&config(&kafka, topics), "new".into()).unwrap();
+    let armed = Arc::new(AtomicBool::new(false));
+    let first_sent = Arc::new(tokio::sync::Notify::new());
+    let both = Arc::new(AtomicBool::new(false));
+    let (a, f, b) = (armed.clone(), first_sent.clone(), both.clone());
+    let old = node_with(&kafka, "old", topics, move |inner, clock| {
+        Box::new(PausedWithTwoOnTheirWay {
+            inner,
+            other,
+            clock,
+            armed: a,
+            gate: None,
+            first_sent: f,
+            both: b,
+            fence_between,
+        })
+    });
+    let Node {
+        mut core,
+        mut out,
+        store: _store,
+        _dir,
+    } = old;
+    core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
+    while out.try_recv().is_ok() {}
+    armed.store(true, Ordering::SeqCst);
+
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (cmd_tx, cmd_rx) = tokio::sync::mpsc::channel(16);
+    let (control_tx, control_rx) = tokio::sync::mpsc::unbounded_channel();
+    let wait = std::time::Duration::from_secs(60);
+    let (ran, (first, second)) = rt.block_on(async move {
+        let run = core.run(flowbroker::broker::core::Queues::without_kafka(
+            cmd_rx, control_rx,
+        ));
+        let drive = async move {
+            let first = send_start(&cmd_tx).await;
+            tokio::time::timeout(wait, first_sent.notified())
+                .await
+                .expect("the first start's round was appended");
+            let second = send_start(&cmd_tx).await;
+            let first = tokio::time::timeout(wait, first).await.expect("answered");
+            let second = tokio::time::timeout(wait, second).await.expect("answered");
+            drop((cmd_tx, control_tx));
+            (first.unwrap(), second.unwrap())
+        };
+        tokio::join!(run, drive)
+    });
+    ran.unwrap();
+    assert!(
+        both.load(Ordering::SeqCst),
+        "the second round was appended while the first was on its way, and the pause hit then"
+    );
+    let mut k = 0;
+    while let Ok(batch) = out.try_recv() {
+        k += batch.len();
+    }
+    let mut new = node(&kafka, "new", topics);
+    new.core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
+    TwoOnTheirWay {
+        first: first.map(|s| s.id),
+        second: second.map(|s| s.id),
+        let_out: k,
+        restored: new.instance_ids(),
+        resent: let_out(&mut new),
+    }
+}
+
+/// Two rounds' appends of one partition on their way when the owner is paused and another
+/// broker fences the partition after both (docs/broker.md "Pipelined rounds"): both batches
+/// precede the fence, so both stand. Their requests are answered as applied (not told to
+/// retry, which would start a second instance), nothing leaves the paused owner, and the new
+/// owner restores both instances and sends their outbox.
+#[test]
+fn two_batches_on_their_way_before_another_brokers_fence_both_stand() {
+    let r = two_on_their_way(false);
+    let first = r
+        .first
+        .expect("the first batch precedes the fence: it stands");
+    let second = r
+        .second
+        .expect("the second batch precedes the fence too: its start was applied, not moved");
+    assert_eq!(r.let_out, 0, "nothing left the paused owner");
+    assert!(
+        r.restored.contains(&first) && r.restored.contains(&second),
+        "{:?}",
+        r.restored
+    );
+    assert!(
+        r.resent > 0,
+        "the new owner sends the outbox the paused one held back"
+    );
+}
+
+/// The same with the other broker's fence between the two records: the first batch stands,
+/// the second is void (its start told to retry) and the new owner has only the first.
+#[test]
+fn a_batch_on_its_way_after_another_brokers_fence_is_void() {
+    let r = two_on_their_way(true);
+    let first = r
+        .first
+        .expect("the first batch precedes the fence: it stands");
+    assert!(
+        matches!(r.second, Err(AdminError::Moved(_))),
+        "the second batch follows the fence: {:?}",
+        r.second
+    );
+    assert_eq!(r.let_out, 0, "nothing left the paused owner");
+    assert_eq!(r.restored, vec![first]);
+    assert!(r.resent > 0, "the new owner sends the first batch's outbox");
+}
+
 /// A restarted broker resuming what it held last (docs/scale.md "Restart") writes a
 /// provisional fence. An owner the group assigned the partition to, finding such a fence,
 /// voids its batch as after any newer fence, but takes the partition back instead of letting

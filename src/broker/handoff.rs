@@ -42,6 +42,7 @@ impl Core {
             return Ok(());
         };
         let t0 = std::time::Instant::now();
+        self.held_off.remove(&p);
         // no standby write reaches `p` from here on: the checkpoint read below is the copy's
         self.shared.standby.take(p);
         self.store.forget_due(Scope::Partition(p.0));
@@ -186,8 +187,10 @@ impl Core {
         p: PartitionId,
         inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
     ) {
-        // direct input records of rounds in flight first (their batches are void now), then
-        // those of the round being built: in the order they were consumed
+        // direct input records of rounds in flight first (their batches are void now, or stand
+        // after a pause, `broker::landing`: then the new owner, which restored them, drops the
+        // copies by their source position), then those of the round being built: in the order
+        // they were consumed
         for f in self.flights.iter_mut() {
             for step in f.steps.iter_mut() {
                 let records = step.direct.remove(&p).unwrap_or_default();

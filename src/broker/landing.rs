@@ -79,6 +79,10 @@ impl Core {
             .filter(|(p, f)| self.log.is_some() && self.fences.get(p) != Some(f))
             .map(|(p, _)| *p)
             .collect();
+        // of those, batches of a partition held off after an earlier batch of the same fence
+        // (below) that still precede the other broker's fence: they stand like it (the new
+        // owner restores them and lets their effects out), so their requests were applied
+        let stood = self.still_standing(&appended, &void, &fences)?;
         let mut lost: BTreeSet<PartitionId> = BTreeSet::new();
         // lost to a resumed broker's provisional fence while the group assigns them here
         let mut retake: Vec<PartitionId> = Vec::new();
@@ -131,9 +135,10 @@ impl Core {
             writes.extend(w);
         }
         // a void batch lets nothing out; its requests are told to retry and its direct input
-        // records go to the new owner (work topic records are read again there)
+        // records go to the new owner (work topic records are read again there). A batch that
+        // stood lets nothing out either; its requests keep their answers
         effects.retain(|(p, _)| !void.contains(p) && !lost.contains(p));
-        for &p in void.iter().chain(&lost) {
+        for &p in void.difference(&stood).chain(&lost) {
             for t in asked.remove(&p).unwrap_or_default() {
                 if let Some(t) = finish.tickets.get_mut(t) {
                     tickets::moved(t, p);
@@ -173,6 +178,9 @@ impl Core {
             if !held.is_empty() {
                 effects.retain(|(p, _)| !held.contains(p));
                 for p in held {
+                    if let (Some(&fence), Some(&last)) = (fences.get(&p), self.tail.get(&p)) {
+                        self.held_off.insert(p, (fence, last));
+                    }
                     self.release(p, inputs);
                 }
             }
@@ -196,6 +204,41 @@ impl Core {
             self.send_out(out, checked);
         }
         Ok(())
+    }
+
+    /// The partitions among `void` whose batch stands after all: built under the fence of a
+    /// partition held off ([`Core::held_off`]), and no other broker's fence between the last
+    /// batch of it that stood and this one (a partition's appends may be on their way
+    /// together, docs/broker.md "Pipelined rounds"). Their effects stay in as the held-off
+    /// batch's did; nothing of them is stored here (the partition is let go). Their direct
+    /// input records went to the new owner when the partition was let go, and it drops them
+    /// as applied (by their source position: it restored the batch).
+    fn still_standing(
+        &mut self,
+        appended: &[(PartitionId, i64)],
+        void: &BTreeSet<PartitionId>,
+        fences: &BTreeMap<PartitionId, i64>,
+    ) -> Result<BTreeSet<PartitionId>, CoreError> {
+        let mut stood = BTreeSet::new();
+        let Some(log) = self.log.as_mut() else {
+            return Ok(stood);
+        };
+        for &(p, offset) in appended {
+            let Some(&(fence, last)) = self.held_off.get(&p) else {
+                continue;
+            };
+            if !void.contains(&p) || fences.get(&p) != Some(&fence) {
+                continue;
+            }
+            if super::handoff::fenced_by(log.as_mut(), p, last + 1, offset - 1)?.is_none() {
+                tracing::warn!(partition = %p, batch = offset,
+                    "a batch appended before another broker's fence, while this broker was \
+                     paused: it stands (the new owner lets its effects out)");
+                self.held_off.insert(p, (fence, offset));
+                stood.insert(p);
+            }
+        }
+        Ok(stood)
     }
 
     /// Sends strays (direct input records of partitions let go) through the work topic now:

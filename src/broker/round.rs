@@ -1,9 +1,9 @@
 //! Building a round: the inputs of partitions owned elsewhere leave through the work topic,
 //! each owned partition's inputs go to its processor (`broker::processor`) in steps (a step's
 //! messages between partitions are applied in the next one; a step's processors run at once,
-//! `broker::pool`), and each step's batches are sent to the changelog, at most one record per
-//! partition on its way at a time. The round then waits in flight (`broker::flight`) until
-//! Kafka has its appends.
+//! `broker::pool`), and each step's batches are sent to the changelog at once, also of
+//! partitions with appends still on their way. The round then waits in flight
+//! (`broker::flight`) until Kafka has its appends.
 
 use super::core::{direct_work, input_of, Core, SWEEP_EVERY_SECS};
 use super::error::CoreError;
@@ -153,11 +153,11 @@ impl Core {
             }
             match self.log.is_some() {
                 // the changelog takes each partition's batch first; the next step (and the
-                // next round) reads its writes while they are on their way
+                // next round) reads its writes while they are on their way, and its append
+                // follows without waiting for this one (docs/broker.md "Pipelined rounds")
                 true => {
-                    self.one_append_per_partition(&step, &steps, &mut landed, &mut inputs)?;
-                    // (a partition lost, or taken back under a new fence, while waiting: its
-                    // batch was built under the old fence and is void when the step lands)
+                    // (a partition no longer held under the fence its batch was built with
+                    // sends nothing: the batch is void when the step lands)
                     let (entries, void): (Vec<_>, Vec<_>) = std::mem::take(&mut step.changed)
                         .into_iter()
                         .partition(|(p, _)| {
@@ -221,35 +221,6 @@ impl Core {
                     records = forward.len(),
                     "work for partitions nobody owns dropped (no Kafka attached)"
                 ),
-            }
-        }
-        Ok(())
-    }
-
-    /// Waits until no append of a partition `step` changed is on its way (earlier rounds
-    /// land, earlier steps of this round are acknowledged): one changelog record per
-    /// partition in flight at a time. After a produce batch of several records tansu reports
-    /// the partition's end as the batch's base offset + 1 (docs/kafka.md), and the resume
-    /// after a restart and the check for a newer fence read that end.
-    fn one_append_per_partition(
-        &mut self,
-        step: &Step,
-        earlier: &[Step],
-        landed: &mut [crate::cluster::Appending],
-        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
-    ) -> Result<(), CoreError> {
-        let touches = |s: &Step| {
-            s.changed
-                .iter()
-                .any(|(q, _)| step.changed.iter().any(|(p, _)| p == q))
-        };
-        if self.flights.iter().any(|f| f.steps.iter().any(touches)) {
-            self.land_all(inputs)?;
-        }
-        for (s, fut) in earlier.iter().zip(landed.iter_mut()) {
-            if touches(s) {
-                let r = futures::executor::block_on(&mut *fut);
-                *fut = Box::pin(std::future::ready(r));
             }
         }
         Ok(())

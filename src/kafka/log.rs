@@ -1,7 +1,8 @@
 //! The cluster's [`Log`] on Kafka: changelog appends and fences are produced with `acks=all`
 //! and idempotence, one record per state partition, and waited for; a changelog partition is
 //! read back with a consumer of its own (no group) from an offset through an offset; work
-//! records are forwarded to their work topic partition the same way.
+//! records are forwarded to their work topic partition the same way, by a producer of their
+//! own (which batches: only the changelog's records go one per produce batch).
 
 use super::scan::Each;
 use super::{client_config, KafkaError};
@@ -16,7 +17,10 @@ use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use std::time::Duration;
 
 pub struct KafkaLog {
+    /// Changelog appends and fences.
     producer: FutureProducer,
+    /// Work records forwarded to their owners' partitions.
+    forwarder: FutureProducer,
     reader: BaseConsumer,
     changelog: String,
     snapshots: String,
@@ -32,28 +36,13 @@ pub const CHANGELOG_RECORD_MAX: usize = 64 << 20;
 impl KafkaLog {
     pub fn new(cfg: &Config, owner: String) -> Result<KafkaLog, KafkaError> {
         let k = &cfg.kafka;
-        let producer: FutureProducer = client_config(
-            k,
-            &[
-                ("enable.idempotence", "true".into()),
-                // a record that fails for good fails every later one too: with rounds
-                // pipelined, no batch may land in the changelog after a lost one
-                ("enable.gapless.guarantee", "true".into()),
-                ("acks", "all".into()),
-                ("linger.ms", "0".into()),
-                // an append waits for Kafka as long as it is away (the core waits with it; the
-                // HTTP side answers /health with `kafka_down`) instead of failing the core
-                // after a minute; librdkafka's own retries keep the record unique
-                ("message.timeout.ms", "0".into()),
-                ("message.max.bytes", CHANGELOG_RECORD_MAX.to_string()),
-            ],
-        )
-        .create()
-        .map_err(|source| KafkaError::Client {
-            what: "changelog producer",
-            brokers: k.brokers.clone(),
-            source,
-        })?;
+        // every changelog record a produce batch of its own: with several appends of a
+        // partition on their way, librdkafka would otherwise join them in one batch, after
+        // which tansu reports the partition's end as the batch's base offset + 1
+        // (docs/kafka.md), and the resume after a restart and the check for a newer fence read
+        // that end
+        let producer = appender(k, "changelog producer", &[("batch.num.messages", "1")])?;
+        let forwarder = appender(k, "work producer", &[])?;
         let reader: BaseConsumer = client_config(
             k,
             &[
@@ -72,6 +61,7 @@ impl KafkaLog {
         })?;
         Ok(KafkaLog {
             producer,
+            forwarder,
             reader,
             changelog: cfg.cluster.changelog_topic.clone(),
             snapshots: cfg.cluster.snapshot_topic.clone(),
@@ -83,7 +73,7 @@ impl KafkaLog {
     /// Enqueues one record, waiting while librdkafka's queue is full; any other refusal (a
     /// record over the size limit, ...) is an error.
     fn enqueue(
-        &self,
+        producer: &FutureProducer,
         topic: &str,
         p: PartitionId,
         payload: &[u8],
@@ -93,7 +83,7 @@ impl KafkaLog {
             .partition(p.kafka())
             .payload(payload);
         loop {
-            match self.producer.send_result(record) {
+            match producer.send_result(record) {
                 Ok(f) => return Ok(f),
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
                     std::thread::sleep(Duration::from_millis(5));
@@ -107,13 +97,13 @@ impl KafkaLog {
     }
 
     fn produce(
-        &self,
+        producer: &FutureProducer,
         topic: &str,
         records: Vec<(PartitionId, Vec<u8>)>,
     ) -> Result<Vec<(PartitionId, i64)>, (PartitionId, String)> {
         let pending: Vec<(PartitionId, DeliveryFuture)> = records
             .iter()
-            .map(|(p, bytes)| self.enqueue(topic, *p, bytes).map(|f| (*p, f)))
+            .map(|(p, bytes)| Self::enqueue(producer, topic, *p, bytes).map(|f| (*p, f)))
             .collect::<Result<_, _>>()?;
         let mut out = Vec::with_capacity(pending.len());
         for (p, f) in pending {
@@ -125,6 +115,37 @@ impl KafkaLog {
         }
         Ok(out)
     }
+}
+
+/// A producer of records the core waits for: idempotent, `acks=all`, sent at once; `forced`
+/// settings win over the user's `kafka.properties` too (correctness depends on them).
+fn appender(
+    k: &crate::config::KafkaConfig,
+    what: &'static str,
+    forced: &[(&str, &str)],
+) -> Result<FutureProducer, KafkaError> {
+    let settings: Vec<(&str, String)> = vec![
+        ("enable.idempotence", "true".into()),
+        // a record that fails for good fails every later one too: with rounds pipelined, no
+        // batch may land in the changelog after a lost one
+        ("enable.gapless.guarantee", "true".into()),
+        ("acks", "all".into()),
+        ("linger.ms", "0".into()),
+        // an append waits for Kafka as long as it is away (the core waits with it; the HTTP
+        // side answers /health with `kafka_down`) instead of failing the core after a minute;
+        // librdkafka's own retries keep the record unique
+        ("message.timeout.ms", "0".into()),
+        ("message.max.bytes", CHANGELOG_RECORD_MAX.to_string()),
+    ];
+    let mut c = client_config(k, &settings);
+    for (key, value) in forced {
+        c.set(*key, *value);
+    }
+    c.create().map_err(|source| KafkaError::Client {
+        what,
+        brokers: k.brokers.clone(),
+        source,
+    })
 }
 
 impl KafkaLog {
@@ -146,8 +167,7 @@ impl Log for KafkaLog {
         entries: &[(PartitionId, Entry)],
     ) -> Result<Vec<(PartitionId, i64)>, LogError> {
         let records = entries.iter().map(|(p, e)| (*p, e.encode())).collect();
-        let topic = self.changelog.clone();
-        self.produce(&topic, records)
+        Self::produce(&self.producer, &self.changelog, records)
             .map_err(|(partition, why)| LogError::Changelog { partition, why })
     }
 
@@ -159,7 +179,7 @@ impl Log for KafkaLog {
         let fail = |(partition, why)| LogError::Changelog { partition, why };
         let pending: Vec<(PartitionId, DeliveryFuture)> = entries
             .iter()
-            .map(|(p, e)| self.enqueue(&topic, *p, &e.encode()).map(|f| (*p, f)))
+            .map(|(p, e)| Self::enqueue(&self.producer, &topic, *p, &e.encode()).map(|f| (*p, f)))
             .collect::<Result<_, _>>()
             .map_err(fail)?;
         Ok(Box::pin(async move {
@@ -233,8 +253,7 @@ impl Log for KafkaLog {
         work: Vec<(PartitionId, Work)>,
     ) -> Result<Vec<(PartitionId, i64)>, LogError> {
         let records = work.iter().map(|(p, w)| (*p, w.encode())).collect();
-        let topic = self.work.clone();
-        self.produce(&topic, records)
+        Self::produce(&self.forwarder, &self.work, records)
             .map_err(|(partition, why)| LogError::Work { partition, why })
     }
 
