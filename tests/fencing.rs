@@ -186,6 +186,8 @@ struct PausedAfterAppend {
     other: KafkaLog,
     clock: Arc<ManualClock>,
     armed: Arc<AtomicBool>,
+    /// The other broker's fence is a restarted broker's provisional one.
+    provisional: bool,
 }
 
 impl Log for PausedAfterAppend {
@@ -201,7 +203,7 @@ impl Log for PausedAfterAppend {
                     *p,
                     Entry::Fence {
                         owner,
-                        provisional: false,
+                        provisional: self.provisional,
                     },
                 )])?;
             }
@@ -267,6 +269,7 @@ fn an_owner_paused_between_its_append_and_its_effects_lets_nothing_out() {
             other,
             clock,
             armed: a,
+            provisional: false,
         })
     });
     old.core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
@@ -291,6 +294,51 @@ fn an_owner_paused_between_its_append_and_its_effects_lets_nothing_out() {
         let_out(&mut new) > 0,
         "the new owner re-sends the held-back outbox"
     );
+}
+
+/// The same pause, but the fence after the batch is a restarted broker's provisional one
+/// (it resumed what it held last) while the group has the partition here: the batch stands,
+/// its effects stay in, and the owner takes the partition back (as when it finds such a fence
+/// at an unexpected offset), so the partition is not left without an owner. Taking it back
+/// restores both instances and sends what the pause held back.
+#[test]
+fn an_owner_paused_past_a_provisional_fence_takes_its_partition_back() {
+    let kafka = Kafka::start();
+    let topics = ("paused2.work", "paused2.changelog");
+    kafka.create_topic(topics.0, 1);
+    kafka.create_topic(topics.1, 1);
+    let p0 = PartitionId(0);
+    let armed = Arc::new(AtomicBool::new(false));
+    let other = KafkaLog::new(&config(&kafka, topics), "back".into()).unwrap();
+    let a = armed.clone();
+    let mut owner = node_with(&kafka, "owner", topics, move |inner, clock| {
+        Box::new(PausedAfterAppend {
+            inner,
+            other,
+            clock,
+            armed: a,
+            provisional: true,
+        })
+    });
+    owner.core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
+    let first = start(&mut owner).expect("the owner starts an instance");
+    assert!(let_out(&mut owner) > 0, "the owner lets its effects out");
+
+    armed.store(true, Ordering::SeqCst);
+    let second = start(&mut owner).expect("the batch was appended before the fence: it stands");
+    assert!(
+        !armed.load(Ordering::SeqCst),
+        "the pause hit between the append and the effects"
+    );
+    assert_eq!(owner.core.owned(), vec![p0], "it took p0 back");
+    let ids = owner.instance_ids();
+    assert!(ids.contains(&first) && ids.contains(&second), "{ids:?}");
+    assert!(
+        let_out(&mut owner) > 0,
+        "taking p0 back sends the outbox the pause held back"
+    );
+    let third = start(&mut owner).expect("it keeps working p0");
+    assert!(owner.instance_ids().contains(&third));
 }
 
 /// A changelog on which, once armed, the first append sent stays on its way (as far as the

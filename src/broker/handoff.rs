@@ -42,7 +42,6 @@ impl Core {
             return Ok(());
         };
         let t0 = std::time::Instant::now();
-        self.held_off.remove(&p);
         // no standby write reaches `p` from here on: the checkpoint read below is the copy's
         self.shared.standby.take(p);
         self.store.forget_due(Scope::Partition(p.0));
@@ -272,17 +271,17 @@ pub(super) fn fenced_by(
 const RECHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The partitions among `effects` that another broker fenced after this broker appended
-/// their batch, when more than [`RECHECK_AFTER`] passed since the append (by the monotonic
-/// clock or the core's): this broker was stopped or starved in between, and must not let the
-/// batch's effects out. The batch itself stands (it precedes the fence); the new owner
-/// restores it and sends its outbox.
+/// their batch, and by whom, when more than [`RECHECK_AFTER`] passed since the append (by the
+/// monotonic clock or the core's): this broker was stopped or starved in between, and must not
+/// let the batch's effects out. The batch itself stands (it precedes the fence); whoever owns
+/// the partition next restores it and sends its outbox.
 pub(super) fn fenced_since<T>(
     log: &mut dyn Log,
     appending: (std::time::Instant, chrono::DateTime<chrono::Utc>),
     now: chrono::DateTime<chrono::Utc>,
     tail: &BTreeMap<PartitionId, i64>,
     effects: &[(PartitionId, T)],
-) -> Result<Vec<PartitionId>, LogError> {
+) -> Result<Vec<(PartitionId, FencedBy)>, LogError> {
     let by_clock = (now - appending.1).to_std().unwrap_or_default();
     if appending.0.elapsed().max(by_clock) <= RECHECK_AFTER {
         return Ok(Vec::new());
@@ -295,11 +294,7 @@ pub(super) fn fenced_since<T>(
         let end = log.end(*p)?;
         if end > last + 1 {
             if let Some(by) = fenced_by(log, *p, last + 1, end - 1)? {
-                tracing::error!(partition = %p, by = %by.owner, batch = last,
-                    "this broker was paused after its batch was appended and another broker \
-                     took the partition over meanwhile: the batch's effects stay in (the new \
-                     owner sends them) and the partition is released");
-                out.push(*p);
+                out.push((*p, by));
             }
         }
     }

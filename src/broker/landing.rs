@@ -175,13 +175,25 @@ impl Core {
         if let Some(log) = self.log.as_mut() {
             let held =
                 super::handoff::fenced_since(log.as_mut(), sent, checked, &self.tail, &effects)?;
-            if !held.is_empty() {
-                effects.retain(|(p, _)| !held.contains(p));
-                for p in held {
-                    if let (Some(&fence), Some(&last)) = (fences.get(&p), self.tail.get(&p)) {
-                        self.held_off.insert(p, (fence, last));
-                    }
-                    self.release(p, inputs);
+            effects.retain(|(p, _)| !held.iter().any(|(q, _)| q == p));
+            for (p, by) in held {
+                if let (Some(&fence), Some(&last)) = (fences.get(&p), self.tail.get(&p)) {
+                    self.held_off.insert(p, (fence, last));
+                }
+                self.release(p, inputs);
+                if by.provisional && !self.resumed.contains(&p) {
+                    // as at an unexpected offset above: the group has `p` here
+                    tracing::warn!(partition = %p, by = %by.owner,
+                        "this broker was paused after its batch was appended and a restarted \
+                         broker resumed the partition meanwhile while the group has it here: \
+                         the batch's effects stay in and the partition is taken back (its \
+                         restore sends them)");
+                    self.take_over(p, inputs)?;
+                } else {
+                    tracing::error!(partition = %p, by = %by.owner,
+                        "this broker was paused after its batch was appended and another \
+                         broker took the partition over meanwhile: the batch's effects stay in \
+                         (the new owner sends them) and the partition is released");
                 }
             }
         }
