@@ -178,6 +178,47 @@ fn a_fenced_out_owner_lets_nothing_out_and_its_batch_is_not_restored() {
     assert!(ids.contains(&first) && ids.contains(&second), "{ids:?}");
 }
 
+/// The [`Log`] methods a changelog wrapper here passes to its `inner` log unchanged.
+macro_rules! inner_reads {
+    () => {
+        fn read(
+            &mut self,
+            p: PartitionId,
+            from: i64,
+            through: i64,
+        ) -> Result<Vec<(i64, Entry)>, LogError> {
+            self.inner.read(p, from, through)
+        }
+
+        fn end(&mut self, p: PartitionId) -> Result<i64, LogError> {
+            self.inner.end(p)
+        }
+
+        fn start(&mut self, p: PartitionId) -> Result<i64, LogError> {
+            self.inner.start(p)
+        }
+
+        fn read_snapshot(
+            &mut self,
+            m: &flowbroker::cluster::snapshot::Manifest,
+            apply: &mut dyn FnMut(Vec<flowbroker::store::Write>) -> Result<(), LogError>,
+        ) -> Result<(), LogError> {
+            self.inner.read_snapshot(m, apply)
+        }
+
+        fn forward(
+            &mut self,
+            work: Vec<(PartitionId, flowbroker::cluster::work::Work)>,
+        ) -> Result<Vec<(PartitionId, i64)>, LogError> {
+            self.inner.forward(work)
+        }
+
+        fn owner(&self) -> String {
+            self.inner.owner()
+        }
+    };
+}
+
 /// A changelog that, once armed, has another broker fence the partition right after an append
 /// is acknowledged and moves the clock on 30 s: a process stopped (SIGSTOP, a long GC-like
 /// stall) between its batch's append and its effects, while the group moved the partition.
@@ -212,41 +253,7 @@ impl Log for PausedAfterAppend {
         Ok(r)
     }
 
-    fn read(
-        &mut self,
-        p: PartitionId,
-        from: i64,
-        through: i64,
-    ) -> Result<Vec<(i64, Entry)>, LogError> {
-        self.inner.read(p, from, through)
-    }
-
-    fn end(&mut self, p: PartitionId) -> Result<i64, LogError> {
-        self.inner.end(p)
-    }
-
-    fn start(&mut self, p: PartitionId) -> Result<i64, LogError> {
-        self.inner.start(p)
-    }
-
-    fn read_snapshot(
-        &mut self,
-        m: &flowbroker::cluster::snapshot::Manifest,
-        apply: &mut dyn FnMut(Vec<flowbroker::store::Write>) -> Result<(), LogError>,
-    ) -> Result<(), LogError> {
-        self.inner.read_snapshot(m, apply)
-    }
-
-    fn forward(
-        &mut self,
-        work: Vec<(PartitionId, flowbroker::cluster::work::Work)>,
-    ) -> Result<Vec<(PartitionId, i64)>, LogError> {
-        self.inner.forward(work)
-    }
-
-    fn owner(&self) -> String {
-        self.inner.owner()
-    }
+    inner_reads!();
 }
 
 #[test]
@@ -415,41 +422,7 @@ impl Log for PausedWithTwoOnTheirWay {
         }
     }
 
-    fn read(
-        &mut self,
-        p: PartitionId,
-        from: i64,
-        through: i64,
-    ) -> Result<Vec<(i64, Entry)>, LogError> {
-        self.inner.read(p, from, through)
-    }
-
-    fn end(&mut self, p: PartitionId) -> Result<i64, LogError> {
-        self.inner.end(p)
-    }
-
-    fn start(&mut self, p: PartitionId) -> Result<i64, LogError> {
-        self.inner.start(p)
-    }
-
-    fn read_snapshot(
-        &mut self,
-        m: &flowbroker::cluster::snapshot::Manifest,
-        apply: &mut dyn FnMut(Vec<flowbroker::store::Write>) -> Result<(), LogError>,
-    ) -> Result<(), LogError> {
-        self.inner.read_snapshot(m, apply)
-    }
-
-    fn forward(
-        &mut self,
-        work: Vec<(PartitionId, flowbroker::cluster::work::Work)>,
-    ) -> Result<Vec<(PartitionId, i64)>, LogError> {
-        self.inner.forward(work)
-    }
-
-    fn owner(&self) -> String {
-        self.inner.owner()
-    }
+    inner_reads!();
 }
 
 /// Sends a start of `step` to a running core; its answer comes on the receiver.
