@@ -74,9 +74,10 @@ pub struct Core {
     /// broker wrote to the partition since, and it is checked for a newer fence.
     pub(super) tail: BTreeMap<PartitionId, i64>,
     /// Partitions let go (or taken back) because another broker fenced them after a batch of
-    /// this broker's that stands (`handoff::fenced_since`): the fence that batch was built under and the
-    /// offset of the last such batch. A later batch of the same fence, already on its way
-    /// then, stands too when no other broker's fence precedes it (`broker::landing`).
+    /// this broker's that stands (`handoff::fenced_since`): the fence that batch was built
+    /// under and the offset of the last such batch. A later batch of the same fence, already
+    /// on its way then, stands too when no other broker's fence precedes it
+    /// (`broker::landing`).
     pub(super) held_off: BTreeMap<PartitionId, (i64, i64)>,
     /// Where to say which work topic partitions to read, from which offset (`None`: stop).
     pub(super) reader: Option<mpsc::UnboundedSender<(PartitionId, Option<ReadFrom>)>>,
