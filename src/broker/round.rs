@@ -156,14 +156,10 @@ impl Core {
                 // next round) reads its writes while they are on their way, and its append
                 // follows without waiting for this one (docs/broker.md "Pipelined rounds")
                 true => {
-                    // (a partition no longer held under the fence its batch was built with
-                    // sends nothing: the batch is void when the step lands)
-                    let (entries, void): (Vec<_>, Vec<_>) = std::mem::take(&mut step.changed)
-                        .into_iter()
-                        .partition(|(p, _)| {
-                            self.owned.contains(p) && step.fences.get(p) == self.fences.get(p)
-                        });
-                    let entries: Vec<(PartitionId, Entry)> = entries
+                    // (nothing in a step lands a round, so every batch's partition is still
+                    // held under the fence it was built with; a later change of owner makes
+                    // the batch void when it lands: `landing`)
+                    let entries: Vec<(PartitionId, Entry)> = std::mem::take(&mut step.changed)
                         .into_iter()
                         .map(|(p, writes)| {
                             let fence = step.fences.get(&p).copied().unwrap_or(-1);
@@ -179,7 +175,6 @@ impl Core {
                             step.changed.push((p, writes));
                         }
                     }
-                    step.changed.extend(void);
                     steps.push(step);
                 }
                 false => {
