@@ -225,6 +225,32 @@ struct Side {
     disk: u64,
 }
 
+/// Each table of the store with files on disk: its MiB and its files (`/metrics`).
+fn tables(metrics: &str) -> String {
+    let mut out = Vec::new();
+    for line in metrics.lines() {
+        let Some(rest) = line.strip_prefix("flowbroker_store_disk_bytes{table=\"") else {
+            continue;
+        };
+        let Some((table, bytes)) = rest.split_once("\"} ") else {
+            continue;
+        };
+        let bytes: f64 = bytes.parse().unwrap_or(0.0);
+        if bytes > 0.0 {
+            let files = metric_sum(
+                metrics,
+                "flowbroker_store_segments",
+                &format!("table=\"{table}\""),
+            );
+            out.push(format!("{table} {:.1} MiB in {files}", bytes / 1048576.0));
+        }
+    }
+    if out.is_empty() {
+        return "no files yet (all in memtables)".into();
+    }
+    out.join(", ")
+}
+
 /// One round of continuations on one side.
 struct Round {
     /// from the first continuation sent to the last completion
@@ -248,6 +274,7 @@ impl Side {
         let load_rate = w as f64 / t.elapsed().as_secs_f64();
         let rss_kib = broker.rss_kib().unwrap_or(0);
         let disk = dir_bytes(&broker.dir.join("data"));
+        println!("  {w} waiting, the store: {}", tables(&broker.metrics()));
         // one `started` lifecycle record per instance loaded
         let lifecycle = reader_past_starts(&kafka, w as usize);
         let stride = (w / 2 + 1..).find(|s| gcd(*s, w) == 1).unwrap();

@@ -10,15 +10,9 @@
 //! unread. A mark is usually absent, which the table's bloom filters answer without a read.
 //!
 //! The marks are complete only for a partition whose every `Active` write was made by a
-//! broker that writes them. A broker cannot tell that from the entries: an older version
-//! replaced entries without marking them, and the replaced instance may still be running
-//! (on this partition or another) when every entry is gone. So only a partition that holds
-//! nothing at all when a batch starts is marked complete ([`MARKED`] in its `Meta`, restored
-//! and replicated with it), by that batch: one ever written keeps the positions of what it
-//! applied in `Offsets` (and, when it ran instances, their counters in `Meta`) for good, so
-//! holding nothing means never written. A partition with state from an older version (a data directory of layout 1, a
-//! changelog of format 2, a snapshot of format 1) keeps reading each entry before removing
-//! it.
+//! broker that writes them (`broker::kept`); a partition with state from an older version (a
+//! data directory of layout 1, a changelog of format 2, a snapshot of format 1) keeps reading
+//! each entry before removing it.
 //!
 //! A removal relies on each index change being applied once (`broker::apply` deduplicates
 //! messages by their source position): a second removal of an instance whose mark is gone
@@ -27,54 +21,6 @@
 use crate::store::{key, Table, Txn};
 
 pub type Result<T> = crate::store::Result<T>;
-
-/// The partition's `Meta` key saying that its `Superseded` marks are complete.
-pub const MARKED: &str = "active.marked";
-
-/// Whether the partition's marks are complete, found out once per batch by
-/// [`Marks::at_start`]; the default (not complete) reads each entry before removing it.
-#[derive(Debug, Default)]
-pub struct Marks {
-    complete: bool,
-    /// The partition held nothing when the batch started: [`Marks::seal`] writes [`MARKED`]
-    /// if the batch writes anything.
-    fresh: bool,
-}
-
-impl Marks {
-    /// At the start of a batch, before it writes anything: whether the partition's marks are
-    /// complete, which they are when it holds no key in any table (never written).
-    pub fn at_start(tx: &Txn<'_>) -> Result<Marks> {
-        if tx.contains(Table::Meta, MARKED)? {
-            return Ok(Marks {
-                complete: true,
-                fresh: false,
-            });
-        }
-        // the tables whose keys are never deleted first: a partition ever written has
-        // positions in `Offsets` (a table drained from its head would walk its tombstones)
-        let kept = [Table::Offsets, Table::Meta, Table::Versions];
-        let rest = Table::ALL.into_iter().filter(|t| !kept.contains(t));
-        for t in kept.into_iter().chain(rest) {
-            if tx.first::<serde::de::IgnoredAny>(t)?.is_some() {
-                return Ok(Marks::default());
-            }
-        }
-        Ok(Marks {
-            complete: true,
-            fresh: true,
-        })
-    }
-
-    /// At the end of a batch: records that a partition first written by it has its marks
-    /// complete (a batch that writes nothing writes nothing here either).
-    pub fn seal(&self, tx: &Txn<'_>) -> Result<()> {
-        if self.fresh && !tx.is_unchanged() {
-            tx.put(Table::Meta, MARKED, &true)?;
-        }
-        Ok(())
-    }
-}
 
 /// The `Superseded` key of `instance`'s entry under `Active` key `k`.
 fn mark(k: &str, instance: &str) -> String {
@@ -93,12 +39,13 @@ pub fn put(tx: &Txn<'_>, k: &str, instance: &str) -> Result<()> {
 }
 
 /// Removes `instance`'s entry under `Active` key `k`: the entry when it still names
-/// `instance`, else the mark its replacement left.
-pub fn remove(tx: &Txn<'_>, marks: &Marks, k: &str, instance: &str) -> Result<()> {
+/// `instance`, else the mark its replacement left. `complete`: the partition's marks are
+/// ([`super::kept::Kept::marks`]); if not, the entry is read first.
+pub fn remove(tx: &Txn<'_>, complete: bool, k: &str, instance: &str) -> Result<()> {
     let m = mark(k, instance);
     if tx.contains(Table::Superseded, &m)? {
         tx.remove(Table::Superseded, &m);
-    } else if marks.complete || tx.get::<String>(Table::Active, k)?.as_deref() == Some(instance) {
+    } else if complete || tx.get::<String>(Table::Active, k)?.as_deref() == Some(instance) {
         tx.remove(Table::Active, k);
     }
     Ok(())
@@ -107,6 +54,7 @@ pub fn remove(tx: &Txn<'_>, marks: &Marks, k: &str, instance: &str) -> Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::broker::kept::{Kept, MARKED};
     use crate::store::{Scope, Store};
 
     fn active(store: &Store, k: &str) -> Option<String> {
@@ -127,17 +75,17 @@ mod tests {
     }
 
     /// Applies `ops` (instance, put or remove) on key "k" of partition 1, a batch each, as
-    /// the processor does (`Marks::at_start` first).
+    /// the processor does (`Kept::at_start` first).
     fn run(store: &Store, ops: &[(&str, bool)]) {
         for (inst, present) in ops {
             let tx = store.scoped(Scope::Partition(1));
-            let marks = Marks::at_start(&tx).unwrap();
+            let kept = Kept::at_start(&tx).unwrap();
             if *present {
                 put(&tx, "k", inst).unwrap();
             } else {
-                remove(&tx, &marks, "k", inst).unwrap();
+                remove(&tx, kept.marks, "k", inst).unwrap();
             }
-            marks.seal(&tx).unwrap();
+            kept.seal(&tx).unwrap();
             tx.commit().unwrap();
         }
     }
@@ -190,20 +138,5 @@ mod tests {
             !marked(&store, 1),
             "an emptied partition is not marked complete"
         );
-        // a partition never written is, by the first batch that writes anything
-        let tx = store.scoped(Scope::Partition(2));
-        let marks = Marks::at_start(&tx).unwrap();
-        marks.seal(&tx).unwrap();
-        assert!(
-            tx.is_unchanged(),
-            "a batch that writes nothing writes no mark"
-        );
-        drop(tx);
-        let tx = store.scoped(Scope::Partition(2));
-        let marks = Marks::at_start(&tx).unwrap();
-        tx.put(Table::Offsets, "p0001", &(1, 1)).unwrap();
-        marks.seal(&tx).unwrap();
-        tx.commit().unwrap();
-        assert!(marked(&store, 2));
     }
 }

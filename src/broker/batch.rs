@@ -109,9 +109,10 @@ pub struct Batch<'a, 's> {
     pub spans: bool,
     /// Decoded records kept between batches (`broker::hot`); `None`: every input decodes.
     pub hot: Option<&'a mut Hot<InstanceRecord>>,
-    /// Whether the partition's `Active` entries can be removed unread (`broker::active`;
-    /// the processor finds out before the batch writes anything).
-    pub(super) marks: super::active::Marks,
+    /// What the partition keeps complete: whether its `Active` entries can be removed
+    /// unread (`broker::active`) and its unpinned `Waits` keys looked up only when they have
+    /// a head (`broker::unpinned`); the processor finds out before the batch writes anything.
+    pub(super) kept: super::kept::Kept,
     queue: VecDeque<Queued>,
 }
 
@@ -136,7 +137,7 @@ impl<'a, 's> Batch<'a, 's> {
             added: Added::default(),
             spans: false,
             hot: None,
-            marks: Default::default(),
+            kept: Default::default(),
             queue: VecDeque::new(),
         }
     }
@@ -478,12 +479,13 @@ impl<'a, 's> Batch<'a, 's> {
         present: bool,
     ) -> Result<()> {
         match (kind, present) {
-            (IndexEntry::Waits, true) => self.tx.put(Table::Waits, &e.waits_key(), &())?,
-            // removed unread: an entry not there (a message about an entry already gone)
-            // leaves a tombstone that changes nothing
-            (IndexEntry::Waits, false) => self.tx.remove(Table::Waits, &e.waits_key()),
+            // with the head of an unpinned key (`broker::unpinned`)
+            (IndexEntry::Waits, true) => super::unpinned::put(self.tx, e)?,
+            // (a pinned one removed unread: an entry not there, a message about an entry
+            // already gone, leaves a tombstone that changes nothing)
+            (IndexEntry::Waits, false) => super::unpinned::remove(self.tx, e)?,
             (IndexEntry::Active, false) => {
-                super::active::remove(self.tx, &self.marks, &e.active_key(), &e.instance)?
+                super::active::remove(self.tx, self.kept.marks, &e.active_key(), &e.instance)?
             }
             (IndexEntry::Active, true) => {
                 let k = e.active_key();

@@ -9,7 +9,8 @@
 //! that take it, never a list to filter:
 //! - a value the instance has not pinned yet is [`ANY`] in its place (an instance with nothing
 //!   pinned waits under [`ANY`] alone); an event looks its values up with every subset of
-//!   them replaced by [`ANY`] (2^n point lookups for n rules without a fixed value);
+//!   them replaced by [`ANY`] (2^n prefix reads for n rules without a fixed value, those with
+//!   [`ANY`] only where an instance waits under them: `broker::unpinned`);
 //! - rules whose value is an expression add a guard: the value the expression gives on the
 //!   instance's data (`!` when it does not evaluate), matched against the event's attribute.
 

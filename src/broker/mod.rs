@@ -37,7 +37,9 @@
 //!   which instance a task token or callback answer names.
 //! - [`dedupe`]: dropping events whose source and id were already consumed.
 //! - [`index`]: correlation keys and index entries; [`active`]: the `Active` table's entries,
-//!   removed unread (an overwritten one is marked).
+//!   removed unread (an overwritten one is marked); `unpinned`: the heads of waits keys with
+//!   a value not pinned, so that an event scans only those in use; `kept`: whether a
+//!   partition keeps those marks and heads complete.
 //! - [`registry`]: deployed workflow versions and the event-type index.
 //! - [`schedule`]: cron starts, exactly once, with catch-up.
 //! - [`window`]: interval windows and `directInvoke`.
@@ -73,6 +75,7 @@ pub mod index;
 mod inflight;
 pub mod ingest;
 mod intake;
+mod kept;
 mod landing;
 mod pool;
 pub mod processor;
@@ -92,6 +95,7 @@ mod sweep;
 mod swf_events;
 mod swf_tasks;
 mod tickets;
+mod unpinned;
 pub mod window;
 
 use crate::engine::Event;

@@ -100,7 +100,7 @@ impl Processor<'_> {
         b.fence = self.fence;
         b.spans = self.spans;
         b.hot = Some(self.hot);
-        b.marks = super::active::Marks::at_start(&tx)?;
+        b.kept = super::kept::Kept::at_start(&tx)?;
         let mut produced = Vec::new();
         let mut acks = Vec::new();
         let mut settled = Vec::new();
@@ -172,7 +172,7 @@ impl Processor<'_> {
         b.sweep_seen(sweep)?;
         b.sweep_finished(sweep)?;
         b.drain()?;
-        b.marks.seal(&tx)?;
+        b.kept.seal(&tx)?;
         let effects = std::mem::take(&mut b.fx);
         drop(b);
         Ok(Applied {

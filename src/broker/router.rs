@@ -124,6 +124,15 @@ impl Batch<'_, '_> {
                 let mut got = false;
                 for wk in values.wait_keys() {
                     let unpinned = index::has_any(&wk);
+                    if !super::unpinned::may_wait(
+                        self.tx,
+                        self.kept.heads,
+                        &m.workflow,
+                        &m.event,
+                        &wk,
+                    )? {
+                        continue; // nobody waits under this unpinned key here
+                    }
                     let p = format!("{}{SEP}", key(&[&m.workflow, &m.event, &wk]));
                     for (entry, ()) in self.tx.prefix::<()>(Table::Waits, &p)? {
                         let inst = entry.rsplit(SEP).next().unwrap_or_default().to_string();

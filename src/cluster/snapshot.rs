@@ -12,8 +12,10 @@ use serde_json::value::RawValue;
 
 /// The format of snapshot records and manifests this build writes, and the newest it reads.
 /// Format 2 is format 1's layout, and its chunks may hold the `superseded` table
-/// (`broker::active`), which a broker of format 1 would neither read nor keep up.
-pub const FORMAT: u32 = 2;
+/// (`broker::active`), which a broker of format 1 would neither read nor keep up. Format 3
+/// is the same, and its chunks may hold the `unpinned` table (`broker::unpinned`), which a
+/// broker of format 2 would not keep up.
+pub const FORMAT: u32 = 3;
 
 /// A complete snapshot: where its chunks are and the changelog position it stands for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -183,15 +185,18 @@ mod tests {
             broker: "b".into(),
         };
         assert_eq!(Manifest::decode(&m.encode()).unwrap(), m);
-        // format 1 (before `superseded`) is still read
+        // formats 1 and 2 (before `superseded`, before `unpinned`) are still read
         let text = String::from_utf8(m.encode()).unwrap();
-        assert!(text.contains("\"v\":2"), "{text}");
-        let older = Manifest::decode(text.replace("\"v\":2", "\"v\":1").as_bytes()).unwrap();
-        assert_eq!(older.format, 1);
-        let chunk = String::from_utf8(bytes.clone()).unwrap();
-        let chunk = chunk.replace("\"v\":2", "\"v\":1");
-        assert_eq!(decode_chunk(7, 42, chunk.as_bytes()).unwrap(), writes);
-        let newer = text.replace("\"v\":2", "\"v\":9");
+        assert!(text.contains("\"v\":3"), "{text}");
+        for format in [1, 2] {
+            let v = format!("\"v\":{format}");
+            let older = Manifest::decode(text.replace("\"v\":3", &v).as_bytes()).unwrap();
+            assert_eq!(older.format, format);
+            let chunk = String::from_utf8(bytes.clone()).unwrap();
+            let chunk = chunk.replace("\"v\":3", &v);
+            assert_eq!(decode_chunk(7, 42, chunk.as_bytes()).unwrap(), writes);
+        }
+        let newer = text.replace("\"v\":3", "\"v\":9");
         let e = Manifest::decode(newer.as_bytes()).unwrap_err();
         assert!(e.to_string().contains("upgrade this broker"), "{e}");
         assert_eq!(Manifest::key(PartitionId(1)), "snapshot/1");

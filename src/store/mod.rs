@@ -59,8 +59,10 @@ pub enum StoreError {
 /// refused at open. Layout 2 added `superseded` (`broker::active`): a broker of layout 1
 /// would take keys over without marking them, so it must not open a layout 2 directory; a
 /// layout 1 directory opens as it is (its partitions' `active` entries are read before they
-/// are removed, for good).
-pub const LAYOUT: u32 = 2;
+/// are removed, for good). Layout 3 added `unpinned` (`broker::unpinned`), which a broker of
+/// layout 2 would not keep up; a layout 2 directory opens as it is (its partitions that hold
+/// state look up every unpinned waits key, for good: `broker::kept`).
+pub const LAYOUT: u32 = 3;
 
 impl From<fjall::Error> for StoreError {
     fn from(e: fjall::Error) -> Self {

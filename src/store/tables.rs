@@ -50,10 +50,13 @@ pub enum Table {
     /// `active key SEP instance` -> (): an instance whose `Active` entry another instance
     /// took over, until it ends (`broker::active`).
     Superseded,
+    /// `workflow SEP event SEP waits key` -> the number of `Waits` entries under a key with a
+    /// value not pinned yet, while there are any (`broker::unpinned`).
+    Unpinned,
 }
 
 impl Table {
-    pub const ALL: [Table; 20] = [
+    pub const ALL: [Table; 21] = [
         Table::Instances,
         Table::History,
         Table::Payloads,
@@ -74,6 +77,7 @@ impl Table {
         Table::Finished,
         Table::BufferExpiry,
         Table::Superseded,
+        Table::Unpinned,
     ];
 
     /// The table of a [`Table::name`].
@@ -103,6 +107,7 @@ impl Table {
             Table::Finished => "finished",
             Table::BufferExpiry => "buffer_expiry",
             Table::Superseded => "superseded",
+            Table::Unpinned => "unpinned",
         }
     }
 

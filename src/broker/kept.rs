@@ -1,0 +1,138 @@
+//! What a partition's state keeps complete, found out once per batch: the `Superseded` marks
+//! (`broker::active`) and the heads of `Waits` keys with a value not pinned
+//! (`broker::unpinned`). A batch relies on either only where the partition says it is
+//! complete; elsewhere it does the work each replaces (a read before a removal, a scan).
+//!
+//! Either is complete only for a partition whose every write was made by a broker that keeps
+//! it. A broker cannot tell that from the entries: an older version wrote entries without
+//! them. So only a partition that holds nothing at all when a batch starts is marked complete
+//! (in its `Meta`, restored and replicated with it), by that batch: one ever written keeps the
+//! positions of what it applied in `Offsets` (and, when it ran instances, their counters in
+//! `Meta`) for good, so holding nothing means never written. A partition with state from an
+//! older version keeps doing the work.
+
+use crate::store::{Table, Txn};
+
+pub type Result<T> = crate::store::Result<T>;
+
+/// The partition's `Meta` key saying that its `Superseded` marks are complete (changelog
+/// format 3, store layout 2).
+pub const MARKED: &str = "active.marked";
+
+/// The partition's `Meta` key saying that its `Unpinned` heads are complete (changelog format
+/// 4, store layout 3).
+pub const HEADED: &str = "waits.headed";
+
+/// What the partition keeps complete, found out once per batch by [`Kept::at_start`]; the
+/// default (nothing) does the work each would save.
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// `Superseded` marks.
+    pub marks: bool,
+    /// `Unpinned` heads.
+    pub heads: bool,
+    /// The partition held nothing when the batch started: [`Kept::seal`] writes both keys if
+    /// the batch writes anything.
+    fresh: bool,
+}
+
+impl Kept {
+    /// At the start of a batch, before it writes anything: what the partition keeps complete,
+    /// which is everything when it holds no key in any table (never written).
+    pub fn at_start(tx: &Txn<'_>) -> Result<Kept> {
+        let marks = tx.contains(Table::Meta, MARKED)?;
+        if marks {
+            // written (with `HEADED`, when at all) by a batch: the partition is not fresh
+            let heads = tx.contains(Table::Meta, HEADED)?;
+            return Ok(Kept {
+                marks,
+                heads,
+                fresh: false,
+            });
+        }
+        // the tables whose keys are never deleted first: a partition ever written has
+        // positions in `Offsets` (a table drained from its head would walk its tombstones)
+        let kept = [Table::Offsets, Table::Meta, Table::Versions];
+        let rest = Table::ALL.into_iter().filter(|t| !kept.contains(t));
+        for t in kept.into_iter().chain(rest) {
+            if tx.first::<serde::de::IgnoredAny>(t)?.is_some() {
+                return Ok(Kept::default());
+            }
+        }
+        Ok(Kept {
+            marks: true,
+            heads: true,
+            fresh: true,
+        })
+    }
+
+    /// At the end of a batch: records that a partition first written by it keeps everything
+    /// complete (a batch that writes nothing writes nothing here either).
+    pub fn seal(&self, tx: &Txn<'_>) -> Result<()> {
+        if self.fresh && !tx.is_unchanged() {
+            tx.put(Table::Meta, MARKED, &true)?;
+            tx.put(Table::Meta, HEADED, &true)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Scope, Store};
+
+    fn kept(store: &Store, p: u16) -> (bool, bool) {
+        let tx = store.scoped(Scope::Partition(p));
+        (
+            tx.contains(Table::Meta, MARKED).unwrap(),
+            tx.contains(Table::Meta, HEADED).unwrap(),
+        )
+    }
+
+    #[test]
+    fn only_a_partition_first_written_by_the_batch_is_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // a batch that writes nothing writes no key
+        let tx = store.scoped(Scope::Partition(2));
+        let k = Kept::at_start(&tx).unwrap();
+        assert!(k.marks && k.heads);
+        k.seal(&tx).unwrap();
+        assert!(
+            tx.is_unchanged(),
+            "a batch that writes nothing writes no key"
+        );
+        drop(tx);
+        // the first that writes does
+        let tx = store.scoped(Scope::Partition(2));
+        let k = Kept::at_start(&tx).unwrap();
+        tx.put(Table::Offsets, "p0001", &(1, 1)).unwrap();
+        k.seal(&tx).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(kept(&store, 2), (true, true));
+        // a partition written before (as an older broker left it) is not
+        let tx = store.scoped(Scope::Partition(3));
+        tx.put(Table::Offsets, "p0002", &(3, 7)).unwrap();
+        tx.commit().unwrap();
+        let tx = store.scoped(Scope::Partition(3));
+        let k = Kept::at_start(&tx).unwrap();
+        assert!(!k.marks && !k.heads);
+        tx.put(Table::Offsets, "p0002", &(3, 8)).unwrap();
+        k.seal(&tx).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(kept(&store, 3), (false, false));
+        // one with marks but no heads (written by a broker of changelog format 3) keeps its
+        // marks and does without heads, for good
+        let tx = store.scoped(Scope::Partition(4));
+        tx.put(Table::Meta, MARKED, &true).unwrap();
+        tx.commit().unwrap();
+        let tx = store.scoped(Scope::Partition(4));
+        let k = Kept::at_start(&tx).unwrap();
+        assert!(k.marks && !k.heads);
+        tx.put(Table::Offsets, "p0002", &(3, 8)).unwrap();
+        k.seal(&tx).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(kept(&store, 4), (true, false));
+    }
+}

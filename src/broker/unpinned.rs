@@ -1,0 +1,144 @@
+//! The `Unpinned` table: the `Waits` keys with a value not pinned yet ([`index::ANY`]) under
+//! which some instance waits, so that an event looks up only the unpinned keys in use.
+//!
+//! An event of a definition with `n` correlation values looks its instances up under `2^n`
+//! waits keys: its own values, and every subset of them replaced by [`index::ANY`]
+//! (`broker::router`). Each lookup is a prefix scan of `Waits`, which reads a block from
+//! every level of the table's files that overlaps the prefix, whether or not anything is
+//! there; and usually nothing is: an instance waits unpinned only until its first event. So
+//! a waits key with an unpinned value has a head here while any entry is under it, and an
+//! event scans such a key only when its head is there, which the table's bloom filters
+//! answer without a read when it is not.
+//!
+//! A head counts the entries under its key: an entry written where none was adds one, an
+//! entry removed that was there takes one away, and the head goes with the last. Whether the
+//! entry was there is a read, made only for unpinned keys (a removal of an entry already gone
+//! is a message applied late, and counts nothing). Lookups trust the heads only in a
+//! partition that keeps them complete (`broker::kept`).
+
+use super::index::{self, Entry};
+use crate::store::{key, Table, Txn};
+
+pub type Result<T> = crate::store::Result<T>;
+
+/// The `Unpinned` key of waits key `wk` of `workflow`'s event `event`.
+fn head(workflow: &str, event: &str, wk: &str) -> String {
+    key(&[workflow, event, wk])
+}
+
+/// Writes `Waits` entry `e`, and counts it in its key's head when the key has a value not
+/// pinned.
+pub fn put(tx: &Txn<'_>, e: &Entry) -> Result<()> {
+    let k = e.waits_key();
+    if index::has_any(&e.key) && !tx.contains(Table::Waits, &k)? {
+        let h = head(&e.workflow, &e.event, &e.key);
+        let n = tx.get::<u64>(Table::Unpinned, &h)?.unwrap_or(0);
+        tx.put(Table::Unpinned, &h, &(n + 1))?;
+    }
+    tx.put(Table::Waits, &k, &())
+}
+
+/// Removes `Waits` entry `e` (unread when its key is pinned: an entry not there leaves a
+/// tombstone that changes nothing), and takes it out of its key's head when the key has a
+/// value not pinned.
+pub fn remove(tx: &Txn<'_>, e: &Entry) -> Result<()> {
+    let k = e.waits_key();
+    if index::has_any(&e.key) && tx.contains(Table::Waits, &k)? {
+        let h = head(&e.workflow, &e.event, &e.key);
+        match tx.get::<u64>(Table::Unpinned, &h)?.unwrap_or(0) {
+            0 | 1 => tx.remove(Table::Unpinned, &h),
+            n => tx.put(Table::Unpinned, &h, &(n - 1))?,
+        }
+    }
+    tx.remove(Table::Waits, &k);
+    Ok(())
+}
+
+/// Whether instances may wait under waits key `wk` of `workflow`'s event `event`: a pinned
+/// key always may; an unpinned one only when it has a head, or when the partition does not
+/// keep them complete (`complete`: [`super::kept::Kept::heads`]).
+pub fn may_wait(
+    tx: &Txn<'_>,
+    complete: bool,
+    workflow: &str,
+    event: &str,
+    wk: &str,
+) -> Result<bool> {
+    if !complete || !index::has_any(wk) {
+        return Ok(true);
+    }
+    tx.contains(Table::Unpinned, &head(workflow, event, wk))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{Scope, Store};
+
+    fn entry(key: &str, instance: &str) -> Entry {
+        Entry {
+            workflow: "w".into(),
+            event: "e".into(),
+            key: key.into(),
+            instance: instance.into(),
+        }
+    }
+
+    /// Puts or removes `e` and its head, as `Batch::index_here` does, a transaction each.
+    fn apply(store: &Store, e: &Entry, present: bool) {
+        let tx = store.scoped(Scope::Partition(1));
+        if present {
+            put(&tx, e).unwrap();
+        } else {
+            remove(&tx, e).unwrap();
+        }
+        tx.commit().unwrap();
+    }
+
+    fn may(store: &Store, complete: bool, wk: &str) -> bool {
+        let tx = store.scoped(Scope::Partition(1));
+        may_wait(&tx, complete, "w", "e", wk).unwrap()
+    }
+
+    #[test]
+    fn an_unpinned_key_is_looked_up_while_an_instance_waits_under_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let any = index::ANY;
+        assert!(!may(&store, true, any), "nobody waits unpinned yet");
+        assert!(may(&store, true, "k1"), "a pinned key is always looked up");
+        assert!(
+            may(&store, false, any),
+            "a partition without complete heads looks every key up"
+        );
+        let (a, b) = (entry(any, "a"), entry(any, "b"));
+        apply(&store, &a, true);
+        apply(&store, &b, true);
+        apply(&store, &b, true);
+        assert!(may(&store, true, any));
+        apply(&store, &a, false);
+        apply(&store, &a, false);
+        assert!(
+            may(&store, true, any),
+            "b still waits under it (a put twice and removed twice counts once)"
+        );
+        apply(&store, &b, false);
+        assert!(!may(&store, true, any), "the last one took the head");
+        // a removal of an entry already gone changes nothing
+        apply(&store, &b, false);
+        assert!(!may(&store, true, any));
+        // entries removed together, in one transaction, take the head with the last
+        apply(&store, &a, true);
+        apply(&store, &b, true);
+        let tx = store.scoped(Scope::Partition(1));
+        for e in [&a, &b] {
+            remove(&tx, e).unwrap();
+        }
+        tx.commit().unwrap();
+        assert!(!may(&store, true, any));
+        // a pinned entry has no head
+        apply(&store, &entry("k1", "c"), true);
+        let tx = store.scoped(Scope::Partition(1));
+        assert!(tx.keys(Table::Unpinned, "").unwrap().is_empty());
+    }
+}
