@@ -10,9 +10,10 @@
 //! - restart: SIGKILL, then the time until the broker is assigned its partitions again and
 //!   until a continuation sent then has completed.
 //!
-//! `cargo bench --bench scale` waits with 1,000,000 (base 5,000, 5,000 continuations each, 5
+//! `cargo bench --bench scale` waits with 1,000,000 (base 5,000, 5,000 continuations each, 15
 //! rounds); under `cargo test` a small smoke run. `SCALE_WAITING`, `SCALE_BASE`,
-//! `SCALE_CONTINUATIONS` and `SCALE_ROUNDS` override them; `FLOWBROKER_STORE_*` settings in the
+//! `SCALE_CONTINUATIONS` and `SCALE_ROUNDS` override them, and `SCALE_ATTRIBUTES=n` makes the
+//! events correlate on `n` attributes (1 by default); `FLOWBROKER_STORE_*` settings in the
 //! bench's environment are passed to the brokers, and `SCALE_BIN=<path>` runs another
 //! flowbroker build. `SCALE_PERF=<file>` records the large side's broker with `perf` (dwarf
 //! call graphs) over its first round. Results: docs/performance.md.
@@ -27,23 +28,47 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 use support::{event, metric_sum, Broker, Kafka};
 
-const HOLD: &str = r#"
+/// The workflow: an event starts an instance, which then waits for an event of its own key.
+/// Both correlate on `key` and on `SCALE_ATTRIBUTES - 1` more attributes (`a1`, ...), each
+/// with a value of its own per key.
+fn hold() -> String {
+    let attrs: Vec<String> = (0..attributes())
+        .map(|i| match i {
+            0 => "{contextAttributeName: key}".to_string(),
+            i => format!("{{contextAttributeName: a{i}}}"),
+        })
+        .collect();
+    let correlation = attrs.join(", ");
+    format!(
+        r#"
 id: hold
 name: hold
 events:
-- {name: Open, type: scale.open, source: /bench, correlation: [{contextAttributeName: key}]}
-- {name: Close, type: scale.close, source: /bench, correlation: [{contextAttributeName: key}]}
+- {{name: Open, type: scale.open, source: /bench, correlation: [{correlation}]}}
+- {{name: Close, type: scale.close, source: /bench, correlation: [{correlation}]}}
 states:
 - name: Opened
   type: event
-  start: {kind: default}
-  eventsActions: [{eventRefs: [Open]}]
-  transition: {nextState: Closed}
+  start: {{kind: default}}
+  eventsActions: [{{eventRefs: [Open]}}]
+  transition: {{nextState: Closed}}
 - name: Closed
   type: event
-  eventsActions: [{eventRefs: [Close]}]
-  end: {kind: default}
-"#;
+  eventsActions: [{{eventRefs: [Close]}}]
+  end: {{kind: default}}
+"#
+    )
+}
+
+/// How many attributes the events correlate on (`SCALE_ATTRIBUTES`, 1 by default): an event
+/// looks its instances up under `2^n` waits keys.
+fn attributes() -> usize {
+    std::env::var("SCALE_ATTRIBUTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1usize)
+        .max(1)
+}
 
 fn start(kafka: &Kafka) -> Broker {
     let store: Vec<(String, String)> = std::env::vars()
@@ -57,15 +82,22 @@ fn start(kafka: &Kafka) -> Broker {
     env.extend(store.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let bin =
         std::env::var("SCALE_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_flowbroker").to_string());
-    Broker::start_bin(&bin, kafka, &[("hold.yaml", HOLD)], &env)
+    let wf = hold();
+    Broker::start_bin(&bin, kafka, &[("hold.yaml", wf.as_str())], &env)
 }
 
 fn publish(kafka: &Kafka, ty: &str, keys: impl Iterator<Item = u64>) {
     let p = kafka.producer_lingering(5);
+    let n = attributes();
     for k in keys {
         let key = format!("k{k}");
         let id = format!("{ty}-{key}");
-        p.send_nowait(&event(&id, "/bench", ty, &[("key", &key)], json!({})));
+        let more: Vec<(String, String)> = (1..n)
+            .map(|i| (format!("a{i}"), format!("{key}-{i}")))
+            .collect();
+        let mut attrs = vec![("key", key.as_str())];
+        attrs.extend(more.iter().map(|(a, v)| (a.as_str(), v.as_str())));
+        p.send_nowait(&event(&id, "/bench", ty, &attrs, json!({})));
     }
     p.flush();
 }
@@ -390,7 +422,7 @@ fn main() {
             var("SCALE_CONTINUATIONS", 300),
         )
     };
-    let rounds = var("SCALE_ROUNDS", if measuring { 5 } else { 2 }).max(1);
+    let rounds = var("SCALE_ROUNDS", if measuring { 15 } else { 2 }).max(1);
     // the same number of continuations on both sides (distinct keys: at most either side's
     // waiting), so the batches they form are alike
     let c = c.min(base).min(w);
