@@ -169,10 +169,12 @@ struct Phase {
     appends: f64,
     landing_secs: f64,
     cpu_secs: f64,
+    /// the side's tansu
+    kafka_cpu_secs: f64,
 }
 
 impl Phase {
-    fn now(b: &Broker) -> Phase {
+    fn now(b: &Broker, kafka: &Kafka) -> Phase {
         let m = b.metrics();
         let float = |name: &str| support::metric_sum_f64(&m, name, "");
         Phase {
@@ -181,6 +183,7 @@ impl Phase {
             appends: float("flowbroker_round_landing_seconds_count"),
             landing_secs: float("flowbroker_round_landing_seconds_sum"),
             cpu_secs: b.cpu_secs().unwrap_or(0.0),
+            kafka_cpu_secs: kafka.cpu_secs().unwrap_or(0.0),
         }
     }
 
@@ -191,17 +194,19 @@ impl Phase {
             appends: self.appends - before.appends,
             landing_secs: self.landing_secs - before.landing_secs,
             cpu_secs: self.cpu_secs - before.cpu_secs,
+            kafka_cpu_secs: self.kafka_cpu_secs - before.kafka_cpu_secs,
         }
     }
 
     fn describe(&self, instances: u64) -> String {
         format!(
-            "{:.0} rounds, {:.0} inputs per round, {:.0} appends, mean {:.0} ms from append to landing; broker CPU {:.0} us per continuation",
+            "{:.0} rounds, {:.0} inputs per round, {:.0} appends, mean {:.0} ms from append to landing; broker CPU {:.0} us per continuation, tansu {:.0} us",
             self.rounds,
             self.inputs / self.rounds.max(1.0),
             self.appends,
             self.landing_secs * 1000.0 / self.appends.max(1.0),
-            self.cpu_secs * 1e6 / instances.max(1) as f64
+            self.cpu_secs * 1e6 / instances.max(1) as f64,
+            self.kafka_cpu_secs * 1e6 / instances.max(1) as f64
         )
     }
 }
@@ -345,7 +350,7 @@ impl Side {
     fn round(&mut self, c: u64, perf: Option<&str>) -> Round {
         let (keys, new) = self.next_keys(c);
         let profile = perf.map(|out| profiler(&self.broker, out));
-        let before = Phase::now(&self.broker);
+        let before = Phase::now(&self.broker, &self.kafka);
         let sent = epoch_ms();
         publish(&self.kafka, "scale.close", keys.into_iter());
         let (first, last) = read_type(&self.lifecycle, COMPLETED, c as usize, 1800);
@@ -356,7 +361,7 @@ impl Side {
                 .status();
             let _ = p.wait();
         }
-        let phase = Phase::now(&self.broker).since(before);
+        let phase = Phase::now(&self.broker, &self.kafka).since(before);
         publish(&self.kafka, "scale.open", new.into_iter());
         read_type(&self.lifecycle, STARTED, c as usize, 1800);
         support::wait_for(600, "new instances in place of those continued", || {

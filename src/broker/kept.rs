@@ -3,13 +3,17 @@
 //! (`broker::unpinned`). A batch relies on either only where the partition says it is
 //! complete; elsewhere it does the work each replaces (a read before a removal, a scan).
 //!
-//! Either is complete only for a partition whose every write was made by a broker that keeps
-//! it. A broker cannot tell that from the entries: an older version wrote entries without
-//! them. So only a partition that holds nothing at all when a batch starts is marked complete
-//! (in its `Meta`, restored and replicated with it), by that batch: one ever written keeps the
-//! positions of what it applied in `Offsets` (and, when it ran instances, their counters in
-//! `Meta`) for good, so holding nothing means never written. A partition with state from an
-//! older version keeps doing the work.
+//! The marks are complete only for a partition whose every write was made by a broker that
+//! keeps them. A broker cannot tell that from the entries: an older version replaced entries
+//! without marks, and the replaced instance may still be running (on this partition or
+//! another) when every entry is gone. So only a partition that holds nothing at all when a
+//! batch starts is marked complete (in its `Meta`, restored and replicated with it), by that
+//! batch: one ever written keeps the positions of what it applied in `Offsets` (and, when it
+//! ran instances, their counters in `Meta`) for good, so holding nothing means never written.
+//! A partition with state from an older version keeps reading before it removes.
+//!
+//! The heads depend on nothing outside the partition: one with state from an older version
+//! has them counted afresh from its `Waits` entries by its first batch ([`Kept::head_up`]).
 
 use crate::store::{Table, Txn};
 
@@ -41,9 +45,9 @@ impl Kept {
     /// which is everything when it holds no key in any table (never written).
     pub fn at_start(tx: &Txn<'_>) -> Result<Kept> {
         let marks = tx.contains(Table::Meta, MARKED)?;
-        if marks {
-            // written (with `HEADED`, when at all) by a batch: the partition is not fresh
-            let heads = tx.contains(Table::Meta, HEADED)?;
+        let heads = tx.contains(Table::Meta, HEADED)?;
+        if marks || heads {
+            // either key is a write: the partition is not fresh
             return Ok(Kept {
                 marks,
                 heads,
@@ -64,6 +68,22 @@ impl Kept {
             heads: true,
             fresh: true,
         })
+    }
+
+    /// Right after [`Kept::at_start`]: a partition that does not keep its heads complete (it
+    /// holds state from an older version) has them counted afresh from its entries
+    /// ([`super::unpinned::rebuild`]) and is marked as keeping them, once, by this batch.
+    pub fn head_up(&mut self, tx: &Txn<'_>) -> Result<()> {
+        if !self.heads {
+            let n = super::unpinned::rebuild(tx)?;
+            tx.put(Table::Meta, HEADED, &true)?;
+            self.heads = true;
+            tracing::info!(
+                heads = n,
+                "unpinned waits keys of a partition from an older version counted into heads"
+            );
+        }
+        Ok(())
     }
 
     /// At the end of a batch: records that a partition first written by it keeps everything
@@ -123,16 +143,28 @@ mod tests {
         tx.commit().unwrap();
         assert_eq!(kept(&store, 3), (false, false));
         // one with marks but no heads (written by a broker of changelog format 3) keeps its
-        // marks and does without heads, for good
+        // marks, and its first batch counts its heads
         let tx = store.scoped(Scope::Partition(4));
         tx.put(Table::Meta, MARKED, &true).unwrap();
         tx.commit().unwrap();
         let tx = store.scoped(Scope::Partition(4));
-        let k = Kept::at_start(&tx).unwrap();
+        let mut k = Kept::at_start(&tx).unwrap();
         assert!(k.marks && !k.heads);
-        tx.put(Table::Offsets, "p0002", &(3, 8)).unwrap();
+        k.head_up(&tx).unwrap();
+        assert!(k.heads);
         k.seal(&tx).unwrap();
         tx.commit().unwrap();
-        assert_eq!(kept(&store, 4), (true, false));
+        assert_eq!(kept(&store, 4), (true, true));
+        // and so does one from before the marks, which keeps reading before it removes
+        let tx = store.scoped(Scope::Partition(3));
+        let mut k = Kept::at_start(&tx).unwrap();
+        assert!(!k.marks && !k.heads);
+        k.head_up(&tx).unwrap();
+        tx.commit().unwrap();
+        let tx = store.scoped(Scope::Partition(3));
+        let k = Kept::at_start(&tx).unwrap();
+        assert!(!k.marks && k.heads, "counted once: {k:?}");
+        drop(tx);
+        assert_eq!(kept(&store, 3), (false, true));
     }
 }

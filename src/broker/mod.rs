@@ -39,7 +39,7 @@
 //! - [`index`]: correlation keys and index entries; [`active`]: the `Active` table's entries,
 //!   removed unread (an overwritten one is marked); `unpinned`: the heads of waits keys with
 //!   a value not pinned, so that an event scans only those in use; `kept`: whether a
-//!   partition keeps those marks and heads complete.
+//!   partition keeps those marks and heads complete (heads are counted into an older one).
 //! - [`registry`]: deployed workflow versions and the event-type index.
 //! - [`schedule`]: cron starts, exactly once, with catch-up.
 //! - [`window`]: interval windows and `directInvoke`.

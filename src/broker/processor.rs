@@ -101,6 +101,7 @@ impl Processor<'_> {
         b.spans = self.spans;
         b.hot = Some(self.hot);
         b.kept = super::kept::Kept::at_start(&tx)?;
+        b.kept.head_up(&tx)?;
         let mut produced = Vec::new();
         let mut acks = Vec::new();
         let mut settled = Vec::new();

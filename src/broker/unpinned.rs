@@ -14,10 +14,12 @@
 //! entry removed that was there takes one away, and the head goes with the last. Whether the
 //! entry was there is a read, made only for unpinned keys (a removal of an entry already gone
 //! is a message applied late, and counts nothing). Lookups trust the heads only in a
-//! partition that keeps them complete (`broker::kept`).
+//! partition that keeps them complete (`broker::kept`); one with state from an older version
+//! has its heads counted afresh from its entries, once ([`rebuild`]).
 
 use super::index::{self, Entry};
-use crate::store::{key, Table, Txn};
+use crate::store::{key, Table, Txn, SEP};
+use std::collections::BTreeMap;
 
 pub type Result<T> = crate::store::Result<T>;
 
@@ -52,6 +54,41 @@ pub fn remove(tx: &Txn<'_>, e: &Entry) -> Result<()> {
     }
     tx.remove(Table::Waits, &k);
     Ok(())
+}
+
+/// Entries read at a time by [`rebuild`].
+const PAGE: usize = 4096;
+
+/// Counts the partition's unpinned `Waits` entries afresh into their heads, replacing any
+/// there (in a partition with state from an older version, heads were kept only for entries
+/// written since), and returns how many heads there are. Reads the whole table, a page at a
+/// time: once per partition.
+pub fn rebuild(tx: &Txn<'_>) -> Result<usize> {
+    for h in tx.keys(Table::Unpinned, "")? {
+        tx.remove(Table::Unpinned, &h);
+    }
+    let mut heads: BTreeMap<String, u64> = BTreeMap::new();
+    let mut from = String::new();
+    loop {
+        let page = tx.range::<serde::de::IgnoredAny>(Table::Waits, &from, "\u{10FFFF}", PAGE)?;
+        for (k, _) in &page {
+            // `workflow SEP event SEP waits key SEP instance`: the head is all but the last
+            if let Some((h, _)) = k.rsplit_once(SEP) {
+                let wk = h.rsplit(SEP).next().unwrap_or_default();
+                if index::has_any(wk) {
+                    *heads.entry(h.to_string()).or_default() += 1;
+                }
+            }
+        }
+        match page.last() {
+            Some((k, _)) if page.len() == PAGE => from = format!("{k}\u{0}"),
+            _ => break,
+        }
+    }
+    for (h, n) in &heads {
+        tx.put(Table::Unpinned, h, n)?;
+    }
+    Ok(heads.len())
 }
 
 /// Whether instances may wait under waits key `wk` of `workflow`'s event `event`: a pinned
@@ -136,6 +173,27 @@ mod tests {
         }
         tx.commit().unwrap();
         assert!(!may(&store, true, any));
+        // counted afresh (a partition from an older version): a stale head goes, the
+        // entries' heads are counted, a pinned entry's key has none
+        apply(&store, &a, true);
+        let tx = store.scoped(Scope::Partition(1));
+        tx.put(Table::Waits, &b.waits_key(), &()).unwrap(); // written without its head
+        tx.put(Table::Waits, &entry("k9", "d").waits_key(), &())
+            .unwrap();
+        let stale = entry(&format!("k1{}{any}", '\u{1e}'), "x");
+        tx.put(Table::Unpinned, &head("w", "e", &stale.key), &7u64)
+            .unwrap();
+        tx.commit().unwrap();
+        let tx = store.scoped(Scope::Partition(1));
+        assert_eq!(rebuild(&tx).unwrap(), 1);
+        tx.commit().unwrap();
+        let tx = store.scoped(Scope::Partition(1));
+        let heads: Vec<(String, u64)> = tx.prefix(Table::Unpinned, "").unwrap();
+        assert_eq!(heads, vec![(head("w", "e", any), 2)]);
+        drop(tx);
+        apply(&store, &a, false);
+        apply(&store, &b, false);
+        assert!(!may(&store, true, any), "both counted, both taken away");
         // a pinned entry has no head
         apply(&store, &entry("k1", "c"), true);
         let tx = store.scoped(Scope::Partition(1));

@@ -60,8 +60,8 @@ pub enum StoreError {
 /// would take keys over without marking them, so it must not open a layout 2 directory; a
 /// layout 1 directory opens as it is (its partitions' `active` entries are read before they
 /// are removed, for good). Layout 3 added `unpinned` (`broker::unpinned`), which a broker of
-/// layout 2 would not keep up; a layout 2 directory opens as it is (its partitions that hold
-/// state look up every unpinned waits key, for good: `broker::kept`).
+/// layout 2 would not keep up; a layout 2 directory opens as it is (the first batch of each
+/// partition that holds state counts its heads: `broker::kept`).
 pub const LAYOUT: u32 = 3;
 
 impl From<fjall::Error> for StoreError {

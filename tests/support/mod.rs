@@ -198,6 +198,15 @@ pub struct Kafka {
 }
 
 impl Kafka {
+    /// CPU time the tansu process has used so far (all threads), in seconds; `None` for a
+    /// Kafka in a container.
+    pub fn cpu_secs(&self) -> Option<f64> {
+        match &self.proc {
+            Proc::Tansu(child) | Proc::Persistent(Some(child), ..) => cpu_secs_of(child.id()),
+            _ => None,
+        }
+    }
+
     pub fn start() -> Kafka {
         match std::env::var("FLOWBROKER_TEST_KAFKA").as_deref() {
             Ok("docker") => return Kafka::docker(),
@@ -445,6 +454,20 @@ impl Drop for Kafka {
             _ => {}
         }
     }
+}
+
+/// CPU time process `pid` has used so far (user and system, all threads), in seconds.
+pub fn cpu_secs_of(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // `pid (comm) state ...`: utime and stime are fields 14 and 15, 11 and 12 after state
+    let rest: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    let ticks: f64 = rest.get(11)?.parse::<f64>().ok()? + rest.get(12)?.parse::<f64>().ok()?;
+    let hz = std::process::Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse::<f64>().ok())?;
+    Some(ticks / hz)
 }
 
 /// A record the broker produced, decoded as far as possible.
@@ -1038,17 +1061,7 @@ impl Broker {
 
     /// CPU time the process has used so far (user and system, all threads), in seconds.
     pub fn cpu_secs(&self) -> Option<f64> {
-        let pid = self.child.as_ref()?.id();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // `pid (comm) state ...`: utime and stime are fields 14 and 15, 11 and 12 after state
-        let rest: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
-        let ticks: f64 = rest.get(11)?.parse::<f64>().ok()? + rest.get(12)?.parse::<f64>().ok()?;
-        let hz = std::process::Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse::<f64>().ok())?;
-        Some(ticks / hz)
+        cpu_secs_of(self.child.as_ref()?.id())
     }
 
     /// The process id, while it runs.
