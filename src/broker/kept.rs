@@ -1,7 +1,8 @@
 //! What a partition's state keeps complete, found out once per batch: the `Superseded` marks
 //! (`broker::active`) and the heads of `Waits` keys with a value not pinned
 //! (`broker::unpinned`). A batch relies on either only where the partition says it is
-//! complete; elsewhere it does the work each replaces (a read before a removal, a scan).
+//! complete; elsewhere it does the work each replaces (a read before a removal, a scan of
+//! every unpinned key).
 //!
 //! The marks are complete only for a partition whose every write was made by a broker that
 //! keeps them. A broker cannot tell that from the entries: an older version replaced entries
@@ -26,6 +27,10 @@ pub const MARKED: &str = "active.marked";
 /// The partition's `Meta` key saying that its `Unpinned` heads are complete (changelog format
 /// 4, store layout 3).
 pub const HEADED: &str = "waits.headed";
+
+/// The partition's `Meta` key saying that its heads were too many to count in a batch
+/// ([`Kept::head_up`]): it looks every unpinned waits key up, for good.
+pub const HEADLESS: &str = "waits.headless";
 
 /// What the partition keeps complete, found out once per batch by [`Kept::at_start`]; the
 /// default (nothing) does the work each would save.
@@ -73,15 +78,29 @@ impl Kept {
     /// Right after [`Kept::at_start`]: a partition that does not keep its heads complete (it
     /// holds state from an older version) has them counted afresh from its entries
     /// ([`super::unpinned::rebuild`]) and is marked as keeping them, once, by this batch.
+    /// One with more heads than a batch should write is marked [`HEADLESS`] instead and keeps
+    /// looking every unpinned key up.
     pub fn head_up(&mut self, tx: &Txn<'_>) -> Result<()> {
-        if !self.heads {
-            let n = super::unpinned::rebuild(tx)?;
-            tx.put(Table::Meta, HEADED, &true)?;
-            self.heads = true;
-            tracing::info!(
-                heads = n,
-                "unpinned waits keys of a partition from an older version counted into heads"
-            );
+        if self.heads || tx.contains(Table::Meta, HEADLESS)? {
+            return Ok(());
+        }
+        match super::unpinned::rebuild(tx)? {
+            Some(n) => {
+                tx.put(Table::Meta, HEADED, &true)?;
+                self.heads = true;
+                tracing::info!(
+                    heads = n,
+                    "unpinned waits keys of a partition from an older version counted into heads"
+                );
+            }
+            None => {
+                tx.put(Table::Meta, HEADLESS, &true)?;
+                tracing::warn!(
+                    max = super::unpinned::MAX_HEADS,
+                    "a partition from an older version has more unpinned waits keys than a \
+                     batch counts into heads: it keeps looking each one up"
+                );
+            }
         }
         Ok(())
     }

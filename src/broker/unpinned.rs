@@ -59,24 +59,30 @@ pub fn remove(tx: &Txn<'_>, e: &Entry) -> Result<()> {
 /// Entries read at a time by [`rebuild`].
 const PAGE: usize = 4096;
 
+/// The most heads [`rebuild`] writes in one batch (their changelog record stays far below
+/// `kafka::log`'s record bound): a partition with more keeps looking every key up.
+pub const MAX_HEADS: usize = 100_000;
+
 /// Counts the partition's unpinned `Waits` entries afresh into their heads, replacing any
 /// there (in a partition with state from an older version, heads were kept only for entries
-/// written since), and returns how many heads there are. Reads the whole table, a page at a
-/// time: once per partition.
-pub fn rebuild(tx: &Txn<'_>) -> Result<usize> {
-    for h in tx.keys(Table::Unpinned, "")? {
-        tx.remove(Table::Unpinned, &h);
-    }
+/// written since), and returns how many heads there are; `None`, writing nothing, when there
+/// would be more than [`MAX_HEADS`]. Reads the whole table, a page at a time: once per
+/// partition.
+pub fn rebuild(tx: &Txn<'_>) -> Result<Option<usize>> {
     let mut heads: BTreeMap<String, u64> = BTreeMap::new();
     let mut from = String::new();
     loop {
         let page = tx.range::<serde::de::IgnoredAny>(Table::Waits, &from, "\u{10FFFF}", PAGE)?;
         for (k, _) in &page {
-            // `workflow SEP event SEP waits key SEP instance`: the head is all but the last
+            // `workflow SEP event SEP waits key SEP instance`: the head is all but the
+            // instance, and the waits key all after the event (its values may hold a SEP)
             if let Some((h, _)) = k.rsplit_once(SEP) {
-                let wk = h.rsplit(SEP).next().unwrap_or_default();
+                let wk = h.splitn(3, SEP).nth(2).unwrap_or_default();
                 if index::has_any(wk) {
                     *heads.entry(h.to_string()).or_default() += 1;
+                    if heads.len() > MAX_HEADS {
+                        return Ok(None);
+                    }
                 }
             }
         }
@@ -85,10 +91,15 @@ pub fn rebuild(tx: &Txn<'_>) -> Result<usize> {
             _ => break,
         }
     }
+    for h in tx.keys(Table::Unpinned, "")? {
+        if !heads.contains_key(&h) {
+            tx.remove(Table::Unpinned, &h);
+        }
+    }
     for (h, n) in &heads {
         tx.put(Table::Unpinned, h, n)?;
     }
-    Ok(heads.len())
+    Ok(Some(heads.len()))
 }
 
 /// Whether instances may wait under waits key `wk` of `workflow`'s event `event`: a pinned
@@ -185,7 +196,7 @@ mod tests {
             .unwrap();
         tx.commit().unwrap();
         let tx = store.scoped(Scope::Partition(1));
-        assert_eq!(rebuild(&tx).unwrap(), 1);
+        assert_eq!(rebuild(&tx).unwrap(), Some(1));
         tx.commit().unwrap();
         let tx = store.scoped(Scope::Partition(1));
         let heads: Vec<(String, u64)> = tx.prefix(Table::Unpinned, "").unwrap();
@@ -194,9 +205,34 @@ mod tests {
         apply(&store, &a, false);
         apply(&store, &b, false);
         assert!(!may(&store, true, any), "both counted, both taken away");
+        // a value holding a SEP (a guard from the instance's data) keeps its key whole
+        let guarded = entry(&format!("{any}\u{1d}=a{SEP}b"), "g");
+        let tx = store.scoped(Scope::Partition(1));
+        tx.put(Table::Waits, &guarded.waits_key(), &()).unwrap();
+        assert_eq!(rebuild(&tx).unwrap(), Some(1));
+        tx.commit().unwrap();
+        assert!(may(&store, true, &guarded.key));
+        apply(&store, &guarded, false);
+        assert!(!may(&store, true, &guarded.key));
         // a pinned entry has no head
         apply(&store, &entry("k1", "c"), true);
         let tx = store.scoped(Scope::Partition(1));
         assert!(tx.keys(Table::Unpinned, "").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_rebuild_past_the_bound_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let tx = store.scoped(Scope::Partition(1));
+        for i in 0..=MAX_HEADS {
+            // an expression guard per instance: a head each
+            let e = entry(&format!("{}\u{1d}={i}", index::ANY), &format!("i{i}"));
+            tx.put(Table::Waits, &e.waits_key(), &()).unwrap();
+        }
+        tx.commit().unwrap();
+        let tx = store.scoped(Scope::Partition(1));
+        assert_eq!(rebuild(&tx).unwrap(), None);
+        assert!(tx.is_unchanged());
     }
 }
