@@ -222,6 +222,59 @@ macro_rules! inner_reads {
 /// A changelog that, once armed, has another broker fence the partition right after an append
 /// is acknowledged and moves the clock on 30 s: a process stopped (SIGSTOP, a long GC-like
 /// stall) between its batch's append and its effects, while the group moved the partition.
+/// Node `name` whose changelog, once the returned flag is armed, lets its next append land
+/// and then has broker `other` fence it (`provisional`: as a restarted broker resuming does)
+/// and its clock jump past the pause.
+fn paused_node(
+    kafka: &Kafka,
+    name: &str,
+    topics: (&str, &str),
+    other: &str,
+    provisional: bool,
+) -> (Node, Arc<AtomicBool>) {
+    let armed = Arc::new(AtomicBool::new(false));
+    let other = KafkaLog::new(&config(kafka, topics), other.into()).unwrap();
+    let a = armed.clone();
+    let node = node_with(kafka, name, topics, move |inner, clock| {
+        Box::new(PausedAfterAppend {
+            inner,
+            other,
+            clock,
+            armed: a,
+            provisional,
+        })
+    });
+    (node, armed)
+}
+
+/// Owner `name` of partition 0 (over new `topics`) that starts an instance and lets its
+/// effects out, then starts a second across the pause of [`paused_node`]; returns the owner
+/// and both instance ids.
+fn paused_owner(
+    kafka: &Kafka,
+    name: &str,
+    topics: (&str, &str),
+    other: &str,
+    provisional: bool,
+) -> (Node, String, String) {
+    kafka.create_topic(topics.0, 1);
+    kafka.create_topic(topics.1, 1);
+    let (mut n, armed) = paused_node(kafka, name, topics, other, provisional);
+    n.core
+        .process(vec![Cmd::Assigned(vec![PartitionId(0)])])
+        .unwrap();
+    let first = start(&mut n).expect("the owner starts an instance");
+    assert!(let_out(&mut n) > 0, "the owner lets its effects out");
+
+    armed.store(true, Ordering::SeqCst);
+    let second = start(&mut n).expect("the batch was appended before the fence: it stands");
+    assert!(
+        !armed.load(Ordering::SeqCst),
+        "the pause hit between the append and the effects"
+    );
+    (n, first, second)
+}
+
 struct PausedAfterAppend {
     inner: KafkaLog,
     other: KafkaLog,
@@ -260,35 +313,8 @@ impl Log for PausedAfterAppend {
 fn an_owner_paused_between_its_append_and_its_effects_lets_nothing_out() {
     let kafka = Kafka::start();
     let topics = ("paused.work", "paused.changelog");
-    kafka.create_topic(topics.0, 1);
-    kafka.create_topic(topics.1, 1);
     let p0 = PartitionId(0);
-    let armed = Arc::new(AtomicBool::new(false));
-    let mut cfg = Config::default();
-    cfg.kafka.brokers = kafka.brokers();
-    cfg.cluster.work_topic = topics.0.into();
-    cfg.cluster.changelog_topic = topics.1.into();
-    let other = KafkaLog::new(&cfg, "new".into()).unwrap();
-    let a = armed.clone();
-    let mut old = node_with(&kafka, "old", topics, move |inner, clock| {
-        Box::new(PausedAfterAppend {
-            inner,
-            other,
-            clock,
-            armed: a,
-            provisional: false,
-        })
-    });
-    old.core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
-    let first = start(&mut old).expect("the owner starts an instance");
-    assert!(let_out(&mut old) > 0, "the owner lets its effects out");
-
-    armed.store(true, Ordering::SeqCst);
-    let second = start(&mut old).expect("the batch was appended before the fence: it stands");
-    assert!(
-        !armed.load(Ordering::SeqCst),
-        "the pause hit between the append and the effects"
-    );
+    let (mut old, first, second) = paused_owner(&kafka, "old", topics, "new", false);
     assert_eq!(let_out(&mut old), 0, "nothing left the paused owner");
     assert!(old.core.owned().is_empty(), "it released p0");
 
@@ -312,31 +338,8 @@ fn an_owner_paused_between_its_append_and_its_effects_lets_nothing_out() {
 fn an_owner_paused_past_a_provisional_fence_takes_its_partition_back() {
     let kafka = Kafka::start();
     let topics = ("paused2.work", "paused2.changelog");
-    kafka.create_topic(topics.0, 1);
-    kafka.create_topic(topics.1, 1);
     let p0 = PartitionId(0);
-    let armed = Arc::new(AtomicBool::new(false));
-    let other = KafkaLog::new(&config(&kafka, topics), "back".into()).unwrap();
-    let a = armed.clone();
-    let mut owner = node_with(&kafka, "owner", topics, move |inner, clock| {
-        Box::new(PausedAfterAppend {
-            inner,
-            other,
-            clock,
-            armed: a,
-            provisional: true,
-        })
-    });
-    owner.core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
-    let first = start(&mut owner).expect("the owner starts an instance");
-    assert!(let_out(&mut owner) > 0, "the owner lets its effects out");
-
-    armed.store(true, Ordering::SeqCst);
-    let second = start(&mut owner).expect("the batch was appended before the fence: it stands");
-    assert!(
-        !armed.load(Ordering::SeqCst),
-        "the pause hit between the append and the effects"
-    );
+    let (mut owner, first, second) = paused_owner(&kafka, "owner", topics, "back", true);
     assert_eq!(owner.core.owned(), vec![p0], "it took p0 back");
     let ids = owner.instance_ids();
     assert!(ids.contains(&first) && ids.contains(&second), "{ids:?}");
