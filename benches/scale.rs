@@ -5,7 +5,9 @@
 //!   against the same measured with `BASE` instances waiting (each side on a tansu and broker
 //!   of its own, both loaded first). In rounds, the two sides alternated: after each round as
 //!   many instances of new keys are opened, so as many wait in the next, and no key is used
-//!   twice. The figure is the ratio of the median rates;
+//!   twice. The figure is the ratio of the median rates. Over all rounds together (the
+//!   opens and the compactions that ran meanwhile included), each side's broker CPU and
+//!   bytes written per continuation;
 //! - memory: the broker's RSS and its data directory per waiting instance;
 //! - restart: SIGKILL, then the time until the broker is assigned its partitions again and
 //!   until a continuation sent then has completed.
@@ -171,6 +173,8 @@ struct Phase {
     cpu_secs: f64,
     /// the side's tansu
     kafka_cpu_secs: f64,
+    /// bytes the broker wrote (its store's journal, flushes and compactions, and its logs)
+    written: f64,
 }
 
 impl Phase {
@@ -184,6 +188,7 @@ impl Phase {
             landing_secs: float("flowbroker_round_landing_seconds_sum"),
             cpu_secs: b.cpu_secs().unwrap_or(0.0),
             kafka_cpu_secs: kafka.cpu_secs().unwrap_or(0.0),
+            written: b.written_bytes().unwrap_or(0) as f64,
         }
     }
 
@@ -195,7 +200,20 @@ impl Phase {
             landing_secs: self.landing_secs - before.landing_secs,
             cpu_secs: self.cpu_secs - before.cpu_secs,
             kafka_cpu_secs: self.kafka_cpu_secs - before.kafka_cpu_secs,
+            written: self.written - before.written,
         }
+    }
+
+    /// Over whole rounds (continuations and the opens after them), per continuation: the
+    /// broker's CPU (compactions included, whenever they ran) and what it wrote.
+    fn per_continuation(&self, continuations: u64) -> String {
+        let n = continuations.max(1) as f64;
+        format!(
+            "broker CPU {:.0} us and {:.1} KiB written per continuation, tansu CPU {:.0} us",
+            self.cpu_secs * 1e6 / n,
+            self.written / 1024.0 / n,
+            self.kafka_cpu_secs * 1e6 / n
+        )
     }
 
     fn describe(&self, instances: u64) -> String {
@@ -439,6 +457,10 @@ fn main() {
     let mut big = Side::load(w);
     println!("{w} waiting: loaded at {:.0}/s", big.load_rate);
     let (mut small_rates, mut big_rates, mut ratios) = (vec![], vec![], vec![]);
+    let started = (
+        Phase::now(&small.broker, &small.kafka),
+        Phase::now(&big.broker, &big.kafka),
+    );
     for r in 0..rounds {
         let (s, b) = if r % 2 == 0 {
             let s = small.round(c, None);
@@ -460,6 +482,16 @@ fn main() {
         small_rates.push(s.rate);
         big_rates.push(b.rate);
         ratios.push(b.rate / s.rate);
+    }
+    let whole = (
+        Phase::now(&small.broker, &small.kafka).since(started.0),
+        Phase::now(&big.broker, &big.kafka).since(started.1),
+    );
+    for (n, phase) in [(base, whole.0), (w, whole.1)] {
+        println!(
+            "over the {rounds} rounds, {n} waiting: {}",
+            phase.per_continuation(c * rounds)
+        );
     }
     let (s, b) = (median(small_rates), median(big_rates));
     println!(

@@ -1064,6 +1064,15 @@ impl Broker {
         cpu_secs_of(self.child.as_ref()?.id())
     }
 
+    /// Bytes the process has written so far (`wchar` in `/proc/PID/io`: every write call,
+    /// whether or not it reached the disk yet).
+    pub fn written_bytes(&self) -> Option<u64> {
+        let pid = self.child.as_ref()?.id();
+        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+        let line = io.lines().find(|l| l.starts_with("wchar:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
     /// The process id, while it runs.
     pub fn pid(&self) -> Option<u32> {
         self.child.as_ref().map(Child::id)
