@@ -219,9 +219,6 @@ macro_rules! inner_reads {
     };
 }
 
-/// A changelog that, once armed, has another broker fence the partition right after an append
-/// is acknowledged and moves the clock on 30 s: a process stopped (SIGSTOP, a long GC-like
-/// stall) between its batch's append and its effects, while the group moved the partition.
 /// Node `name` whose changelog, once the returned flag is armed, lets its next append land
 /// and then has broker `other` fence it (`provisional`: as a restarted broker resuming does)
 /// and its clock jump past the pause.
@@ -275,6 +272,9 @@ fn paused_owner(
     (n, first, second)
 }
 
+/// A changelog that, once armed, has another broker fence the partition right after an append
+/// is acknowledged and moves the clock on 30 s: a process stopped (SIGSTOP, a long GC-like
+/// stall) between its batch's append and its effects, while the group moved the partition.
 struct PausedAfterAppend {
     inner: KafkaLog,
     other: KafkaLog,

@@ -1053,9 +1053,14 @@ impl Broker {
 
     /// A `/proc/<pid>/status` field given in kB.
     fn status_kib(&self, field: &str) -> Option<u64> {
+        self.proc_number("status", field)
+    }
+
+    /// The number after `field` in the process's `/proc/<pid>/<file>`.
+    fn proc_number(&self, file: &str, field: &str) -> Option<u64> {
         let pid = self.child.as_ref()?.id();
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let line = status.lines().find(|l| l.starts_with(field))?;
+        let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).ok()?;
+        let line = text.lines().find(|l| l.starts_with(field))?;
         line.split_whitespace().nth(1)?.parse().ok()
     }
 
@@ -1067,10 +1072,7 @@ impl Broker {
     /// Bytes the process has written so far (`wchar` in `/proc/PID/io`: every write call,
     /// whether or not it reached the disk yet).
     pub fn written_bytes(&self) -> Option<u64> {
-        let pid = self.child.as_ref()?.id();
-        let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
-        let line = io.lines().find(|l| l.starts_with("wchar:"))?;
-        line.split_whitespace().nth(1)?.parse().ok()
+        self.proc_number("io", "wchar:")
     }
 
     /// The process id, while it runs.
