@@ -18,6 +18,12 @@ pub enum DecodeError {
     },
     #[error("the record is {size} bytes (payload and headers), over kafka.max_input_bytes = {limit}; its payload is not copied (the original stays in its input topic)")]
     TooLarge { size: usize, limit: usize },
+    #[error("attribute {attribute} holds the control character U+{code:04X} at character {at}: CloudEvents 1.0 strings may not hold U+0000-U+001F or U+007F-U+009F (remove it, or encode the value)")]
+    BadAttribute {
+        attribute: String,
+        code: u32,
+        at: usize,
+    },
 }
 
 impl DecodeError {
@@ -26,6 +32,7 @@ impl DecodeError {
         match self {
             DecodeError::NotCloudEvent(_) => "not_cloudevent",
             DecodeError::BadData { .. } => "bad_data",
+            DecodeError::BadAttribute { .. } => "bad_attribute",
             DecodeError::TooLarge { .. } => "too_large",
         }
     }
@@ -53,7 +60,41 @@ pub fn from_http(headers: &axum::http::HeaderMap, body: Vec<u8>) -> Result<Event
     from_sdk(&ce)
 }
 
-/// Reads an SDK event; data must be what its content type says.
+/// Refuses an event whose string attributes hold a control character, which CloudEvents 1.0
+/// disallows (its "Type System": U+0000-U+001F and U+007F-U+009F, `char::is_control`). The
+/// store joins attribute values into keys with such characters (`store::SEP` and the index's
+/// separators), so one inside a value could make two events' keys alike: a dedupe entry of
+/// one source and id taken for another's, or a waits key read as a longer one.
+fn check_strings(e: &Event) -> Result<(), DecodeError> {
+    let named = [
+        ("id", Some(e.id.as_str())),
+        ("source", Some(e.source.as_str())),
+        ("type", Some(e.event_type.as_str())),
+        ("subject", e.subject.as_deref()),
+        ("datacontenttype", e.datacontenttype.as_deref()),
+    ];
+    let extensions = e
+        .extensions
+        .iter()
+        .filter_map(|(k, v)| v.as_str().map(|s| (k.as_str(), s)));
+    let strings = named
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k, v)))
+        .chain(extensions);
+    for (attribute, value) in strings {
+        if let Some((at, c)) = value.chars().enumerate().find(|(_, c)| c.is_control()) {
+            return Err(DecodeError::BadAttribute {
+                attribute: attribute.to_string(),
+                code: c.into(),
+                at,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Reads an SDK event; data must be what its content type says, and its string attributes
+/// may not hold control characters ([`check_strings`]).
 pub fn from_sdk(ce: &cloudevents::Event) -> Result<Event, DecodeError> {
     let ct = ce.datacontenttype().map(str::to_string);
     let json_ct = ct.as_deref().is_none_or(is_json);
@@ -91,7 +132,7 @@ pub fn from_sdk(ce: &cloudevents::Event) -> Result<Event, DecodeError> {
         };
         extensions.insert(name.to_ascii_lowercase(), v);
     }
-    Ok(Event {
+    let event = Event {
         id: ce.id().to_string(),
         source: ce.source().to_string(),
         event_type: ce.ty().to_string(),
@@ -102,7 +143,9 @@ pub fn from_sdk(ce: &cloudevents::Event) -> Result<Event, DecodeError> {
         subject: ce.subject().map(str::to_string),
         data,
         extensions,
-    })
+    };
+    check_strings(&event)?;
+    Ok(event)
 }
 
 /// Builds an SDK event (for the Kafka binding) from an engine event.
@@ -178,5 +221,36 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(from_sdk(&ce).unwrap().data, Some(json!("hello")));
+    }
+
+    #[test]
+    fn a_control_character_in_a_string_attribute_is_a_decode_error_naming_it() {
+        let with = |source: &str, ext: &str| {
+            EventBuilderV10::new()
+                .id("1")
+                .source(source)
+                .ty("t")
+                .extension("key", ext)
+                .build()
+                .unwrap()
+        };
+        // the store's key separator, inside a correlation value
+        match from_sdk(&with("/s", "a\u{1f}b")) {
+            Err(DecodeError::BadAttribute {
+                attribute,
+                code,
+                at,
+            }) => assert_eq!((attribute.as_str(), code, at), ("key", 0x1f, 1)),
+            other => panic!("{other:?}"),
+        }
+        let e = from_sdk(&with("/s\u{85}x", "k")).unwrap_err();
+        assert_eq!(e.kind(), "bad_attribute");
+        assert!(
+            e.to_string().contains("source") && e.to_string().contains("U+0085"),
+            "{e}"
+        );
+        // what is not a control character passes, non-ASCII included
+        let ok = from_sdk(&with("/s/é", "k\u{2028}ü")).unwrap();
+        assert_eq!(ok.extensions["key"], json!("k\u{2028}ü"));
     }
 }

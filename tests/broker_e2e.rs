@@ -400,6 +400,11 @@ fn join_callback_foreach_request_reply_and_dead_letters() {
     null_header[1] = ("ce_id", Some("bad2"));
     null_header.push(("ce_pairid", None));
     p.send_with_headers(b"{}", &null_header);
+    // the store's key separator inside a correlation value (CloudEvents disallows it)
+    let mut control = ce.to_vec();
+    control[1] = ("ce_id", Some("bad3"));
+    control.push(("ce_pairid", Some("P\u{1f}3")));
+    p.send_with_headers(b"{}", &control);
     p.send(&event(
         "l3",
         "/parts",
@@ -414,13 +419,13 @@ fn join_callback_foreach_request_reply_and_dead_letters() {
         &[("pairid", "P3")],
         json!({"right": 3}),
     ));
-    let dead = wait_for(30, "three dead letters", || {
+    let dead = wait_for(30, "four dead letters", || {
         let d: Vec<Received> = out
             .all()
             .into_iter()
             .filter(|r| r.topic == "flowbroker.dlq")
             .collect();
-        (d.len() >= 3).then_some(d)
+        (d.len() >= 4).then_some(d)
     });
     // input records without a key land on any partition: find each by its reason
     let by_reason = |needle: &str| {
@@ -437,6 +442,10 @@ fn join_callback_foreach_request_reply_and_dead_letters() {
     );
     let null = by_reason("has no value");
     assert_eq!(null.headers["flowbroker-dlq-kind"], "not_cloudevent");
+    let control = by_reason("control character U+001F");
+    assert_eq!(control.headers["flowbroker-dlq-kind"], "bad_attribute");
+    assert_eq!(control.headers["ce_id"], "bad3");
+    assert!(control.headers["flowbroker-dlq-reason"].contains("pairid"));
     let dlq = by_reason("not a structured CloudEvent");
     assert_eq!(
         dlq.payload.as_deref(),

@@ -317,6 +317,7 @@ impl Batch<'_, '_> {
         let label: &'static str = match kind {
             "not_cloudevent" => "not_cloudevent",
             "bad_data" => "bad_data",
+            "bad_attribute" => "bad_attribute",
             "too_large" => "too_large",
             _ => "unmatched",
         };
