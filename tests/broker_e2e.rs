@@ -499,6 +499,19 @@ fn http_ingress_and_admin_errors() {
         .send()
         .unwrap();
     assert_eq!(r.status().as_u16(), 400);
+    // a control character in an attribute (structured: a header cannot carry one)
+    let r = client
+        .post(format!("http://{}/v1/events", broker.http))
+        .header("content-type", "application/cloudevents+json")
+        .body(
+            r#"{"specversion": "1.0", "id": "h3", "source": "/parts", "type": "part.left",
+                "pairid": "H\u001f2", "data": {}}"#,
+        )
+        .send()
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 400);
+    let why = r.text().unwrap();
+    assert!(why.contains("pairid") && why.contains("U+001F"), "{why}");
     // unknown workflow and instance
     let (code, v) = broker.post("/v1/workflows/nope/instances", json!({}));
     assert_eq!(code, 404);
