@@ -172,7 +172,8 @@ pub enum Work {
         source: Source,
     },
     /// An input record that is not a usable CloudEvent, to copy to the dead-letter topic with
-    /// the reason (`kind`: `not_cloudevent`, `bad_data`, `bad_attribute`, `too_large`, `unmatched`).
+    /// the reason (`kind`: `not_cloudevent`, `bad_data`, `bad_attribute`, `too_large`,
+    /// `unmatched`).
     DeadLetter {
         key: Option<Vec<u8>>,
         payload: Option<Vec<u8>>,
