@@ -18,7 +18,9 @@
 //! snapshot every `n / 10,000` changelog records (at least 10; `RESTORE_SNAPSHOT_EVERY`
 //! overrides it): a snapshot holds the whole partition, so at 1M instances one every 10
 //! records would write tens of gigabytes (which tansu, keeping every record and unable to
-//! trim, holds in memory). Results: docs/scale.md and docs/performance.md.
+//! trim, holds in memory). `RESTORE_BIN=<path>` runs another flowbroker build. Also reported:
+//! the snapshots the first broker wrote (how many, their bytes, the writer's time) and the
+//! new broker's loading of the latest ones. Results: docs/scale.md and docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -52,6 +54,24 @@ struct Restored {
     from_snapshots: usize,
     tail: i64,
     changelog: i64,
+    /// The first broker's snapshots: how many, their bytes, the writer's time (ms).
+    written: (usize, i64, i64),
+    /// The new broker's loading of snapshots (ms, the sum over partitions).
+    loaded_ms: i64,
+}
+
+/// The broker measured: the one built with the bench, or `RESTORE_BIN`.
+fn start(kafka: &Kafka, env: &[(&str, &str)]) -> Broker {
+    let bin = std::env::var("RESTORE_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_flowbroker").to_string());
+    Broker::start_bin(&bin, kafka, &[("tick.yaml", TICK)], env)
+}
+
+/// The sum of field `name` over the lines of `log` that contain `what`, and their count.
+fn sum_of(log: &str, what: &str, name: &str) -> (usize, i64) {
+    log.lines()
+        .filter(|l| l.contains(what))
+        .fold((0, 0), |(n, s), l| (n + 1, s + log_field(l, name)))
 }
 
 fn phase(n: usize, every: Option<usize>, updates: usize) -> Restored {
@@ -64,7 +84,7 @@ fn phase(n: usize, every: Option<usize>, updates: usize) -> Restored {
         ),
         ("FLOWBROKER_CLUSTER_SNAPSHOT_INTERVAL_MS", "0"),
     ];
-    let mut a = Broker::start(&kafka, &[("tick.yaml", TICK)], &env);
+    let mut a = start(&kafka, &env);
     let p = kafka.producer();
     p.send_pings("r", n, None, |i| json!({"i": i}));
     wait_for(1800, "every instance to wait", || {
@@ -93,8 +113,11 @@ fn phase(n: usize, every: Option<usize>, updates: usize) -> Restored {
     });
     // killed as it is: a snapshot being written then is not announced, the one before counts
     a.kill();
+    let a_log = a.log();
+    let (count, bytes) = sum_of(&a_log, "snapshot written", "bytes");
+    let (_, write_ms) = sum_of(&a_log, "snapshot written", "took_ms");
     let t0 = Instant::now();
-    let b = Broker::start(&kafka, &[("tick.yaml", TICK)], &env);
+    let b = start(&kafka, &env);
     let parts = wait_for(600, "b to own every partition", || {
         let o = b.owned();
         (o.len() == 12).then_some(o)
@@ -118,6 +141,8 @@ fn phase(n: usize, every: Option<usize>, updates: usize) -> Restored {
         from_snapshots: log.matches("restored from a snapshot").count(),
         tail,
         changelog,
+        written: (count, bytes, write_ms),
+        loaded_ms: sum_of(&log, "restored from a snapshot", "took_ms").1,
     }
 }
 
@@ -175,5 +200,14 @@ fn table(what: &str, every: usize, with: &Restored, without: &Restored) {
     println!(
         "| changelog records in all | {} | {} |",
         with.changelog, without.changelog
+    );
+    let (count, bytes, ms) = with.written;
+    println!(
+        "| snapshots the first broker wrote: how many, MiB, the writer's time | {count}, {:.1} MiB, {ms} ms | |",
+        bytes as f64 / f64::from(1 << 20)
+    );
+    println!(
+        "| loading the latest snapshots (sum over partitions) | {} ms | |",
+        with.loaded_ms
     );
 }

@@ -5,17 +5,24 @@
 //! and reads only the changelog after it, so a restore costs the snapshot's size plus a tail,
 //! not the partition's history; and the changelog before a snapshot can be deleted.
 
+mod json;
+
 use super::partition::PartitionId;
 use crate::store::{Table, Write};
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 
 /// The format of snapshot records and manifests this build writes, and the newest it reads.
 /// Format 2 is format 1's layout, and its chunks may hold the `superseded` table
 /// (`broker::active`), which a broker of format 1 would neither read nor keep up. Format 3
 /// is the same, and its chunks may hold the `unpinned` table (`broker::unpinned`), which a
-/// broker of format 2 would not keep up.
-pub const FORMAT: u32 = 3;
+/// broker of format 2 would not keep up. Format 4 chunks are binary ([`MAGIC`], the format,
+/// then the chunk in postcard, the store's values as they are) where formats 1 to 3 were JSON
+/// with each value embedded as JSON (`json`, still read); manifests stay JSON.
+pub const FORMAT: u32 = 4;
+
+/// The first byte of a binary chunk: never the first byte of a JSON text (chunks of formats 1
+/// to 3 start with `{`), nor of any UTF-8 text.
+const MAGIC: u8 = 0xFB;
 
 /// A complete snapshot: where its chunks are and the changelog position it stands for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -43,6 +50,8 @@ pub struct Manifest {
 pub enum SnapshotError {
     #[error("not a snapshot record: {0}")]
     Decode(#[from] serde_json::Error),
+    #[error("not a snapshot record: {0}")]
+    Corrupt(String),
     #[error(
         "written in snapshot format {0} by a newer flowbroker (this one reads format {FORMAT} \
          and older); \
@@ -94,70 +103,116 @@ pub trait Writer: Send {
     fn submit(&self, job: Job);
 }
 
-/// A run of a snapshot's keys: puts only, values embedded as the JSON they are.
+/// A format 4 chunk, after its two leading bytes: a run of a snapshot's keys, puts only.
+/// Values are the store's bytes, carried as they are (borrowed from the record on decode).
+/// postcard writes fields by position: any change to `Wire` or `Put` (order, a field added) is
+/// a new [`FORMAT`], or chunks earlier brokers wrote are misread
+/// (`the_format_4_layout_is_pinned` fails first).
 #[derive(Serialize, Deserialize)]
 struct Wire<'a> {
-    v: u32,
     /// The snapshot it belongs to: its `next`.
     snapshot: i64,
     #[serde(borrow)]
-    puts: Vec<(String, String, &'a RawValue)>,
+    puts: Vec<Put<'a>>,
 }
 
-/// Encodes one chunk of snapshot `next`.
+/// One key of a chunk: the table by name (stable across versions), the key and the value.
+#[derive(Serialize, Deserialize)]
+struct Put<'a> {
+    table: &'a str,
+    key: &'a str,
+    #[serde(borrow)]
+    value: &'a serde_bytes::Bytes,
+}
+
+/// Encodes one chunk of snapshot `next` (its puts: writes without a value are left out).
 pub fn encode_chunk(next: i64, writes: &[Write]) -> Vec<u8> {
-    let raw: Vec<(String, String, Box<RawValue>)> = writes
+    let puts: Vec<Put<'_>> = writes
         .iter()
         .filter_map(|w| {
-            let text = String::from_utf8_lossy(w.value.as_ref()?).into_owned();
-            let raw = RawValue::from_string(text).expect("store values are JSON");
-            Some((w.table.name().to_string(), w.key.clone(), raw))
+            Some(Put {
+                table: w.table.name(),
+                key: &w.key,
+                value: serde_bytes::Bytes::new(w.value.as_deref()?),
+            })
         })
         .collect();
-    serde_json::to_vec(&Wire {
-        v: FORMAT,
-        snapshot: next,
-        puts: raw
-            .iter()
-            .map(|(t, k, v)| (t.clone(), k.clone(), &**v))
-            .collect(),
-    })
+    let size = puts
+        .iter()
+        .map(|p| p.table.len() + p.key.len() + p.value.len() + 8)
+        .sum::<usize>();
+    let mut out = Vec::with_capacity(size + 16);
+    out.extend_from_slice(&[MAGIC, FORMAT as u8]);
+    postcard::to_extend(
+        &Wire {
+            snapshot: next,
+            puts,
+        },
+        out,
+    )
     .expect("snapshot chunks serialize")
 }
 
-/// Decodes the chunk at `offset`, which must belong to snapshot `next`.
+/// Decodes the chunk at `offset`, which must belong to snapshot `next`: binary (format 4) or
+/// JSON (formats 1 to 3).
 pub fn decode_chunk(offset: i64, next: i64, bytes: &[u8]) -> Result<Vec<Write>, SnapshotError> {
-    let wire: Wire<'_> = serde_json::from_slice(bytes)?;
-    if wire.v > FORMAT {
-        return Err(SnapshotError::Format(wire.v));
+    let (format, snapshot, writes) = match bytes.split_first() {
+        Some((&MAGIC, rest)) => decode_binary(rest)?,
+        _ => json::decode(bytes)?,
+    };
+    if format > FORMAT {
+        return Err(SnapshotError::Format(format));
     }
-    if wire.snapshot != next {
+    if snapshot != next {
         return Err(SnapshotError::Foreign {
             offset,
             expected: next,
-            found: wire.snapshot,
+            found: snapshot,
         });
     }
-    wire.puts
+    Ok(writes)
+}
+
+/// A binary chunk after [`MAGIC`]: its format, the snapshot it belongs to, and its writes (of a
+/// format newer than this build's, only the format: the caller refuses it).
+fn decode_binary(bytes: &[u8]) -> Result<(u32, i64, Vec<Write>), SnapshotError> {
+    let corrupt = |why: String| SnapshotError::Corrupt(why);
+    let (&format, body) = bytes
+        .split_first()
+        .ok_or_else(|| corrupt("a chunk without its format".into()))?;
+    let format = u32::from(format);
+    if format > FORMAT {
+        return Ok((format, 0, vec![]));
+    }
+    if format < 4 {
+        return Err(corrupt(format!("a binary chunk of format {format}")));
+    }
+    let (wire, rest): (Wire<'_>, _) =
+        postcard::take_from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
+    if !rest.is_empty() {
+        return Err(corrupt(format!("{} bytes after the chunk", rest.len())));
+    }
+    let writes = wire
+        .puts
         .into_iter()
-        .map(|(t, key, value)| {
-            let table = Table::from_name(&t).ok_or(SnapshotError::Table(t))?;
+        .map(|p| {
             Ok(Write {
-                table,
-                key,
-                value: Some(bytes::Bytes::copy_from_slice(value.get().as_bytes())),
+                table: Table::from_name(p.table)
+                    .ok_or_else(|| SnapshotError::Table(p.table.to_string()))?,
+                key: p.key.to_string(),
+                value: Some(bytes::Bytes::copy_from_slice(p.value)),
             })
         })
-        .collect()
+        .collect::<Result<_, SnapshotError>>()?;
+    Ok((format, wire.snapshot, writes))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn chunks_and_manifests_round_trip_and_are_checked() {
-        let writes = vec![
+    fn writes() -> Vec<Write> {
+        vec![
             Write {
                 table: Table::Instances,
                 key: "p0001\u{1f}a".into(),
@@ -168,11 +223,81 @@ mod tests {
                 key: "p0001\u{1f}w".into(),
                 value: Some(b"null".to_vec().into()),
             },
-        ];
-        let bytes = encode_chunk(42, &writes);
-        assert_eq!(decode_chunk(7, 42, &bytes).unwrap(), writes);
+        ]
+    }
+
+    #[test]
+    fn chunks_round_trip_and_are_checked() {
+        let bytes = encode_chunk(42, &writes());
+        assert_eq!(bytes[..2], [MAGIC, 4]);
+        assert_eq!(decode_chunk(7, 42, &bytes).unwrap(), writes());
         let e = decode_chunk(7, 43, &bytes).unwrap_err();
         assert!(e.to_string().contains("another snapshot"), "{e}");
+        // a write without a value (none in an export) is left out
+        let mut with_delete = writes();
+        with_delete.push(Write {
+            table: Table::Active,
+            key: "gone".into(),
+            value: None,
+        });
+        assert_eq!(encode_chunk(42, &with_delete), bytes);
+        // chunks of formats 1 to 3 (JSON, before `superseded`, before `unpinned`) are read
+        for format in [1, 2, 3] {
+            let older = json::encode(format, 42, &writes());
+            assert_eq!(older[0], b'{');
+            assert_eq!(decode_chunk(7, 42, &older).unwrap(), writes());
+            let e = decode_chunk(7, 41, &older).unwrap_err();
+            assert!(e.to_string().contains("another snapshot"), "{e}");
+        }
+        // a newer format is refused, binary or JSON
+        let mut newer = bytes.clone();
+        newer[1] = 5;
+        let e = decode_chunk(7, 42, &newer).unwrap_err();
+        assert!(matches!(e, SnapshotError::Format(5)), "{e}");
+        assert!(e.to_string().contains("upgrade this broker"), "{e}");
+        let e = decode_chunk(7, 42, &json::encode(9, 42, &writes())).unwrap_err();
+        assert!(matches!(e, SnapshotError::Format(9)), "{e}");
+        // cut short, longer, a binary chunk of a JSON format, an unknown table: not guessed at
+        for cut in [1, 2, bytes.len() - 1] {
+            let e = decode_chunk(7, 42, &bytes[..cut]).unwrap_err();
+            assert!(matches!(e, SnapshotError::Corrupt(_)), "{cut}: {e}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        let e = decode_chunk(7, 42, &longer).unwrap_err();
+        assert!(e.to_string().contains("1 bytes after the chunk"), "{e}");
+        let mut older = bytes.clone();
+        older[1] = 3;
+        assert!(matches!(
+            decode_chunk(7, 42, &older),
+            Err(SnapshotError::Corrupt(_))
+        ));
+        let mut renamed = bytes.clone();
+        let at = renamed.windows(9).position(|w| w == b"instances").unwrap();
+        renamed[at] = b'X';
+        let e = decode_chunk(7, 42, &renamed).unwrap_err();
+        assert!(
+            matches!(e, SnapshotError::Table(ref t) if t == "Xnstances"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_format_4_layout_is_pinned() {
+        let one = vec![Write {
+            table: Table::Meta,
+            key: "k".into(),
+            value: Some(b"1".to_vec().into()),
+        }];
+        // magic, format, snapshot 3 (zigzag varint 6), one put: "meta", "k", b"1"
+        assert_eq!(
+            encode_chunk(3, &one),
+            [0xFB, 4, 6, 1, 4, b'm', b'e', b't', b'a', 1, b'k', 1, b'1']
+        );
+    }
+
+    #[test]
+    fn manifests_round_trip_and_are_checked() {
         let m = Manifest {
             format: FORMAT,
             partition: PartitionId(1),
@@ -181,22 +306,19 @@ mod tests {
             first: 10,
             last: 12,
             keys: 2,
-            bytes: bytes.len() as u64,
+            bytes: 120,
             broker: "b".into(),
         };
         assert_eq!(Manifest::decode(&m.encode()).unwrap(), m);
-        // formats 1 and 2 (before `superseded`, before `unpinned`) are still read
+        // formats 1 to 3 (before `superseded`, `unpinned`, binary chunks) are still read
         let text = String::from_utf8(m.encode()).unwrap();
-        assert!(text.contains("\"v\":3"), "{text}");
-        for format in [1, 2] {
+        assert!(text.contains("\"v\":4"), "{text}");
+        for format in [1, 2, 3] {
             let v = format!("\"v\":{format}");
-            let older = Manifest::decode(text.replace("\"v\":3", &v).as_bytes()).unwrap();
+            let older = Manifest::decode(text.replace("\"v\":4", &v).as_bytes()).unwrap();
             assert_eq!(older.format, format);
-            let chunk = String::from_utf8(bytes.clone()).unwrap();
-            let chunk = chunk.replace("\"v\":3", &v);
-            assert_eq!(decode_chunk(7, 42, chunk.as_bytes()).unwrap(), writes);
         }
-        let newer = text.replace("\"v\":3", "\"v\":9");
+        let newer = text.replace("\"v\":4", "\"v\":9");
         let e = Manifest::decode(newer.as_bytes()).unwrap_err();
         assert!(e.to_string().contains("upgrade this broker"), "{e}");
         assert_eq!(Manifest::key(PartitionId(1)), "snapshot/1");
