@@ -440,8 +440,12 @@ pub struct ClusterConfig {
     /// last snapshot (0: never by count).
     pub snapshot_every_records: u64,
     /// ... or once this long passed since its last snapshot with anything appended (0:
-    /// never by time).
+    /// never by time),
     pub snapshot_interval_ms: u64,
+    /// ... and the changelog batches appended since add up to at least this percentage of the
+    /// last snapshot's bytes (0: any growth), so a large state that changes little is not
+    /// rewritten whole every interval.
+    pub snapshot_min_growth_percent: u32,
     /// After a snapshot, delete the changelog records before it and the snapshot records
     /// before it (DeleteRecords). After a refusal no snapshot asks for 30 s, the wait
     /// doubling while refusals continue, up to an hour (a broker that does not implement it);
@@ -472,6 +476,7 @@ impl Default for ClusterConfig {
             snapshot_topic: "flowbroker.snapshots".into(),
             snapshot_every_records: 50_000,
             snapshot_interval_ms: 600_000,
+            snapshot_min_growth_percent: 50,
             trim_changelog: true,
             resume_on_restart: true,
             standby_replicas: 0,

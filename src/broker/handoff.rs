@@ -74,6 +74,7 @@ impl Core {
                 writes.extend(w);
             }
         }
+        let grown = crate::store::Write::bytes(&writes);
         cp.next = fence + 1;
         cp.fence = Some(fence);
         writes.push(node_write(&checkpoint_key(p), &cp));
@@ -84,7 +85,7 @@ impl Core {
         let now = self.clock.now();
         let parts = self.parts.count();
         if let Some(plan) = self.snapshots.as_mut() {
-            plan.owned(p, parts, snapshot, now);
+            plan.owned(p, parts, snapshot, grown, now);
         }
         self.publish_owned();
         let tx = self.store.scoped(Scope::Partition(p.0));

@@ -291,7 +291,16 @@ impl Core {
         // requests waiting to read what they wrote look again (`http::barrier`)
         self.shared.applied.notify_waiters();
         if let Some(plan) = self.snapshots.as_mut() {
-            plan.due(&self.owned, &self.tail, &self.fences, &self.store, now);
+            let directory = self.shared.directory.read().ok();
+            let size = |p| Some(directory.as_ref()?.snapshot(p)?.bytes);
+            plan.due(
+                &self.owned,
+                &self.tail,
+                &self.fences,
+                &self.store,
+                size,
+                now,
+            );
         }
     }
 }

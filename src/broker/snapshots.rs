@@ -1,8 +1,8 @@
 //! Snapshots of the partitions this broker owns (docs/scale.md "Snapshots"): after each
 //! commit, a partition whose changelog grew by `cluster.snapshot_every_records` (or that has
-//! changed and waited `cluster.snapshot_interval_ms`) hands its keys, as of that commit, to
-//! the writer; at take-over, a store behind the partition's latest snapshot loads it and reads
-//! only the changelog after it.
+//! waited `cluster.snapshot_interval_ms` and grown by `cluster.snapshot_min_growth_percent` of
+//! its last snapshot's bytes) hands its keys, as of that commit, to the writer; at take-over, a
+//! store behind the partition's latest snapshot loads it and reads only the changelog after it.
 
 use super::checkpoints::{checkpoint_key, node_write};
 use super::error::CoreError;
@@ -24,8 +24,12 @@ pub(super) struct Plan {
     writer: Box<dyn Writer>,
     every_records: i64,
     every: chrono::Duration,
+    min_growth_percent: u64,
     /// Per owned partition: the changelog offset and time of its last snapshot (or take-over).
     last: BTreeMap<PartitionId, (i64, DateTime<Utc>)>,
+    /// Per owned partition: the bytes (keys and values) of the changelog batches appended
+    /// since its last snapshot, as far as this broker knows (from its take-over on).
+    grown: BTreeMap<PartitionId, u64>,
 }
 
 impl Plan {
@@ -35,18 +39,37 @@ impl Plan {
             writer,
             every_records: c.snapshot_every_records as i64,
             every: chrono::Duration::milliseconds(c.snapshot_interval_ms as i64),
+            min_growth_percent: u64::from(c.snapshot_min_growth_percent),
             last: BTreeMap::new(),
+            grown: BTreeMap::new(),
         }
     }
 
+    /// A batch of `bytes` (its writes' keys and values) appended to `p`'s changelog.
+    pub fn grew(&mut self, p: PartitionId, bytes: u64) {
+        *self.grown.entry(p).or_default() += bytes;
+    }
+
+    /// Whether `p` grew enough since its last snapshot, of `size` bytes (`None`: it has none),
+    /// to be snapshotted by time: rewriting a large state for a few changes would cost the
+    /// whole state's bytes each interval, however little changed (Kafka's log cleaner waits
+    /// for `min.cleanable.dirty.ratio` the same way).
+    fn grown_enough(&self, p: PartitionId, size: Option<u64>) -> bool {
+        let grown = self.grown.get(&p).copied().unwrap_or(0);
+        size.is_none_or(|size| {
+            grown.saturating_mul(100) >= size.saturating_mul(self.min_growth_percent)
+        })
+    }
+
     /// Hands every owned partition that is due to the writer: `tail` is each one's last
-    /// changelog offset, `fences` its fence.
+    /// changelog offset, `fences` its fence, `size` the bytes of its latest snapshot known.
     pub fn due(
         &mut self,
         owned: &BTreeSet<PartitionId>,
         tail: &BTreeMap<PartitionId, i64>,
         fences: &BTreeMap<PartitionId, i64>,
         store: &Store,
+        size: impl Fn(PartitionId) -> Option<u64>,
         now: DateTime<Utc>,
     ) {
         for p in owned {
@@ -55,8 +78,10 @@ impl Plan {
             };
             let (last, at) = self.last.get(p).copied().unwrap_or((0, now));
             let by_count = self.every_records > 0 && next - last >= self.every_records;
-            let by_time =
-                self.every > chrono::Duration::zero() && next > last && now - at >= self.every;
+            let by_time = self.every > chrono::Duration::zero()
+                && next > last
+                && now - at >= self.every
+                && self.grown_enough(*p, size(*p));
             if !(by_count || by_time) || self.writer.running(*p) {
                 continue;
             }
@@ -71,6 +96,7 @@ impl Plan {
                 fence: fences.get(p).copied(),
             });
             self.last.insert(*p, (next, now));
+            self.grown.insert(*p, 0);
         }
     }
 
@@ -79,15 +105,26 @@ impl Plan {
     /// broker, taken over together, are not all due together. In records only without a
     /// snapshot: a partition that has one keeps the phase its earlier owners gave it (moving
     /// it back would make every partition far enough past its snapshot due at once).
-    pub fn owned(&mut self, p: PartitionId, parts: u16, since: i64, now: DateTime<Utc>) {
+    /// `grown`: the bytes of the changelog batches read at take-over, all since the snapshot
+    /// when the store was restored from it, a part of them otherwise.
+    pub fn owned(
+        &mut self,
+        p: PartitionId,
+        parts: u16,
+        since: i64,
+        grown: u64,
+        now: DateTime<Utc>,
+    ) {
         let (records, time) = turn(p, parts, self.every_records, self.every);
         let records = if since == 0 { records } else { 0 };
         self.last.insert(p, (since - records, now - time));
+        self.grown.insert(p, grown);
     }
 
     /// A partition let go.
     pub fn released(&mut self, p: PartitionId) {
         self.last.remove(&p);
+        self.grown.remove(&p);
     }
 }
 
@@ -187,6 +224,68 @@ pub(super) fn load(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// Records the partitions and offsets handed to it.
+    #[derive(Clone, Default)]
+    struct Jobs(Arc<Mutex<Vec<(PartitionId, i64)>>>);
+
+    impl Writer for Jobs {
+        fn running(&self, _: PartitionId) -> bool {
+            false
+        }
+        fn submit(&self, job: Job) {
+            self.0.lock().unwrap().push((job.partition, job.next));
+        }
+    }
+
+    #[test]
+    fn by_time_a_partition_waits_to_have_grown_by_a_share_of_its_last_snapshot() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let jobs = Jobs::default();
+        let c = crate::config::ClusterConfig {
+            snapshot_every_records: 1_000,
+            snapshot_interval_ms: 60_000,
+            snapshot_min_growth_percent: 50,
+            ..Default::default()
+        };
+        let mut plan = Plan::new(Box::new(jobs.clone()), &c);
+        let (p, q) = (PartitionId(0), PartitionId(1));
+        let t0 = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        // taken over with snapshots at offset 10 (1,000 bytes) and none; p read 100 bytes
+        plan.owned(p, 1, 10, 100, t0);
+        plan.owned(q, 1, 0, 0, t0);
+        let owned: BTreeSet<_> = [p, q].into();
+        let fences = BTreeMap::new();
+        let size = |x: PartitionId| (x == p).then_some(1_000);
+        let due = |plan: &mut Plan, tail: i64, at: i64| {
+            let tail: BTreeMap<_, _> = [(p, tail), (q, tail)].into();
+            let now = t0 + chrono::Duration::seconds(at);
+            plan.due(&owned, &tail, &fences, &store, size, now);
+            std::mem::take(&mut *jobs.0.lock().unwrap())
+        };
+        assert_eq!(due(&mut plan, 20, 30), vec![], "not yet an interval");
+        // an interval: q has no snapshot and changed; p grew by 10% of its snapshot only
+        assert_eq!(due(&mut plan, 20, 61), vec![(q, 21)]);
+        plan.grew(p, 399);
+        assert_eq!(due(&mut plan, 21, 62), vec![]);
+        plan.grew(p, 1);
+        assert_eq!(due(&mut plan, 21, 63), vec![(p, 22)]);
+        // grown counts again from the snapshot on (q, without a snapshot size, needs none)
+        plan.grew(p, 499);
+        assert_eq!(due(&mut plan, 22, 130), vec![(q, 23)]);
+        // by count, growth does not matter
+        assert_eq!(due(&mut plan, 1_021, 131), vec![(p, 1_022)]);
+        // with no share asked for, any change will do
+        let c = crate::config::ClusterConfig {
+            snapshot_min_growth_percent: 0,
+            ..c
+        };
+        let mut plan = Plan::new(Box::new(jobs.clone()), &c);
+        plan.owned(p, 1, 10, 0, t0);
+        assert_eq!(due(&mut plan, 11, 61), vec![(p, 12)]);
+    }
 
     #[test]
     fn partitions_take_turns_over_the_interval() {

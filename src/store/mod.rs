@@ -116,6 +116,15 @@ pub struct Write {
     pub value: Option<bytes::Bytes>,
 }
 
+impl Write {
+    /// The bytes of writes `ws`: their keys and values.
+    pub fn bytes(ws: &[Write]) -> u64 {
+        ws.iter()
+            .map(|w| (w.key.len() + w.value.as_ref().map_or(0, bytes::Bytes::len)) as u64)
+            .sum()
+    }
+}
+
 /// Reads the store's layout version (absent: a store from before it was kept, layout 1),
 /// refuses a newer one, and records this broker's.
 fn check_layout(ks: &Keyspace, path: &Path) -> Result<()> {
