@@ -13,8 +13,10 @@
 //! (nothing lost when an overload ends). Each sample also shows the changelog records Kafka
 //! still holds against all written: with `FLOWBROKER_TEST_KAFKA=slatedb` (a tansu that
 //! implements DeleteRecords) and a snapshot interval shorter than the run
-//! (`SUSTAINED_SNAPSHOT_MS`, the broker's `cluster.snapshot_interval_ms`), the first levels
-//! off while the second grows. `SUSTAINED_BROKER_ENV="K=V K=V"` adds variables to the
+//! (`SUSTAINED_SNAPSHOT_MS`, the broker's `cluster.snapshot_interval_ms`; by time, a
+//! partition is snapshotted once it also grew by `cluster.snapshot_min_growth_percent` of its
+//! last snapshot, which a sustained load does within an interval), the first levels off while
+//! the second grows. `SUSTAINED_BROKER_ENV="K=V K=V"` adds variables to the
 //! broker's environment (an allocator setting such as `MIMALLOC_ALLOW_THP=0`). Each sample
 //! also shows the store's files, the bloom filters it keeps in memory for them, its memtables
 //! and its bytes on disk (`flowbroker_store_*`), and the broker's memory swapped out: a

@@ -67,9 +67,9 @@
 //!   exported as of one moment (snapshots); tables merged to drop deleted keys' tombstones.
 //! - [`cluster`]: scale-out (docs/scale.md): state partitions and ids that carry them, work
 //!   topic records with their source positions, changelog batches and fences (binary records,
-//!   format 1 JSON still read), snapshots of
-//!   a partition (binary chunks, formats 1 to 3 JSON still read, and manifests), the directory of which broker owns which
-//!   partition and where its latest snapshot is, a broker's lasting node id (resuming after a
+//!   format 1 JSON still read), snapshots of a partition (binary chunks, formats 1 to 3
+//!   JSON still read, and manifests), the directory of which broker owns which partition and
+//!   where its latest snapshot is, a broker's lasting node id (resuming after a
 //!   restart) and which partitions it keeps standby copies of.
 //! - [`kafka`]: the input consumer (input records in batches, in the `kafka.group_id` group),
 //!   the state partition group (`kafka::membership`: which state partitions this broker

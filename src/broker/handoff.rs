@@ -74,7 +74,6 @@ impl Core {
                 writes.extend(w);
             }
         }
-        let grown = crate::store::Write::bytes(&writes);
         cp.next = fence + 1;
         cp.fence = Some(fence);
         writes.push(node_write(&checkpoint_key(p), &cp));
@@ -85,7 +84,7 @@ impl Core {
         let now = self.clock.now();
         let parts = self.parts.count();
         if let Some(plan) = self.snapshots.as_mut() {
-            plan.owned(p, parts, snapshot, grown, now);
+            plan.owned(p, parts, snapshot, now);
         }
         self.publish_owned();
         let tx = self.store.scoped(Scope::Partition(p.0));

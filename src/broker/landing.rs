@@ -291,14 +291,21 @@ impl Core {
         // requests waiting to read what they wrote look again (`http::barrier`)
         self.shared.applied.notify_waiters();
         if let Some(plan) = self.snapshots.as_mut() {
-            let directory = self.shared.directory.read().ok();
-            let size = |p| Some(directory.as_ref()?.snapshot(p)?.bytes);
+            // the latest snapshot announced of each (read first: `due` may take a while)
+            let latest: BTreeMap<PartitionId, (i64, u64)> = match self.shared.directory.read() {
+                Ok(d) => self
+                    .owned
+                    .iter()
+                    .filter_map(|p| d.snapshot(*p).map(|m| (*p, (m.next, m.bytes))))
+                    .collect(),
+                Err(_) => BTreeMap::new(),
+            };
             plan.due(
                 &self.owned,
                 &self.tail,
                 &self.fences,
                 &self.store,
-                size,
+                &latest,
                 now,
             );
         }

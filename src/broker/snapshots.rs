@@ -27,9 +27,12 @@ pub(super) struct Plan {
     min_growth_percent: u64,
     /// Per owned partition: the changelog offset and time of its last snapshot (or take-over).
     last: BTreeMap<PartitionId, (i64, DateTime<Utc>)>,
-    /// Per owned partition: the bytes (keys and values) of the changelog batches appended
-    /// since its last snapshot, as far as this broker knows (from its take-over on).
+    /// Per owned partition: the bytes of the changelog batches this broker appended to it
+    /// since it took it over ([`crate::store::Write::bytes`]).
     grown: BTreeMap<PartitionId, u64>,
+    /// Per owned partition: the snapshots this broker handed to the writer since, by the
+    /// changelog offset each stands for, with `grown` at the time.
+    marks: BTreeMap<PartitionId, BTreeMap<i64, u64>>,
 }
 
 impl Plan {
@@ -42,34 +45,43 @@ impl Plan {
             min_growth_percent: u64::from(c.snapshot_min_growth_percent),
             last: BTreeMap::new(),
             grown: BTreeMap::new(),
+            marks: BTreeMap::new(),
         }
     }
 
-    /// A batch of `bytes` (its writes' keys and values) appended to `p`'s changelog.
+    /// A batch of `bytes` ([`crate::store::Write::bytes`]) appended to `p`'s changelog.
     pub fn grew(&mut self, p: PartitionId, bytes: u64) {
         *self.grown.entry(p).or_default() += bytes;
     }
 
-    /// Whether `p` grew enough since its last snapshot, of `size` bytes (`None`: it has none),
-    /// to be snapshotted by time: rewriting a large state for a few changes would cost the
-    /// whole state's bytes each interval, however little changed (Kafka's log cleaner waits
-    /// for `min.cleanable.dirty.ratio` the same way).
-    fn grown_enough(&self, p: PartitionId, size: Option<u64>) -> bool {
-        let grown = self.grown.get(&p).copied().unwrap_or(0);
-        size.is_none_or(|size| {
-            grown.saturating_mul(100) >= size.saturating_mul(self.min_growth_percent)
-        })
+    /// Whether `p` grew enough since its latest snapshot (`latest`: the changelog offset it
+    /// stands for and its bytes; `None`: it has none) to be snapshotted by time: rewriting a
+    /// large state for a few changes would cost the whole state's bytes each interval, however
+    /// little changed (Kafka's log cleaner waits for `min.cleanable.dirty.ratio` the same
+    /// way). Growth is known only since a snapshot this broker handed to the writer after its
+    /// take-over; before that (a former owner's snapshot, or none), the interval alone decides,
+    /// and the partitions take their turns as ever.
+    fn grown_enough(&self, p: PartitionId, latest: Option<(i64, u64)>) -> bool {
+        let Some((next, size)) = latest else {
+            return true;
+        };
+        let Some(at) = self.marks.get(&p).and_then(|m| m.get(&next)) else {
+            return true;
+        };
+        let grown = self.grown.get(&p).copied().unwrap_or(0).saturating_sub(*at);
+        grown.saturating_mul(100) >= size.saturating_mul(self.min_growth_percent)
     }
 
     /// Hands every owned partition that is due to the writer: `tail` is each one's last
-    /// changelog offset, `fences` its fence, `size` the bytes of its latest snapshot known.
+    /// changelog offset, `fences` its fence, `latest` its latest snapshot announced (the
+    /// changelog offset it stands for and its bytes).
     pub fn due(
         &mut self,
         owned: &BTreeSet<PartitionId>,
         tail: &BTreeMap<PartitionId, i64>,
         fences: &BTreeMap<PartitionId, i64>,
         store: &Store,
-        size: impl Fn(PartitionId) -> Option<u64>,
+        latest: &BTreeMap<PartitionId, (i64, u64)>,
         now: DateTime<Utc>,
     ) {
         for p in owned {
@@ -81,7 +93,7 @@ impl Plan {
             let by_time = self.every > chrono::Duration::zero()
                 && next > last
                 && now - at >= self.every
-                && self.grown_enough(*p, size(*p));
+                && self.grown_enough(*p, latest.get(p).copied());
             if !(by_count || by_time) || self.writer.running(*p) {
                 continue;
             }
@@ -96,7 +108,13 @@ impl Plan {
                 fence: fences.get(p).copied(),
             });
             self.last.insert(*p, (next, now));
-            self.grown.insert(*p, 0);
+            let grown = self.grown.get(p).copied().unwrap_or(0);
+            let marks = self.marks.entry(*p).or_default();
+            // the latest announced, and the ones after it (announced later, or never)
+            if let Some(&(known, _)) = latest.get(p) {
+                marks.retain(|&at, _| at >= known);
+            }
+            marks.insert(next, grown);
         }
     }
 
@@ -105,26 +123,19 @@ impl Plan {
     /// broker, taken over together, are not all due together. In records only without a
     /// snapshot: a partition that has one keeps the phase its earlier owners gave it (moving
     /// it back would make every partition far enough past its snapshot due at once).
-    /// `grown`: the bytes of the changelog batches read at take-over, all since the snapshot
-    /// when the store was restored from it, a part of them otherwise.
-    pub fn owned(
-        &mut self,
-        p: PartitionId,
-        parts: u16,
-        since: i64,
-        grown: u64,
-        now: DateTime<Utc>,
-    ) {
+    pub fn owned(&mut self, p: PartitionId, parts: u16, since: i64, now: DateTime<Utc>) {
         let (records, time) = turn(p, parts, self.every_records, self.every);
         let records = if since == 0 { records } else { 0 };
         self.last.insert(p, (since - records, now - time));
-        self.grown.insert(p, grown);
+        self.grown.insert(p, 0);
+        self.marks.remove(&p);
     }
 
     /// A partition let go.
     pub fn released(&mut self, p: PartitionId) {
         self.last.remove(&p);
         self.grown.remove(&p);
+        self.marks.remove(&p);
     }
 }
 
@@ -253,38 +264,59 @@ mod tests {
         let mut plan = Plan::new(Box::new(jobs.clone()), &c);
         let (p, q) = (PartitionId(0), PartitionId(1));
         let t0 = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
-        // taken over with snapshots at offset 10 (1,000 bytes) and none; p read 100 bytes
-        plan.owned(p, 1, 10, 100, t0);
-        plan.owned(q, 1, 0, 0, t0);
+        // taken over: p from a former owner's snapshot at offset 10 (1,000 bytes), q without
+        plan.owned(p, 1, 10, t0);
+        plan.owned(q, 1, 0, t0);
         let owned: BTreeSet<_> = [p, q].into();
         let fences = BTreeMap::new();
-        let size = |x: PartitionId| (x == p).then_some(1_000);
-        let due = |plan: &mut Plan, tail: i64, at: i64| {
+        let due = |plan: &mut Plan, tail: i64, latest: (i64, u64), at: i64| {
             let tail: BTreeMap<_, _> = [(p, tail), (q, tail)].into();
+            let latest: BTreeMap<_, _> = [(p, latest)].into();
             let now = t0 + chrono::Duration::seconds(at);
-            plan.due(&owned, &tail, &fences, &store, size, now);
+            plan.due(&owned, &tail, &fences, &store, &latest, now);
             std::mem::take(&mut *jobs.0.lock().unwrap())
         };
-        assert_eq!(due(&mut plan, 20, 30), vec![], "not yet an interval");
-        // an interval: q has no snapshot and changed; p grew by 10% of its snapshot only
-        assert_eq!(due(&mut plan, 20, 61), vec![(q, 21)]);
-        plan.grew(p, 399);
-        assert_eq!(due(&mut plan, 21, 62), vec![]);
-        plan.grew(p, 1);
-        assert_eq!(due(&mut plan, 21, 63), vec![(p, 22)]);
-        // grown counts again from the snapshot on (q, without a snapshot size, needs none)
+        plan.grew(p, 10);
+        assert_eq!(
+            due(&mut plan, 20, (10, 1_000), 30),
+            vec![],
+            "not yet an interval"
+        );
+        // an interval: how much p grew since the former owner's snapshot is not known here,
+        // so time alone decides, for it as for q, which has none
+        assert_eq!(due(&mut plan, 20, (10, 1_000), 61), vec![(p, 21), (q, 21)]);
+        // from p's own snapshot on, half its bytes must be appended first
         plan.grew(p, 499);
-        assert_eq!(due(&mut plan, 22, 130), vec![(q, 23)]);
+        assert_eq!(due(&mut plan, 21, (21, 1_000), 130), vec![(q, 22)]);
+        plan.grew(p, 1);
+        assert_eq!(due(&mut plan, 22, (21, 1_000), 131), vec![(p, 23)]);
+        // that snapshot never announced (its writing failed): growth counts from the one before
+        plan.grew(p, 1);
+        assert_eq!(due(&mut plan, 23, (21, 1_000), 200), vec![(p, 24), (q, 24)]);
         // by count, growth does not matter
-        assert_eq!(due(&mut plan, 1_021, 131), vec![(p, 1_022)]);
+        assert_eq!(
+            due(&mut plan, 1_023, (24, 1_000_000), 201),
+            vec![(p, 1_024), (q, 1_024)]
+        );
+        // let go and taken over again: what it grew before is not counted
+        plan.released(p);
+        plan.owned(p, 1, 1_024, t0 + chrono::Duration::seconds(300));
+        plan.grew(p, 1);
+        assert_eq!(
+            due(&mut plan, 1_030, (1_024, 1), 400),
+            vec![(p, 1_031), (q, 1_031)]
+        );
+        assert_eq!(due(&mut plan, 1_031, (1_031, 1_000), 470), vec![(q, 1_032)]);
         // with no share asked for, any change will do
         let c = crate::config::ClusterConfig {
             snapshot_min_growth_percent: 0,
             ..c
         };
         let mut plan = Plan::new(Box::new(jobs.clone()), &c);
-        plan.owned(p, 1, 10, 0, t0);
-        assert_eq!(due(&mut plan, 11, 61), vec![(p, 12)]);
+        plan.owned(p, 1, 10, t0);
+        plan.owned(q, 1, 10, t0);
+        assert_eq!(due(&mut plan, 11, (10, 1_000), 61), vec![(p, 12), (q, 12)]);
+        assert_eq!(due(&mut plan, 12, (12, 1_000), 122), vec![(p, 13), (q, 13)]);
     }
 
     #[test]

@@ -117,10 +117,14 @@ pub struct Write {
 }
 
 impl Write {
-    /// The bytes of writes `ws`: their keys and values.
+    /// About the bytes writes `ws` take in a changelog record or a snapshot chunk: each one's
+    /// table name, key and value, and a few bytes of their lengths.
     pub fn bytes(ws: &[Write]) -> u64 {
         ws.iter()
-            .map(|w| (w.key.len() + w.value.as_ref().map_or(0, bytes::Bytes::len)) as u64)
+            .map(|w| {
+                let value = w.value.as_ref().map_or(0, bytes::Bytes::len);
+                (w.table.name().len() + w.key.len() + value + 4) as u64
+            })
             .sum()
     }
 }

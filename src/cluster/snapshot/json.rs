@@ -20,6 +20,10 @@ pub(super) struct Wire<'a> {
 /// its writes.
 pub(super) fn decode(bytes: &[u8]) -> Result<(u32, i64, Vec<Write>), SnapshotError> {
     let wire: Wire<'_> = serde_json::from_slice(bytes)?;
+    if wire.v > super::FORMAT {
+        // refused by the caller as newer, whatever its tables
+        return Ok((wire.v, wire.snapshot, vec![]));
+    }
     let writes = wire
         .puts
         .into_iter()
