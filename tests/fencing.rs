@@ -220,17 +220,24 @@ macro_rules! inner_reads {
 }
 
 /// Node `name` whose changelog, once the returned flag is armed, lets its next append land
-/// and then has broker `other` fence it (`provisional`: as a restarted broker resuming does)
-/// and its clock jump past the pause.
+/// and then has broker `other` fence it (`provisional`: as a restarted broker resuming does;
+/// `trim`: and delete the changelog before its fence) and its clock jump past the pause.
 fn paused_node(
     kafka: &Kafka,
     name: &str,
     topics: (&str, &str),
     other: &str,
-    provisional: bool,
+    (provisional, trim): (bool, bool),
 ) -> (Node, Arc<AtomicBool>) {
     let armed = Arc::new(AtomicBool::new(false));
     let other = KafkaLog::new(&config(kafka, topics), other.into()).unwrap();
+    let trim = trim.then(|| {
+        let admin = rdkafka::ClientConfig::new()
+            .set("bootstrap.servers", kafka.brokers())
+            .create()
+            .unwrap();
+        (topics.1.to_string(), admin)
+    });
     let a = armed.clone();
     let node = node_with(kafka, name, topics, move |inner, clock| {
         Box::new(PausedAfterAppend {
@@ -239,6 +246,7 @@ fn paused_node(
             clock,
             armed: a,
             provisional,
+            trim,
         })
     });
     (node, armed)
@@ -252,11 +260,11 @@ fn paused_owner(
     name: &str,
     topics: (&str, &str),
     other: &str,
-    provisional: bool,
+    fence: (bool, bool),
 ) -> (Node, String, String) {
     kafka.create_topic(topics.0, 1);
     kafka.create_topic(topics.1, 1);
-    let (mut n, armed) = paused_node(kafka, name, topics, other, provisional);
+    let (mut n, armed) = paused_node(kafka, name, topics, other, fence);
     n.core
         .process(vec![Cmd::Assigned(vec![PartitionId(0)])])
         .unwrap();
@@ -282,6 +290,12 @@ struct PausedAfterAppend {
     armed: Arc<AtomicBool>,
     /// The other broker's fence is a restarted broker's provisional one.
     provisional: bool,
+    /// After its fence, the other broker deletes the changelog (this topic) before it, as after
+    /// a snapshot of its own.
+    trim: Option<(
+        String,
+        rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext>,
+    )>,
 }
 
 impl Log for PausedAfterAppend {
@@ -293,13 +307,35 @@ impl Log for PausedAfterAppend {
         if self.armed.swap(false, Ordering::SeqCst) {
             for (p, _) in &r {
                 let owner = self.other.owner();
-                self.other.append(&[(
+                let fence = self.other.append(&[(
                     *p,
                     Entry::Fence {
                         owner,
                         provisional: self.provisional,
                     },
-                )])?;
+                )])?[0]
+                    .1;
+                if let Some((topic, admin)) = &self.trim {
+                    // the new owner's next record (a second fence stands in for a batch), then
+                    // everything before it deleted, the fence included: its snapshot came after
+                    let owner = self.other.owner();
+                    let after = self.other.append(&[(
+                        *p,
+                        Entry::Fence {
+                            owner,
+                            provisional: false,
+                        },
+                    )])?[0]
+                        .1;
+                    assert_eq!(after, fence + 1);
+                    let mut tpl = rdkafka::TopicPartitionList::new();
+                    tpl.add_partition_offset(topic, p.kafka(), rdkafka::Offset::Offset(after))
+                        .unwrap();
+                    let opts = rdkafka::admin::AdminOptions::new();
+                    let r = futures::executor::block_on(admin.delete_records(&tpl, &opts));
+                    let r = r.expect("DeleteRecords");
+                    assert!(r.elements().iter().all(|e| e.error().is_ok()), "trimmed");
+                }
             }
             self.clock.advance(chrono::Duration::seconds(30));
         }
@@ -314,7 +350,7 @@ fn an_owner_paused_between_its_append_and_its_effects_lets_nothing_out() {
     let kafka = Kafka::start();
     let topics = ("paused.work", "paused.changelog");
     let p0 = PartitionId(0);
-    let (mut old, first, second) = paused_owner(&kafka, "old", topics, "new", false);
+    let (mut old, first, second) = paused_owner(&kafka, "old", topics, "new", (false, false));
     assert_eq!(let_out(&mut old), 0, "nothing left the paused owner");
     assert!(old.core.owned().is_empty(), "it released p0");
 
@@ -329,6 +365,32 @@ fn an_owner_paused_between_its_append_and_its_effects_lets_nothing_out() {
     );
 }
 
+/// The same pause, and the new owner deleted the changelog up to its latest record meanwhile
+/// (as after a snapshot of its own), its fence included, so the records after the paused
+/// owner's batch are gone when it looks for a fence there. That is another owner's doing all the same: its effects
+/// stay in and it lets the partition go, and its core goes on (it used to stop on the failed
+/// read).
+#[test]
+fn an_owner_paused_while_the_new_owner_trimmed_the_changelog_lets_nothing_out() {
+    let kafka = Kafka::start_trimming();
+    let topics = ("trimmed.work", "trimmed.changelog");
+    let p0 = PartitionId(0);
+    let (mut old, _, _) = paused_owner(&kafka, "old", topics, "new", (false, true));
+    let mut log = KafkaLog::new(&config(&kafka, topics), "check".into()).unwrap();
+    let (kept, end) = (log.start(p0).unwrap(), log.end(p0).unwrap());
+    assert_eq!(
+        kept + 1,
+        end,
+        "only the new owner's last record is left: {kept}..{end}"
+    );
+    assert_eq!(let_out(&mut old), 0, "nothing left the paused owner");
+    assert!(old.core.owned().is_empty(), "it released p0");
+    // its core goes on: a start is taken and handed to p0's owner
+    let again = start(&mut old);
+    assert!(again.is_ok(), "{again:?}");
+    assert!(old.core.owned().is_empty());
+}
+
 /// The same pause, but the fence after the batch is a restarted broker's provisional one
 /// (it resumed what it held last) while the group has the partition here: the batch stands,
 /// its effects stay in, and the owner takes the partition back (as when it finds such a fence
@@ -339,7 +401,7 @@ fn an_owner_paused_past_a_provisional_fence_takes_its_partition_back() {
     let kafka = Kafka::start();
     let topics = ("paused2.work", "paused2.changelog");
     let p0 = PartitionId(0);
-    let (mut owner, first, second) = paused_owner(&kafka, "owner", topics, "back", true);
+    let (mut owner, first, second) = paused_owner(&kafka, "owner", topics, "back", (true, false));
     assert_eq!(owner.core.owned(), vec![p0], "it took p0 back");
     let ids = owner.instance_ids();
     assert!(ids.contains(&first) && ids.contains(&second), "{ids:?}");

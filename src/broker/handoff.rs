@@ -244,15 +244,35 @@ pub(super) struct FencedBy {
 }
 
 /// The brokers whose fences are among the changelog records `from..=through` of partition `p`
-/// (written by others while this broker thought it owned `p`), if any.
+/// (written by others while this broker thought it owned `p`), if any. `from` follows a
+/// record of this broker's own: when records from there on were deleted, another broker owned
+/// `p` since (only an owner deletes, and only before a snapshot of its own, which this
+/// broker's snapshots never pass: they stand for what it had already stored), so that counts
+/// as its fence, whoever it was.
 pub(super) fn fenced_by(
     log: &mut dyn Log,
     p: PartitionId,
     from: i64,
     through: i64,
 ) -> Result<Option<FencedBy>, LogError> {
+    let entries = match log.read(p, from, through) {
+        Ok(entries) => entries,
+        Err(e) => {
+            let start = log.start(p)?;
+            if start <= from {
+                return Err(e);
+            }
+            tracing::warn!(partition = %p, from, start,
+                "the changelog was trimmed past this broker's last record: another broker \
+                 owned the partition since");
+            return Ok(Some(FencedBy {
+                owner: format!("another broker (the changelog now starts at {start})"),
+                provisional: false,
+            }));
+        }
+    };
     let mut by: Option<FencedBy> = None;
-    for (_, e) in log.read(p, from, through)? {
+    for (_, e) in entries {
         if let Entry::Fence { owner, provisional } = e {
             let all = by.as_ref().is_none_or(|b| b.provisional) && provisional;
             by = Some(FencedBy {
