@@ -221,22 +221,23 @@ macro_rules! inner_reads {
 
 /// Node `name` whose changelog, once the returned flag is armed, lets its next append land
 /// and then has broker `other` fence it (`provisional`: as a restarted broker resuming does;
-/// `trim`: and delete the changelog before its fence) and its clock jump past the pause.
+/// `trim`: and delete the changelog through its fence, keeping a record it appends after it
+/// or none) and its clock jump past the pause.
 fn paused_node(
     kafka: &Kafka,
     name: &str,
     topics: (&str, &str),
     other: &str,
-    (provisional, trim): (bool, bool),
+    (provisional, trim): (bool, Option<bool>),
 ) -> (Node, Arc<AtomicBool>) {
     let armed = Arc::new(AtomicBool::new(false));
     let other = KafkaLog::new(&config(kafka, topics), other.into()).unwrap();
-    let trim = trim.then(|| {
+    let trim = trim.map(|keep_next| {
         let admin = rdkafka::ClientConfig::new()
             .set("bootstrap.servers", kafka.brokers())
             .create()
             .unwrap();
-        (topics.1.to_string(), admin)
+        (topics.1.to_string(), admin, keep_next)
     });
     let a = armed.clone();
     let node = node_with(kafka, name, topics, move |inner, clock| {
@@ -260,7 +261,7 @@ fn paused_owner(
     name: &str,
     topics: (&str, &str),
     other: &str,
-    fence: (bool, bool),
+    fence: (bool, Option<bool>),
 ) -> (Node, String, String) {
     kafka.create_topic(topics.0, 1);
     kafka.create_topic(topics.1, 1);
@@ -290,11 +291,12 @@ struct PausedAfterAppend {
     armed: Arc<AtomicBool>,
     /// The other broker's fence is a restarted broker's provisional one.
     provisional: bool,
-    /// After its fence, the other broker deletes the changelog (this topic) before it, as after
-    /// a snapshot of its own.
+    /// After its fence, the other broker deletes the changelog (this topic) through it, as
+    /// after a snapshot of its own, keeping a record it appends after the fence or none.
     trim: Option<(
         String,
         rdkafka::admin::AdminClient<rdkafka::client::DefaultClientContext>,
+        bool,
     )>,
 }
 
@@ -315,18 +317,20 @@ impl Log for PausedAfterAppend {
                     },
                 )])?[0]
                     .1;
-                if let Some((topic, admin)) = &self.trim {
+                if let Some((topic, admin, keep_next)) = &self.trim {
                     // the new owner's next record (a second fence stands in for a batch), then
                     // everything before it deleted, the fence included: its snapshot came after
-                    let owner = self.other.owner();
-                    let after = self.other.append(&[(
-                        *p,
-                        Entry::Fence {
-                            owner,
-                            provisional: false,
-                        },
-                    )])?[0]
-                        .1;
+                    let after = match keep_next {
+                        true => {
+                            let owner = self.other.owner();
+                            let entry = Entry::Fence {
+                                owner,
+                                provisional: false,
+                            };
+                            self.other.append(&[(*p, entry)])?[0].1
+                        }
+                        false => fence + 1,
+                    };
                     assert_eq!(after, fence + 1);
                     let mut tpl = rdkafka::TopicPartitionList::new();
                     tpl.add_partition_offset(topic, p.kafka(), rdkafka::Offset::Offset(after))
@@ -350,7 +354,7 @@ fn an_owner_paused_between_its_append_and_its_effects_lets_nothing_out() {
     let kafka = Kafka::start();
     let topics = ("paused.work", "paused.changelog");
     let p0 = PartitionId(0);
-    let (mut old, first, second) = paused_owner(&kafka, "old", topics, "new", (false, false));
+    let (mut old, first, second) = paused_owner(&kafka, "old", topics, "new", (false, None));
     assert_eq!(let_out(&mut old), 0, "nothing left the paused owner");
     assert!(old.core.owned().is_empty(), "it released p0");
 
@@ -365,30 +369,42 @@ fn an_owner_paused_between_its_append_and_its_effects_lets_nothing_out() {
     );
 }
 
-/// The same pause, and the new owner deleted the changelog up to its latest record meanwhile
-/// (as after a snapshot of its own), its fence included, so the records after the paused
-/// owner's batch are gone when it looks for a fence there. That is another owner's doing all the same: its effects
-/// stay in and it lets the partition go, and its core goes on (it used to stop on the failed
-/// read).
+/// The same pause, and the new owner deleted the changelog meanwhile, its fence included (as
+/// after a snapshot of its own), keeping a record it wrote since or none, so the records after
+/// the paused owner's batch are gone when it looks for a fence there. That is another owner's
+/// doing all the same: its effects stay in and it lets the partition go, and its core goes on
+/// (it used to stop on the failed read, or, with nothing kept, wait out the read's deadline
+/// first).
 #[test]
 fn an_owner_paused_while_the_new_owner_trimmed_the_changelog_lets_nothing_out() {
     let kafka = Kafka::start_trimming();
-    let topics = ("trimmed.work", "trimmed.changelog");
     let p0 = PartitionId(0);
-    let (mut old, _, _) = paused_owner(&kafka, "old", topics, "new", (false, true));
-    let mut log = KafkaLog::new(&config(&kafka, topics), "check".into()).unwrap();
-    let (kept, end) = (log.start(p0).unwrap(), log.end(p0).unwrap());
-    assert_eq!(
-        kept + 1,
-        end,
-        "only the new owner's last record is left: {kept}..{end}"
-    );
-    assert_eq!(let_out(&mut old), 0, "nothing left the paused owner");
-    assert!(old.core.owned().is_empty(), "it released p0");
-    // its core goes on: a start is taken and handed to p0's owner
-    let again = start(&mut old);
-    assert!(again.is_ok(), "{again:?}");
-    assert!(old.core.owned().is_empty());
+    for (keep_next, topics) in [
+        (true, ("trimmed1.work", "trimmed1.changelog")),
+        (false, ("trimmed0.work", "trimmed0.changelog")),
+    ] {
+        let t0 = std::time::Instant::now();
+        let (mut old, _, _) = paused_owner(&kafka, "old", topics, "new", (false, Some(keep_next)));
+        let mut log = KafkaLog::new(&config(&kafka, topics), "check".into()).unwrap();
+        let (kept, end) = (log.start(p0).unwrap(), log.end(p0).unwrap());
+        assert_eq!(
+            end - kept,
+            i64::from(keep_next),
+            "only what the new owner wrote after its fence is left: {kept}..{end}"
+        );
+        assert_eq!(let_out(&mut old), 0, "nothing left the paused owner");
+        assert!(old.core.owned().is_empty(), "it released p0");
+        // its core goes on: a start is taken and handed to p0's owner
+        let again = start(&mut old);
+        assert!(again.is_ok(), "{again:?}");
+        assert!(old.core.owned().is_empty());
+        // not a read's deadline (two minutes) waited out
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(100),
+            "{:?}",
+            t0.elapsed()
+        );
+    }
 }
 
 /// The same pause, but the fence after the batch is a restarted broker's provisional one
@@ -401,7 +417,7 @@ fn an_owner_paused_past_a_provisional_fence_takes_its_partition_back() {
     let kafka = Kafka::start();
     let topics = ("paused2.work", "paused2.changelog");
     let p0 = PartitionId(0);
-    let (mut owner, first, second) = paused_owner(&kafka, "owner", topics, "back", (true, false));
+    let (mut owner, first, second) = paused_owner(&kafka, "owner", topics, "back", (true, None));
     assert_eq!(owner.core.owned(), vec![p0], "it took p0 back");
     let ids = owner.instance_ids();
     assert!(ids.contains(&first) && ids.contains(&second), "{ids:?}");

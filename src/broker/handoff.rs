@@ -247,28 +247,34 @@ pub(super) struct FencedBy {
 /// (written by others while this broker thought it owned `p`), if any. `from` follows a
 /// record of this broker's own: when records from there on were deleted, another broker owned
 /// `p` since (only an owner deletes, and only before a snapshot of its own, which this
-/// broker's snapshots never pass: they stand for what it had already stored), so that counts
-/// as its fence, whoever it was.
+/// broker's snapshots never pass: they stand for what it had already stored), so the deletion
+/// counts as its fence, a fence not provisional (the deleted one's kind is not known), unless
+/// a fence is found among the records left.
 pub(super) fn fenced_by(
     log: &mut dyn Log,
     p: PartitionId,
     from: i64,
     through: i64,
 ) -> Result<Option<FencedBy>, LogError> {
-    let entries = match log.read(p, from, through) {
-        Ok(entries) => entries,
-        Err(e) => {
-            let start = log.start(p)?;
-            if start <= from {
-                return Err(e);
+    if from > through {
+        return Ok(None);
+    }
+    // looked at first: a read from deleted records may find nothing to tell it so (a
+    // partition deleted to its end) and wait out its deadline
+    let mut start = log.start(p)?;
+    let entries = if start > from {
+        read_left(log, p, start, through)?
+    } else {
+        match log.read(p, from, through) {
+            Ok(entries) => entries,
+            Err(e) => {
+                // deleted meanwhile?
+                start = log.start(p)?;
+                if start <= from {
+                    return Err(e);
+                }
+                read_left(log, p, start, through)?
             }
-            tracing::warn!(partition = %p, from, start,
-                "the changelog was trimmed past this broker's last record: another broker \
-                 owned the partition since");
-            return Ok(Some(FencedBy {
-                owner: format!("another broker (the changelog now starts at {start})"),
-                provisional: false,
-            }));
         }
     };
     let mut by: Option<FencedBy> = None;
@@ -277,11 +283,33 @@ pub(super) fn fenced_by(
             let all = by.as_ref().is_none_or(|b| b.provisional) && provisional;
             by = Some(FencedBy {
                 owner,
-                provisional: all,
+                provisional: all && start <= from,
             });
         }
     }
+    if start > from {
+        tracing::warn!(partition = %p, from, start,
+            "the changelog was deleted past this broker's last record: another broker owned \
+             the partition since");
+        by.get_or_insert(FencedBy {
+            owner: format!("another broker (the changelog now starts at {start})"),
+            provisional: false,
+        });
+    }
     Ok(by)
+}
+
+/// The records of `p` from `start` (the first kept) through `through`, if any.
+fn read_left(
+    log: &mut dyn Log,
+    p: PartitionId,
+    start: i64,
+    through: i64,
+) -> Result<Vec<(i64, Entry)>, LogError> {
+    if start > through {
+        return Ok(Vec::new());
+    }
+    log.read(p, start, through)
 }
 
 /// How long after its append a batch's effects may leave without looking at the changelog
