@@ -443,8 +443,9 @@ pub struct ClusterConfig {
     /// never by time),
     pub snapshot_interval_ms: u64,
     /// ... and the changelog batches appended since add up to at least this percentage of the
-    /// last snapshot's bytes (0: any growth), so a large state that changes little is not
-    /// rewritten whole every interval.
+    /// latest snapshot's bytes (0: any growth), so a large state that changes little is not
+    /// rewritten whole every interval. Applies once that snapshot is one this broker wrote
+    /// since it took the partition over; before, time alone decides.
     pub snapshot_min_growth_percent: u32,
     /// After a snapshot, delete the changelog records before it and the snapshot records
     /// before it (DeleteRecords). After a refusal no snapshot asks for 30 s, the wait

@@ -7,6 +7,7 @@ use super::core::Core;
 use super::error::CoreError;
 use super::flight::{Appended, Finish, Flight, Step};
 use super::processor::PartInput;
+use super::snapshots::Latest;
 use super::tickets;
 use super::OutboxKey;
 use crate::cluster::changelog::Checkpoint;
@@ -292,11 +293,15 @@ impl Core {
         self.shared.applied.notify_waiters();
         if let Some(plan) = self.snapshots.as_mut() {
             // the latest snapshot announced of each (read first: `due` may take a while)
-            let latest: BTreeMap<PartitionId, (i64, u64)> = match self.shared.directory.read() {
+            let latest: BTreeMap<PartitionId, Latest> = match self.shared.directory.read() {
                 Ok(d) => self
                     .owned
                     .iter()
-                    .filter_map(|p| d.snapshot(*p).map(|m| (*p, (m.next, m.bytes))))
+                    .filter_map(|p| {
+                        let m = d.snapshot(*p)?;
+                        let (next, bytes, keys) = (m.next, m.bytes, m.keys);
+                        Some((*p, Latest { next, bytes, keys }))
+                    })
                     .collect(),
                 Err(_) => BTreeMap::new(),
             };

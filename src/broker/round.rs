@@ -172,7 +172,7 @@ impl Core {
                     for (p, e) in entries {
                         if let Entry::Batch { writes, .. } = e {
                             if let Some(plan) = self.snapshots.as_mut() {
-                                plan.grew(p, crate::store::Write::bytes(&writes));
+                                plan.grew(p, &writes);
                             }
                             self.pending.entry(p).or_default().add(step.seq, &writes);
                             step.changed.push((p, writes));

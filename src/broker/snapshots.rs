@@ -27,12 +27,32 @@ pub(super) struct Plan {
     min_growth_percent: u64,
     /// Per owned partition: the changelog offset and time of its last snapshot (or take-over).
     last: BTreeMap<PartitionId, (i64, DateTime<Utc>)>,
-    /// Per owned partition: the bytes of the changelog batches this broker appended to it
-    /// since it took it over ([`crate::store::Write::bytes`]).
-    grown: BTreeMap<PartitionId, u64>,
-    /// Per owned partition: the snapshots this broker handed to the writer since, by the
-    /// changelog offset each stands for, with `grown` at the time.
-    marks: BTreeMap<PartitionId, BTreeMap<i64, u64>>,
+    /// Per owned partition: what the changelog batches this broker appended to it since it
+    /// took it over put and deleted.
+    grown: BTreeMap<PartitionId, Growth>,
+    /// Per owned partition: the latest snapshots this broker handed to the writer since (at
+    /// most [`MARKS`]), by the changelog offset each stands for, with `grown` at the time.
+    marks: BTreeMap<PartitionId, BTreeMap<i64, Growth>>,
+}
+
+/// The snapshots of a partition remembered with the growth at their time.
+const MARKS: usize = 8;
+
+/// What a partition's changelog batches wrote: about the bytes their puts take (table name,
+/// key, value and their lengths, as in a record or a chunk), and how many keys they deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Growth {
+    bytes: u64,
+    deletes: u64,
+}
+
+/// A partition's latest snapshot announced: the changelog offset it stands for, its bytes and
+/// keys (from its manifest).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Latest {
+    pub next: i64,
+    pub bytes: u64,
+    pub keys: u64,
 }
 
 impl Plan {
@@ -49,9 +69,15 @@ impl Plan {
         }
     }
 
-    /// A batch of `bytes` ([`crate::store::Write::bytes`]) appended to `p`'s changelog.
-    pub fn grew(&mut self, p: PartitionId, bytes: u64) {
-        *self.grown.entry(p).or_default() += bytes;
+    /// A batch of `writes` appended to `p`'s changelog.
+    pub fn grew(&mut self, p: PartitionId, writes: &[crate::store::Write]) {
+        let g = self.grown.entry(p).or_default();
+        for w in writes {
+            match &w.value {
+                Some(v) => g.bytes += (w.table.name().len() + w.key.len() + v.len() + 4) as u64,
+                None => g.deletes += 1,
+            }
+        }
     }
 
     /// Whether `p` grew enough since its latest snapshot (`latest`: the changelog offset it
@@ -61,27 +87,30 @@ impl Plan {
     /// way). Growth is known only since a snapshot this broker handed to the writer after its
     /// take-over; before that (a former owner's snapshot, or none), the interval alone decides,
     /// and the partitions take their turns as ever.
-    fn grown_enough(&self, p: PartitionId, latest: Option<(i64, u64)>) -> bool {
-        let Some((next, size)) = latest else {
+    /// A deleted key counts as the snapshot's mean entry: what it takes out of the next one.
+    fn grown_enough(&self, p: PartitionId, latest: Option<Latest>) -> bool {
+        let Some(l) = latest else {
             return true;
         };
-        let Some(at) = self.marks.get(&p).and_then(|m| m.get(&next)) else {
+        let Some(at) = self.marks.get(&p).and_then(|m| m.get(&l.next)) else {
             return true;
         };
-        let grown = self.grown.get(&p).copied().unwrap_or(0).saturating_sub(*at);
-        grown.saturating_mul(100) >= size.saturating_mul(self.min_growth_percent)
+        let now = self.grown.get(&p).copied().unwrap_or_default();
+        let deletes = now.deletes.saturating_sub(at.deletes);
+        let grown =
+            now.bytes.saturating_sub(at.bytes) + deletes.saturating_mul(l.bytes / l.keys.max(1));
+        grown.saturating_mul(100) >= l.bytes.saturating_mul(self.min_growth_percent)
     }
 
     /// Hands every owned partition that is due to the writer: `tail` is each one's last
-    /// changelog offset, `fences` its fence, `latest` its latest snapshot announced (the
-    /// changelog offset it stands for and its bytes).
+    /// changelog offset, `fences` its fence, `latest` its latest snapshot announced.
     pub fn due(
         &mut self,
         owned: &BTreeSet<PartitionId>,
         tail: &BTreeMap<PartitionId, i64>,
         fences: &BTreeMap<PartitionId, i64>,
         store: &Store,
-        latest: &BTreeMap<PartitionId, (i64, u64)>,
+        latest: &BTreeMap<PartitionId, Latest>,
         now: DateTime<Utc>,
     ) {
         for p in owned {
@@ -108,13 +137,16 @@ impl Plan {
                 fence: fences.get(p).copied(),
             });
             self.last.insert(*p, (next, now));
-            let grown = self.grown.get(p).copied().unwrap_or(0);
+            let grown = self.grown.get(p).copied().unwrap_or_default();
             let marks = self.marks.entry(*p).or_default();
             // the latest announced, and the ones after it (announced later, or never)
-            if let Some(&(known, _)) = latest.get(p) {
-                marks.retain(|&at, _| at >= known);
+            if let Some(l) = latest.get(p) {
+                marks.retain(|&at, _| at >= l.next);
             }
             marks.insert(next, grown);
+            while marks.len() > MARKS {
+                marks.pop_first();
+            }
         }
     }
 
@@ -127,7 +159,7 @@ impl Plan {
         let (records, time) = turn(p, parts, self.every_records, self.every);
         let records = if since == 0 { records } else { 0 };
         self.last.insert(p, (since - records, now - time));
-        self.grown.insert(p, 0);
+        self.grown.insert(p, Growth::default());
         self.marks.remove(&p);
     }
 
@@ -250,6 +282,25 @@ mod tests {
         }
     }
 
+    /// Puts of `n` bytes in all (as [`Plan::grew`] counts them) and `deletes` deletes.
+    fn batch(n: usize, deletes: usize) -> Vec<crate::store::Write> {
+        use crate::store::{Table, Write};
+        // "meta" + "k" + value + 4
+        let put = (n > 0).then(|| Write {
+            table: Table::Meta,
+            key: "k".into(),
+            value: Some(vec![b'x'; n - 9].into()),
+        });
+        let delete = Write {
+            table: Table::Meta,
+            key: "d".into(),
+            value: None,
+        };
+        put.into_iter()
+            .chain(std::iter::repeat_n(delete, deletes))
+            .collect()
+    }
+
     #[test]
     fn by_time_a_partition_waits_to_have_grown_by_a_share_of_its_last_snapshot() {
         let dir = tempfile::tempdir().unwrap();
@@ -264,49 +315,59 @@ mod tests {
         let mut plan = Plan::new(Box::new(jobs.clone()), &c);
         let (p, q) = (PartitionId(0), PartitionId(1));
         let t0 = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
-        // taken over: p from a former owner's snapshot at offset 10 (1,000 bytes), q without
+        // taken over: p from a former owner's snapshot at offset 10 (1,000 bytes in 10 keys),
+        // q without one
         plan.owned(p, 1, 10, t0);
         plan.owned(q, 1, 0, t0);
         let owned: BTreeSet<_> = [p, q].into();
         let fences = BTreeMap::new();
-        let due = |plan: &mut Plan, tail: i64, latest: (i64, u64), at: i64| {
+        let due = |plan: &mut Plan, tail: i64, next: i64, bytes: u64, at: i64| {
             let tail: BTreeMap<_, _> = [(p, tail), (q, tail)].into();
+            let latest = Latest {
+                next,
+                bytes,
+                keys: 10,
+            };
             let latest: BTreeMap<_, _> = [(p, latest)].into();
             let now = t0 + chrono::Duration::seconds(at);
             plan.due(&owned, &tail, &fences, &store, &latest, now);
             std::mem::take(&mut *jobs.0.lock().unwrap())
         };
-        plan.grew(p, 10);
+        plan.grew(p, &batch(10, 0));
         assert_eq!(
-            due(&mut plan, 20, (10, 1_000), 30),
+            due(&mut plan, 20, 10, 1_000, 30),
             vec![],
             "not yet an interval"
         );
         // an interval: how much p grew since the former owner's snapshot is not known here,
         // so time alone decides, for it as for q, which has none
-        assert_eq!(due(&mut plan, 20, (10, 1_000), 61), vec![(p, 21), (q, 21)]);
+        assert_eq!(due(&mut plan, 20, 10, 1_000, 61), vec![(p, 21), (q, 21)]);
         // from p's own snapshot on, half its bytes must be appended first
-        plan.grew(p, 499);
-        assert_eq!(due(&mut plan, 21, (21, 1_000), 130), vec![(q, 22)]);
-        plan.grew(p, 1);
-        assert_eq!(due(&mut plan, 22, (21, 1_000), 131), vec![(p, 23)]);
+        plan.grew(p, &batch(499, 0));
+        assert_eq!(due(&mut plan, 21, 21, 1_000, 130), vec![(q, 22)]);
+        plan.grew(p, &batch(0, 1));
+        assert_eq!(
+            due(&mut plan, 22, 21, 1_000, 131),
+            vec![(p, 23)],
+            "a delete counts as a mean entry of the snapshot (100 bytes)"
+        );
         // that snapshot never announced (its writing failed): growth counts from the one before
-        plan.grew(p, 1);
-        assert_eq!(due(&mut plan, 23, (21, 1_000), 200), vec![(p, 24), (q, 24)]);
+        plan.grew(p, &batch(0, 1));
+        assert_eq!(due(&mut plan, 23, 21, 1_000, 200), vec![(p, 24), (q, 24)]);
         // by count, growth does not matter
         assert_eq!(
-            due(&mut plan, 1_023, (24, 1_000_000), 201),
+            due(&mut plan, 1_023, 24, 1_000_000, 201),
             vec![(p, 1_024), (q, 1_024)]
         );
         // let go and taken over again: what it grew before is not counted
         plan.released(p);
         plan.owned(p, 1, 1_024, t0 + chrono::Duration::seconds(300));
-        plan.grew(p, 1);
+        plan.grew(p, &batch(10, 0));
         assert_eq!(
-            due(&mut plan, 1_030, (1_024, 1), 400),
+            due(&mut plan, 1_030, 1_024, 10, 400),
             vec![(p, 1_031), (q, 1_031)]
         );
-        assert_eq!(due(&mut plan, 1_031, (1_031, 1_000), 470), vec![(q, 1_032)]);
+        assert_eq!(due(&mut plan, 1_031, 1_031, 1_000, 470), vec![(q, 1_032)]);
         // with no share asked for, any change will do
         let c = crate::config::ClusterConfig {
             snapshot_min_growth_percent: 0,
@@ -315,8 +376,37 @@ mod tests {
         let mut plan = Plan::new(Box::new(jobs.clone()), &c);
         plan.owned(p, 1, 10, t0);
         plan.owned(q, 1, 10, t0);
-        assert_eq!(due(&mut plan, 11, (10, 1_000), 61), vec![(p, 12), (q, 12)]);
-        assert_eq!(due(&mut plan, 12, (12, 1_000), 122), vec![(p, 13), (q, 13)]);
+        assert_eq!(due(&mut plan, 11, 10, 1_000, 61), vec![(p, 12), (q, 12)]);
+        assert_eq!(due(&mut plan, 12, 12, 1_000, 122), vec![(p, 13), (q, 13)]);
+    }
+
+    #[test]
+    fn a_partition_remembers_its_latest_few_snapshots() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let c = crate::config::ClusterConfig {
+            snapshot_every_records: 1,
+            ..Default::default()
+        };
+        let mut plan = Plan::new(Box::new(Jobs::default()), &c);
+        let p = PartitionId(0);
+        let t0 = DateTime::from_timestamp(1_700_000_000, 0).unwrap();
+        plan.owned(p, 1, 0, t0);
+        let owned: BTreeSet<_> = [p].into();
+        // none announced: every one is remembered, up to the bound
+        for tail in 0..20 {
+            let tail: BTreeMap<_, _> = [(p, tail)].into();
+            plan.due(
+                &owned,
+                &tail,
+                &BTreeMap::new(),
+                &store,
+                &BTreeMap::new(),
+                t0,
+            );
+        }
+        let marks: Vec<i64> = plan.marks[&p].keys().copied().collect();
+        assert_eq!(marks, (13..=20).collect::<Vec<_>>());
     }
 
     #[test]

@@ -116,19 +116,6 @@ pub struct Write {
     pub value: Option<bytes::Bytes>,
 }
 
-impl Write {
-    /// About the bytes writes `ws` take in a changelog record or a snapshot chunk: each one's
-    /// table name, key and value, and a few bytes of their lengths.
-    pub fn bytes(ws: &[Write]) -> u64 {
-        ws.iter()
-            .map(|w| {
-                let value = w.value.as_ref().map_or(0, bytes::Bytes::len);
-                (w.table.name().len() + w.key.len() + value + 4) as u64
-            })
-            .sum()
-    }
-}
-
 /// Reads the store's layout version (absent: a store from before it was kept, layout 1),
 /// refuses a newer one, and records this broker's.
 fn check_layout(ks: &Keyspace, path: &Path) -> Result<()> {
