@@ -7,7 +7,7 @@
 //!   many instances of new keys are opened, so as many wait in the next, and no key is used
 //!   twice. The figure is the ratio of the median rates. Over all rounds together (the
 //!   opens and the compactions that ran meanwhile included), each side's broker CPU and
-//!   bytes written per continuation;
+//!   bytes written per continuation, and the bytes committed to each table of its store;
 //! - memory: the broker's RSS and its data directory per waiting instance;
 //! - restart: SIGKILL, then the time until the broker is assigned its partitions again and
 //!   until a continuation sent then has completed.
@@ -164,7 +164,7 @@ fn epoch_ms() -> i64 {
 
 /// What the broker did between two moments: rounds landed, inputs in them, changelog appends
 /// and their time to landing, CPU seconds (all threads).
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Default)]
 struct Phase {
     rounds: f64,
     inputs: f64,
@@ -175,6 +175,20 @@ struct Phase {
     kafka_cpu_secs: f64,
     /// bytes the broker wrote (its store's journal, flushes and compactions, and its logs)
     written: f64,
+    /// bytes of keys and values committed to each table of its store
+    committed: Vec<(String, f64)>,
+}
+
+/// Each table's `flowbroker_store_written_bytes_total` (`/metrics`).
+fn committed(metrics: &str) -> Vec<(String, f64)> {
+    metrics
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("flowbroker_store_written_bytes_total{table=\"")?;
+            let (table, bytes) = rest.split_once("\"} ")?;
+            Some((table.to_string(), bytes.parse().ok()?))
+        })
+        .collect()
 }
 
 impl Phase {
@@ -189,6 +203,7 @@ impl Phase {
             cpu_secs: b.cpu_secs().unwrap_or(0.0),
             kafka_cpu_secs: kafka.cpu_secs().unwrap_or(0.0),
             written: b.written_bytes().unwrap_or(0) as f64,
+            committed: committed(&m),
         }
     }
 
@@ -201,6 +216,14 @@ impl Phase {
             cpu_secs: self.cpu_secs - before.cpu_secs,
             kafka_cpu_secs: self.kafka_cpu_secs - before.kafka_cpu_secs,
             written: self.written - before.written,
+            committed: self
+                .committed
+                .iter()
+                .map(|(t, n)| {
+                    let was = before.committed.iter().find(|(b, _)| b == t);
+                    (t.clone(), n - was.map_or(0.0, |(_, b)| *b))
+                })
+                .collect(),
         }
     }
 
@@ -208,11 +231,19 @@ impl Phase {
     /// broker's CPU (compactions included, whenever they ran) and what it wrote.
     fn per_continuation(&self, continuations: u64) -> String {
         let n = continuations.max(1) as f64;
+        let mut tables: Vec<&(String, f64)> =
+            self.committed.iter().filter(|(_, b)| *b > 0.0).collect();
+        tables.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let tables: Vec<String> = tables
+            .iter()
+            .map(|(t, b)| format!("{t} {:.0} B", b / n))
+            .collect();
         format!(
-            "broker CPU {:.0} us and {:.1} KiB written per continuation, tansu CPU {:.0} us",
+            "broker CPU {:.0} us and {:.1} KiB written per continuation, tansu CPU {:.0} us; committed to the store per continuation: {}",
             self.cpu_secs * 1e6 / n,
             self.written / 1024.0 / n,
-            self.kafka_cpu_secs * 1e6 / n
+            self.kafka_cpu_secs * 1e6 / n,
+            tables.join(", ")
         )
     }
 

@@ -2,7 +2,8 @@
 //! tables (outbox, buffer, calls in flight), per state partition this broker owns. A
 //! partition's series come from its owner only (a store keeps the keys of partitions it owned
 //! before), so summing over the cluster's brokers counts every partition once. Then the
-//! store's own figures for this broker: segments, bytes on disk and in memory per table.
+//! store's own figures for this broker: segments, bytes on disk and in memory per table, and
+//! the bytes committed to each.
 
 use super::counters::Counter;
 use crate::cluster::partition::PartitionId;
@@ -123,5 +124,13 @@ pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError
         "Journal files of the embedded store (writes not flushed to its files yet).",
         vec![(String::new(), stats.journals as i64)],
     );
+    let name = "flowbroker_store_written_bytes_total";
+    let _ = writeln!(
+        s,
+        "# HELP {name} Bytes of keys and values committed to the embedded store since the broker started, by table (a delete counts its key; flushes and merges not counted).\n# TYPE {name} counter"
+    );
+    for t in &stats.tables {
+        let _ = writeln!(s, "{name}{{table=\"{}\"}} {}", t.table.name(), t.written);
+    }
     Ok(s)
 }

@@ -44,6 +44,7 @@ impl Store {
                     batch.remove(self.part(t), k.as_slice());
                 }
                 batch.commit()?;
+                self.written.add(t, run.iter().map(Vec::len).sum());
                 n += run.len() as u64;
             }
         }

@@ -86,6 +86,8 @@ pub struct Store {
     due: due::Hints,
     /// Open snapshots, which a tombstone merge waits for (`readers`, `compact`).
     readers: std::sync::Arc<readers::Readers>,
+    /// Bytes committed to each table (`stats`).
+    written: stats::Written,
 }
 
 /// Which keys a transaction sees and writes: the whole store, or the keys of one state
@@ -203,6 +205,7 @@ impl Store {
             parts,
             due: Default::default(),
             readers: Default::default(),
+            written: Default::default(),
         })
     }
 
@@ -276,6 +279,10 @@ impl Store {
             }
         }
         batch.commit()?;
+        for w in writes {
+            let value = w.value.as_ref().map_or(0, |v| v.len());
+            self.written.add(w.table, w.key.len() + value);
+        }
         let mode = if sync {
             PersistMode::SyncAll
         } else {

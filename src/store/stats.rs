@@ -1,9 +1,26 @@
 //! What the store holds on disk and in memory, per table, for `/metrics` (docs/store.md
 //! "Memory"): fjall's segments (files), their bytes, the bloom filters it keeps in memory for
-//! them, and the write buffer over every table.
+//! them, the write buffer over every table, and the bytes each table was written since the
+//! store opened.
 
 use super::{Store, Table};
 use fjall::AbstractTree;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Bytes of keys and values committed to each table since the store opened (deletes count
+/// their key), counted as [`Store::apply`] (and [`Store::clear`]) hand them to the store.
+#[derive(Debug, Default)]
+pub(super) struct Written([AtomicU64; Table::ALL.len()]);
+
+impl Written {
+    pub(super) fn add(&self, table: Table, bytes: usize) {
+        self.0[table as usize].fetch_add(bytes as u64, Ordering::Relaxed);
+    }
+
+    fn get(&self, table: Table) -> u64 {
+        self.0[table as usize].load(Ordering::Relaxed)
+    }
+}
 
 /// One table's share of the store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -17,6 +34,9 @@ pub struct TableStats {
     pub filter_bytes: usize,
     /// Tombstones (deletes, of keys there or not) still in the segments (`compact`).
     pub tombstones: u64,
+    /// Bytes of keys and values committed to it since the store opened (a delete counts its
+    /// key); what its flushes and merges then write again is not counted.
+    pub written: u64,
 }
 
 /// The whole store's figures.
@@ -44,6 +64,7 @@ impl Store {
                         disk_bytes: part.disk_space(),
                         filter_bytes: part.tree.bloom_filter_size(),
                         tombstones: self.garbage(table).tombstones,
+                        written: self.written.get(table),
                     }
                 })
                 .collect(),
@@ -77,6 +98,28 @@ mod tests {
         assert_eq!(t.segments, 1, "{after:?}");
         assert!(t.disk_bytes > 0 && t.filter_bytes > 0, "{t:?}");
         assert_eq!(after.tables.len(), Table::ALL.len());
+    }
+
+    #[test]
+    fn committed_bytes_are_counted_per_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let written = |t: Table| {
+            let stats = store.stats();
+            stats.tables.iter().find(|s| s.table == t).unwrap().written
+        };
+        let tx = store.write().unwrap();
+        tx.put(Table::Seen, "abc", &12345).unwrap();
+        tx.put(Table::Meta, "n", &1).unwrap();
+        assert_eq!(written(Table::Seen), 0, "nothing counts before the commit");
+        tx.commit().unwrap();
+        assert_eq!(written(Table::Seen), 3 + 5);
+        assert_eq!(written(Table::Meta), 1 + 1);
+        let tx = store.write().unwrap();
+        tx.delete(Table::Seen, "abc").unwrap();
+        tx.commit().unwrap();
+        assert_eq!(written(Table::Seen), 3 + 5 + 3, "a delete counts its key");
+        assert_eq!(written(Table::Instances), 0);
     }
 
     #[test]
