@@ -292,18 +292,17 @@ impl Core {
         // requests waiting to read what they wrote look again (`http::barrier`)
         self.shared.applied.notify_waiters();
         if let Some(plan) = self.snapshots.as_mut() {
-            // the latest snapshot announced of each (read first: `due` may take a while)
-            let latest: BTreeMap<PartitionId, Latest> = match self.shared.directory.read() {
-                Ok(d) => self
-                    .owned
-                    .iter()
-                    .filter_map(|p| {
-                        let m = d.snapshot(*p)?;
-                        let (next, bytes, keys) = (m.next, m.bytes, m.keys);
-                        Some((*p, Latest { next, bytes, keys }))
-                    })
-                    .collect(),
-                Err(_) => BTreeMap::new(),
+            // the latest snapshot announced of a partition (`due` reads it only for one whose
+            // interval has passed, or that it hands to the writer)
+            let directory = &self.shared.directory;
+            let latest = |p: PartitionId| {
+                let d = directory.read().ok()?;
+                let m = d.snapshot(p)?;
+                Some(Latest {
+                    next: m.next,
+                    bytes: m.bytes,
+                    keys: m.keys,
+                })
             };
             plan.due(
                 &self.owned,

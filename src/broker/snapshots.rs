@@ -103,14 +103,15 @@ impl Plan {
     }
 
     /// Hands every owned partition that is due to the writer: `tail` is each one's last
-    /// changelog offset, `fences` its fence, `latest` its latest snapshot announced.
+    /// changelog offset, `fences` its fence, `latest` looks up its latest snapshot announced
+    /// (only for a partition whose interval has passed, or that is handed over).
     pub fn due(
         &mut self,
         owned: &BTreeSet<PartitionId>,
         tail: &BTreeMap<PartitionId, i64>,
         fences: &BTreeMap<PartitionId, i64>,
         store: &Store,
-        latest: &BTreeMap<PartitionId, Latest>,
+        latest: &dyn Fn(PartitionId) -> Option<Latest>,
         now: DateTime<Utc>,
     ) {
         for p in owned {
@@ -122,7 +123,7 @@ impl Plan {
             let by_time = self.every > chrono::Duration::zero()
                 && next > last
                 && now - at >= self.every
-                && self.grown_enough(*p, latest.get(p).copied());
+                && self.grown_enough(*p, latest(*p));
             if !(by_count || by_time) || self.writer.running(*p) {
                 continue;
             }
@@ -140,7 +141,7 @@ impl Plan {
             let grown = self.grown.get(p).copied().unwrap_or_default();
             let marks = self.marks.entry(*p).or_default();
             // the latest announced, and the ones after it (announced later, or never)
-            if let Some(l) = latest.get(p) {
+            if let Some(l) = latest(*p) {
                 marks.retain(|&at, _| at >= l.next);
             }
             marks.insert(next, grown);
@@ -328,7 +329,7 @@ mod tests {
                 bytes,
                 keys: 10,
             };
-            let latest: BTreeMap<_, _> = [(p, latest)].into();
+            let latest = |of: PartitionId| (of == p).then_some(latest);
             let now = t0 + chrono::Duration::seconds(at);
             plan.due(&owned, &tail, &fences, &store, &latest, now);
             std::mem::take(&mut *jobs.0.lock().unwrap())
@@ -396,14 +397,7 @@ mod tests {
         // none announced: every one is remembered, up to the bound
         for tail in 0..20 {
             let tail: BTreeMap<_, _> = [(p, tail)].into();
-            plan.due(
-                &owned,
-                &tail,
-                &BTreeMap::new(),
-                &store,
-                &BTreeMap::new(),
-                t0,
-            );
+            plan.due(&owned, &tail, &BTreeMap::new(), &store, &|_| None, t0);
         }
         let marks: Vec<i64> = plan.marks[&p].keys().copied().collect();
         assert_eq!(marks, (13..=20).collect::<Vec<_>>());
