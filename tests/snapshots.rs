@@ -6,6 +6,7 @@
 mod support;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 use support::*;
 
 #[test]
@@ -73,4 +74,74 @@ fn a_broker_with_an_empty_data_dir_restores_every_instance_from_snapshots_and_a_
     out.wait_events("flowbroker.instance.completed", N, 60);
     let done = out.events("flowbroker.instance.completed").len();
     assert_eq!(done, N, "each order completed once");
+}
+
+/// Snapshots by time wait for the changelog to grow (`cluster.snapshot_min_growth_percent`,
+/// 50% by default, of the latest snapshot's bytes): a trickle of changes over three intervals
+/// writes at most the one snapshot the load still had due, and growth past the share writes
+/// the next. Without the gate, the trickle would write one every interval.
+#[test]
+fn snapshots_by_time_wait_for_the_changelog_to_grow() {
+    const N: usize = 2_000;
+    const INTERVAL: Duration = Duration::from_secs(2);
+    let kafka = Kafka::start();
+    let out = kafka.collect(&["flowbroker.lifecycle"]);
+    let interval_ms = INTERVAL.as_millis().to_string();
+    let env = [
+        ("FLOWBROKER_CLUSTER_PARTITIONS", "1"),
+        ("FLOWBROKER_CLUSTER_SNAPSHOT_EVERY_RECORDS", "0"),
+        (
+            "FLOWBROKER_CLUSTER_SNAPSHOT_INTERVAL_MS",
+            interval_ms.as_str(),
+        ),
+    ];
+    let a = Broker::start(&kafka, &[("order.yaml", ORDER)], &env);
+    let p = kafka.producer();
+    for i in 0..N {
+        send_order(&p, "order.placed", i);
+    }
+    out.wait_events("flowbroker.instance.started", N, 120);
+    let written = || a.log().matches("snapshot written").count();
+    let latest = || {
+        let m = a.metrics();
+        let offset = metric_sum(&m, "flowbroker_snapshot_offset", "partition=\"0\"");
+        let bytes = metric_sum(&m, "flowbroker_snapshot_bytes", "partition=\"0\"");
+        (offset, bytes)
+    };
+    let (_, loaded) = wait_for(60, "a snapshot of the loaded state announced", || {
+        let (offset, bytes) = latest();
+        (offset > 0).then_some((offset, bytes))
+    });
+
+    // a trickle: one payment at a time, each waited for, for three intervals
+    let before = written();
+    let t = Instant::now();
+    let mut paid = 0;
+    while t.elapsed() < 3 * INTERVAL {
+        send_order(&p, "order.paid", paid);
+        paid += 1;
+        out.wait_events("flowbroker.instance.completed", paid, 30);
+    }
+    let during = written() - before;
+    let (after_trickle, bytes) = latest();
+    eprintln!(
+        "{paid} payments over {:?}: {during} snapshots written (latest at offset \
+         {after_trickle}, {bytes} bytes; the loaded state's was {loaded} bytes)",
+        t.elapsed()
+    );
+    assert!(
+        during <= 1,
+        "a trickle of {paid} payments over three intervals wrote {during} snapshots"
+    );
+    assert!(paid >= 3, "the trickle spanned several rounds: {paid}");
+
+    // as many instances again: more than half the latest snapshot's bytes
+    for i in N..2 * N {
+        send_order(&p, "order.placed", i);
+    }
+    out.wait_events("flowbroker.instance.started", 2 * N, 120);
+    wait_for(60, "a snapshot of the grown state announced", || {
+        let (offset, bytes) = latest();
+        (offset > after_trickle && bytes > loaded).then_some(())
+    });
 }

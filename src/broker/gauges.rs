@@ -3,9 +3,11 @@
 //! partition's series come from its owner only (a store keeps the keys of partitions it owned
 //! before), so summing over the cluster's brokers counts every partition once. Then the
 //! store's own figures for this broker: segments, bytes on disk and in memory per table, and
-//! the bytes committed to each.
+//! the bytes committed to each. Then, from the cluster's directory, the latest snapshot
+//! announced of each owned partition.
 
 use super::counters::Counter;
+use crate::cluster::directory::Directory;
 use crate::cluster::partition::PartitionId;
 use crate::engine::Status;
 use crate::store::{Scope, Store, StoreError, Table};
@@ -133,4 +135,34 @@ pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError
         let _ = writeln!(s, "{name}{{table=\"{}\"}} {}", t.table.name(), t.written);
     }
     Ok(s)
+}
+
+/// The latest snapshot announced (on the owners topic, as this broker has read it so far) of
+/// each partition in `owned` that has one: the changelog offset it stands for, and its bytes.
+pub fn latest_snapshots(directory: &std::sync::RwLock<Directory>, owned: &[PartitionId]) -> String {
+    let rows: Vec<(PartitionId, i64, u64)> = match directory.read() {
+        Ok(d) => owned
+            .iter()
+            .filter_map(|&p| d.snapshot(p).map(|m| (p, m.next, m.bytes)))
+            .collect(),
+        Err(_) => vec![],
+    };
+    let mut s = String::new();
+    let mut family = |name: &str, help: &str, values: Vec<(PartitionId, String)>| {
+        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge");
+        for (p, v) in values {
+            let _ = writeln!(s, "{name}{{partition=\"{p}\"}} {v}");
+        }
+    };
+    family(
+        "flowbroker_snapshot_offset",
+        "The changelog offset the latest snapshot announced of an owned state partition stands for (restores read the changelog from there).",
+        rows.iter().map(|r| (r.0, r.1.to_string())).collect(),
+    );
+    family(
+        "flowbroker_snapshot_bytes",
+        "Bytes of keys and values in the latest snapshot announced of an owned state partition.",
+        rows.iter().map(|r| (r.0, r.2.to_string())).collect(),
+    );
+    s
 }

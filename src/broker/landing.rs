@@ -133,6 +133,10 @@ impl Core {
             if let Some(pending) = self.pending.get_mut(&p) {
                 pending.settle(seq, &w);
             }
+            // (counted once the batch stands: a void one is not in the changelog's state)
+            if let Some(plan) = self.snapshots.as_mut() {
+                plan.grew(p, &w);
+            }
             writes.extend(w);
         }
         // a void batch lets nothing out; its requests are told to retry and its direct input

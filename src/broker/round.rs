@@ -171,9 +171,6 @@ impl Core {
                     landed.push(log.send(&entries)?);
                     for (p, e) in entries {
                         if let Entry::Batch { writes, .. } = e {
-                            if let Some(plan) = self.snapshots.as_mut() {
-                                plan.grew(p, &writes);
-                            }
                             self.pending.entry(p).or_default().add(step.seq, &writes);
                             step.changed.push((p, writes));
                         }

@@ -69,7 +69,7 @@ impl Plan {
         }
     }
 
-    /// A batch of `writes` appended to `p`'s changelog.
+    /// A batch of `writes` appended to `p`'s changelog, landed and standing.
     pub fn grew(&mut self, p: PartitionId, writes: &[crate::store::Write]) {
         let g = self.grown.entry(p).or_default();
         for w in writes {

@@ -258,16 +258,19 @@ pub async fn ready(State(s): State<AppState>) -> Response {
 
 pub async fn metrics(State(s): State<AppState>) -> Result<impl IntoResponse, ApiError> {
     let owned: Vec<_> = s.shared.owned().into_keys().collect();
+    let latest = crate::broker::gauges::latest_snapshots(&s.shared.directory, &owned);
     // counting tables and waiting out a tombstone merge are for a blocking thread
     let store = s.store.clone();
-    let gauges = tokio::task::spawn_blocking(move || crate::broker::gauges::gauges(&store, &owned))
-        .await
-        .map_err(|e| {
-            ApiError(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("the metrics task failed: {e}"),
-            )
-        })??;
+    let mut gauges =
+        tokio::task::spawn_blocking(move || crate::broker::gauges::gauges(&store, &owned))
+            .await
+            .map_err(|e| {
+                ApiError(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    format!("the metrics task failed: {e}"),
+                )
+            })??;
+    gauges.push_str(&latest);
     Ok((
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         s.metrics.render(&gauges),
