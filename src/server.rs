@@ -212,6 +212,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     core.attach_snapshots(Box::new(crate::kafka::snapshots::start(
         &cfg,
         owner.clone(),
+        shared.clone(),
     )?));
     // definitions: this broker's own files, and (with a definitions topic) every other
     // broker's, read to the topic's end before anything is consumed

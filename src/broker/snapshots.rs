@@ -28,7 +28,7 @@ pub(super) struct Plan {
     /// Per owned partition: the changelog offset and time of its last snapshot (or take-over).
     last: BTreeMap<PartitionId, (i64, DateTime<Utc>)>,
     /// Per owned partition: what the changelog batches this broker appended to it since it
-    /// took it over put and deleted.
+    /// took it over put and deleted, counted as each landed and stood.
     grown: BTreeMap<PartitionId, Growth>,
     /// Per owned partition: the latest snapshots this broker handed to the writer since (at
     /// most [`MARKS`]), by the changelog offset each stands for, with `grown` at the time.

@@ -1,11 +1,13 @@
 //! Writing snapshots (docs/scale.md "Snapshots"), on a thread of its own so the core goes on
 //! applying: a [`Job`] holds a state partition's keys as of one changelog offset; its chunks
 //! go to partition `p` of the snapshot topic (a few in flight at a time), then its
-//! [`Manifest`] to the owners topic, where every broker reads it. Then the changelog before the
+//! [`Manifest`] to the owners topic, where every broker reads it (this one's directory takes it
+//! at once, before the partition can come due again). Then the changelog before the
 //! snapshot and the snapshot topic before its first chunk are deleted (DeleteRecords), where
 //! the Kafka broker implements it.
 
 use super::{client_config, KafkaError};
+use crate::broker::shared::Shared;
 use crate::cluster::partition::PartitionId;
 use crate::cluster::snapshot::{encode_chunk, Job, Manifest, Writer, FORMAT};
 use crate::config::Config;
@@ -73,8 +75,8 @@ struct Thread {
     trim_refused: Mutex<Refusals>,
 }
 
-/// Starts the writer thread.
-pub fn start(cfg: &Config, broker: String) -> Result<Snapshots, KafkaError> {
+/// Starts the writer thread; `shared`'s directory learns each snapshot it announces.
+pub fn start(cfg: &Config, broker: String, shared: Arc<Shared>) -> Result<Snapshots, KafkaError> {
     let k = &cfg.kafka;
     let client = |what| {
         move |source| KafkaError::Client {
@@ -117,6 +119,12 @@ pub fn start(cfg: &Config, broker: String) -> Result<Snapshots, KafkaError> {
                 let t0 = Instant::now();
                 match w.write(&job) {
                     Ok(m) => {
+                        // known here now, not once the owners topic is read back: the
+                        // partition's next turn (`broker::snapshots::Plan::due`) measures its
+                        // growth from this snapshot, and could otherwise find the one before
+                        if let Ok(mut d) = shared.directory.write() {
+                            d.offer_snapshot(m.clone());
+                        }
                         let trimmed = w.trim(&m);
                         tracing::info!(partition = %p, next = m.next, keys = m.keys,
                             bytes = m.bytes, chunks = m.last - m.first + 1, trimmed,
