@@ -132,11 +132,7 @@ impl Entry {
         if found < 2 {
             return Err(corrupt(format!("a binary record of format {found}")));
         }
-        let (wire, rest): (Wire<'_>, _) =
-            postcard::take_from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
-        if !rest.is_empty() {
-            return Err(corrupt(format!("{} bytes after the record", rest.len())));
-        }
+        let wire: Wire<'_> = super::postcard_whole(body, "record").map_err(corrupt)?;
         match wire {
             Wire::Fence { owner, provisional } => Ok(Entry::Fence {
                 owner: owner.to_string(),

@@ -32,6 +32,20 @@ use changelog::Entry;
 use partition::PartitionId;
 use work::Work;
 
+/// The body of a binary changelog record or snapshot chunk (after its marker and format
+/// bytes): one postcard value and nothing after it. The error says what is wrong with it;
+/// `what` names the record or chunk.
+pub(crate) fn postcard_whole<'a, T: serde::Deserialize<'a>>(
+    body: &'a [u8],
+    what: &str,
+) -> Result<T, String> {
+    let (value, rest) = postcard::take_from_bytes(body).map_err(|e| e.to_string())?;
+    match rest.len() {
+        0 => Ok(value),
+        n => Err(format!("{n} bytes after the {what}")),
+    }
+}
+
 /// Why the Kafka side of the cluster failed a call; the core stops on it (it restarts from
 /// the last batch the changelog acknowledged).
 #[derive(Debug, thiserror::Error)]

@@ -187,11 +187,7 @@ fn decode_binary(bytes: &[u8]) -> Result<(u32, i64, Vec<Write>), SnapshotError> 
     if format < 4 {
         return Err(corrupt(format!("a binary chunk of format {format}")));
     }
-    let (wire, rest): (Wire<'_>, _) =
-        postcard::take_from_bytes(body).map_err(|e| corrupt(e.to_string()))?;
-    if !rest.is_empty() {
-        return Err(corrupt(format!("{} bytes after the chunk", rest.len())));
-    }
+    let wire: Wire<'_> = super::postcard_whole(body, "chunk").map_err(corrupt)?;
     let writes = wire
         .puts
         .into_iter()
