@@ -271,18 +271,20 @@ impl Store {
         // (the keyspace persists its journal by hand, so a batch needs no durability of its
         // own: `Keyspace::batch` would set none either, only without the capacity)
         let mut batch = fjall::Batch::with_capacity(self.ks.clone(), writes.len());
+        let mut bytes = [0usize; Table::ALL.len()];
         for w in writes {
             let part = self.part(w.table);
+            bytes[w.table as usize] += w.key.len();
             match &w.value {
-                Some(v) => batch.insert(part, w.key.as_bytes(), &v[..]),
+                Some(v) => {
+                    bytes[w.table as usize] += v.len();
+                    batch.insert(part, w.key.as_bytes(), &v[..])
+                }
                 None => batch.remove(part, w.key.as_bytes()),
             }
         }
         batch.commit()?;
-        for w in writes {
-            let value = w.value.as_ref().map_or(0, |v| v.len());
-            self.written.add(w.table, w.key.len() + value);
-        }
+        self.written.add_all(&bytes);
         let mode = if sync {
             PersistMode::SyncAll
         } else {

@@ -17,6 +17,15 @@ impl Written {
         self.0[table as usize].fetch_add(bytes as u64, Ordering::Relaxed);
     }
 
+    /// Adds one batch's bytes, indexed by table.
+    pub(super) fn add_all(&self, bytes: &[usize; Table::ALL.len()]) {
+        for (n, b) in self.0.iter().zip(bytes) {
+            if *b > 0 {
+                n.fetch_add(*b as u64, Ordering::Relaxed);
+            }
+        }
+    }
+
     fn get(&self, table: Table) -> u64 {
         self.0[table as usize].load(Ordering::Relaxed)
     }
