@@ -150,14 +150,21 @@ fn table_options(t: Table) -> fjall::PartitionCreateOptions {
         o = o.bloom_filter_bits(None);
     }
     if t.read_at_random() {
-        o = o.block_size(SMALL_BLOCK);
+        o = o.block_size(INDEX_BLOCK);
+        o.data_block_size = DATA_BLOCK;
     }
     o
 }
 
-/// The data and index block size of the tables read at random ([`Table::read_at_random`];
-/// fjall's default, 4 KiB, for the rest).
-const SMALL_BLOCK: u32 = 1024;
+/// The data block size of the tables read at random ([`Table::read_at_random`]; fjall's
+/// default, 4 KiB, for the rest): a read that misses the cache decodes one block. Smaller
+/// blocks make that cheaper but the block index larger (an entry per block), and with a
+/// million instances the index no longer stays in the cache (docs/store.md "Memory").
+const DATA_BLOCK: u32 = 2048;
+
+/// The index block size of the tables read at random: a read that misses the cache loads
+/// one index block besides its data block.
+const INDEX_BLOCK: u32 = 1024;
 
 /// What the store keeps in memory at most, in bytes (`[store]` in the configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
