@@ -126,10 +126,14 @@ impl Table {
         self.time_keyed() || matches!(self, Table::Outbox | Table::Waits)
     }
 
-    /// Read a key at a time, at random over a table that grows with the instances or events
+    /// Read at random, a key at a time or the few entries under a key's prefix (`waits`: an
+    /// event's waiting instances), over a table that grows with the instances or events
     /// kept: reading one entry from disk decodes its whole block, so these have small blocks.
     pub fn read_at_random(self) -> bool {
-        matches!(self, Table::Instances | Table::Active | Table::Seen)
+        matches!(
+            self,
+            Table::Instances | Table::Active | Table::Seen | Table::Waits
+        )
     }
 }
 
