@@ -72,6 +72,8 @@ fn tombstones_of_expired_instances_are_merged_away_and_the_instances_stay_delete
     let m = broker.metrics();
     let files = metric_sum(&m, "flowbroker_store_segments", "table=\"instances\"");
     assert!(files > 0, "the instances table has files on disk");
+    let flushes = metric_sum(&m, "flowbroker_store_flushes_total", "table=\"instances\"");
+    assert!(flushes > 0, "its files came from memtable flushes, counted");
     assert_eq!(listed(), 0, "no deleted instance came back");
     // the store still works after the merges: a new event completes
     kafka

@@ -134,6 +134,14 @@ pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError
     for t in &stats.tables {
         let _ = writeln!(s, "{name}{{table=\"{}\"}} {}", t.table.name(), t.written);
     }
+    let name = "flowbroker_store_flushes_total";
+    let _ = writeln!(
+        s,
+        "# HELP {name} Memtable flushes of the embedded store since the broker started, by table: each writes a file to the table's first level, and every few bring a merge.\n# TYPE {name} counter"
+    );
+    for t in &stats.tables {
+        let _ = writeln!(s, "{name}{{table=\"{}\"}} {}", t.table.name(), t.flushes);
+    }
     Ok(s)
 }
 

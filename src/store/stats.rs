@@ -1,7 +1,7 @@
 //! What the store holds on disk and in memory, per table, for `/metrics` (docs/store.md
 //! "Memory"): fjall's segments (files), their bytes, the bloom filters it keeps in memory for
-//! them, the write buffer over every table, and the bytes each table was written since the
-//! store opened.
+//! them, the write buffer over every table, the bytes each table was written and its
+//! memtable flushes since the store opened.
 
 use super::{Store, Table};
 use fjall::AbstractTree;
@@ -46,6 +46,9 @@ pub struct TableStats {
     /// Bytes of keys and values committed to it since the store opened (a delete counts its
     /// key); what its flushes and merges then write again is not counted.
     pub written: u64,
+    /// Memtable flushes since the store opened: each wrote a file to the table's first level,
+    /// and every few of them bring a merge (docs/store.md "Memory").
+    pub flushes: u64,
 }
 
 /// The whole store's figures.
@@ -74,6 +77,7 @@ impl Store {
                         filter_bytes: part.tree.bloom_filter_size(),
                         tombstones: self.garbage(table).tombstones,
                         written: self.written.get(table),
+                        flushes: part.flushes_completed() as u64,
                     }
                 })
                 .collect(),
@@ -105,6 +109,9 @@ mod tests {
         let after = store.stats();
         let t = seen(&after);
         assert_eq!(t.segments, 1, "{after:?}");
+        assert_eq!((seen(&before).flushes, t.flushes), (0, 1));
+        let all: u64 = after.tables.iter().map(|t| t.flushes).sum();
+        assert_eq!(all, 1, "only `seen` was flushed: {after:?}");
         assert!(t.disk_bytes > 0 && t.filter_bytes > 0, "{t:?}");
         assert_eq!(after.tables.len(), Table::ALL.len());
     }
