@@ -7,7 +7,8 @@
 //!   many instances of new keys are opened, so as many wait in the next, and no key is used
 //!   twice. The figure is the ratio of the median rates. Over all rounds together (the
 //!   opens and the compactions that ran meanwhile included), each side's broker CPU and
-//!   bytes written per continuation, and the bytes committed to each table of its store;
+//!   bytes written per continuation, the bytes committed to each table of its store, and
+//!   each table's memtable flushes;
 //! - memory: the broker's RSS and its data directory per waiting instance;
 //! - restart: SIGKILL, then the time until the broker is assigned its partitions again and
 //!   until a continuation sent then has completed.
@@ -177,18 +178,39 @@ struct Phase {
     written: f64,
     /// bytes of keys and values committed to each table of its store
     committed: Vec<(String, f64)>,
+    /// memtable flushes of each table
+    flushes: Vec<(String, f64)>,
 }
 
-/// Each table's `flowbroker_store_written_bytes_total` (`/metrics`).
-fn committed(metrics: &str) -> Vec<(String, f64)> {
+/// Each table's figure of the `/metrics` family `name` (`..._total{table="..."}`).
+fn by_table(metrics: &str, name: &str) -> Vec<(String, f64)> {
+    let prefix = format!("{name}{{table=\"");
     metrics
         .lines()
         .filter_map(|line| {
-            let rest = line.strip_prefix("flowbroker_store_written_bytes_total{table=\"")?;
-            let (table, bytes) = rest.split_once("\"} ")?;
-            Some((table.to_string(), bytes.parse().ok()?))
+            let rest = line.strip_prefix(&prefix)?;
+            let (table, n) = rest.split_once("\"} ")?;
+            Some((table.to_string(), n.parse().ok()?))
         })
         .collect()
+}
+
+/// `now - before`, table by table.
+fn minus(now: &[(String, f64)], before: &[(String, f64)]) -> Vec<(String, f64)> {
+    now.iter()
+        .map(|(t, n)| {
+            let was = before.iter().find(|(b, _)| b == t);
+            (t.clone(), n - was.map_or(0.0, |(_, b)| *b))
+        })
+        .collect()
+}
+
+/// The tables with a figure above 0, largest first, each as `format`s it.
+fn listed(figures: &[(String, f64)], format: impl Fn(&str, f64) -> String) -> String {
+    let mut some: Vec<&(String, f64)> = figures.iter().filter(|(_, n)| *n > 0.0).collect();
+    some.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let list: Vec<String> = some.iter().map(|(t, n)| format(t, *n)).collect();
+    list.join(", ")
 }
 
 impl Phase {
@@ -203,7 +225,8 @@ impl Phase {
             cpu_secs: b.cpu_secs().unwrap_or(0.0),
             kafka_cpu_secs: kafka.cpu_secs().unwrap_or(0.0),
             written: b.written_bytes().unwrap_or(0) as f64,
-            committed: committed(&m),
+            committed: by_table(&m, "flowbroker_store_written_bytes_total"),
+            flushes: by_table(&m, "flowbroker_store_flushes_total"),
         }
     }
 
@@ -216,34 +239,23 @@ impl Phase {
             cpu_secs: self.cpu_secs - before.cpu_secs,
             kafka_cpu_secs: self.kafka_cpu_secs - before.kafka_cpu_secs,
             written: self.written - before.written,
-            committed: self
-                .committed
-                .iter()
-                .map(|(t, n)| {
-                    let was = before.committed.iter().find(|(b, _)| b == t);
-                    (t.clone(), n - was.map_or(0.0, |(_, b)| *b))
-                })
-                .collect(),
+            committed: minus(&self.committed, &before.committed),
+            flushes: minus(&self.flushes, &before.flushes),
         }
     }
 
     /// Over whole rounds (continuations and the opens after them), per continuation: the
-    /// broker's CPU (compactions included, whenever they ran) and what it wrote.
+    /// broker's CPU (compactions included, whenever they ran) and what it wrote; and each
+    /// table's memtable flushes over them all.
     fn per_continuation(&self, continuations: u64) -> String {
         let n = continuations.max(1) as f64;
-        let mut tables: Vec<&(String, f64)> =
-            self.committed.iter().filter(|(_, b)| *b > 0.0).collect();
-        tables.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let tables: Vec<String> = tables
-            .iter()
-            .map(|(t, b)| format!("{t} {:.0} B", b / n))
-            .collect();
         format!(
-            "broker CPU {:.0} us and {:.1} KiB written per continuation, tansu CPU {:.0} us; committed to the store per continuation: {}",
+            "broker CPU {:.0} us and {:.1} KiB written per continuation, tansu CPU {:.0} us; committed to the store per continuation: {}; memtable flushes: {}",
             self.cpu_secs * 1e6 / n,
             self.written / 1024.0 / n,
             self.kafka_cpu_secs * 1e6 / n,
-            tables.join(", ")
+            listed(&self.committed, |t, b| format!("{t} {:.0} B", b / n)),
+            listed(&self.flushes, |t, f| format!("{t} {f:.0}")),
         )
     }
 
