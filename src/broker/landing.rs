@@ -15,6 +15,10 @@ use crate::cluster::partition::PartitionId;
 use crate::store::Write;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// A store commit that takes this long is logged as a warning (all are in
+/// `flowbroker_store_commit_seconds`).
+const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 impl Core {
     /// Lands every round in flight, oldest first, waiting for their appends. `inputs` are
     /// the inputs of a round being built (a partition lost meanwhile lets them go).
@@ -169,10 +173,21 @@ impl Core {
         // with a changelog, the local store is a cache of it: no need to wait for the disk
         let sync = !lazy && self.log.is_none();
         self.store.apply(&writes, sync)?;
+        let took = t0.elapsed();
         self.metrics
             .commit_seconds
             .with_label_values(&[] as &[&str])
-            .observe(t0.elapsed().as_secs_f64());
+            .observe(took.as_secs_f64());
+        if took >= SLOW_COMMIT {
+            // fjall logs its stalls at `info`, which the default filter leaves out
+            tracing::warn!(
+                took_ms = took.as_millis() as u64,
+                writes = writes.len(),
+                "a store commit was slow: the store holds commits back while its memtables not \
+                 flushed yet fill store.write_buffer_mib, or the disk is slow (docs/store.md \
+                 \"Memory\")"
+            );
+        }
         // paused between the append and here (a stopped or starved process) long enough for
         // the group to move a partition: its effects stay in (the new owner sends them). The
         // records let out below carry the time of this check (`LetOut::at`)
