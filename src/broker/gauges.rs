@@ -126,21 +126,24 @@ pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError
         "Journal files of the embedded store (writes not flushed to its files yet).",
         vec![(String::new(), stats.journals as i64)],
     );
-    let name = "flowbroker_store_written_bytes_total";
-    let _ = writeln!(
-        s,
-        "# HELP {name} Bytes of keys and values committed to the embedded store since the broker started, by table (a delete counts its key; flushes and merges not counted).\n# TYPE {name} counter"
-    );
-    for t in &stats.tables {
-        let _ = writeln!(s, "{name}{{table=\"{}\"}} {}", t.table.name(), t.written);
-    }
-    let name = "flowbroker_store_flushes_total";
-    let _ = writeln!(
-        s,
-        "# HELP {name} Memtable flushes of the embedded store since the broker started, by table: each writes a file to the table's first level, and every few bring a merge.\n# TYPE {name} counter"
-    );
-    for t in &stats.tables {
-        let _ = writeln!(s, "{name}{{table=\"{}\"}} {}", t.table.name(), t.flushes);
+    type Count = fn(&crate::store::TableStats) -> u64;
+    let counters: [(&str, &str, Count); 2] = [
+        (
+            "flowbroker_store_written_bytes_total",
+            "Bytes of keys and values committed to the embedded store since the broker started, by table (a delete counts its key; flushes and merges not counted).",
+            |t| t.written,
+        ),
+        (
+            "flowbroker_store_flushes_total",
+            "Memtable flushes of the embedded store since the broker started, by table: each writes a file to the table's first level, and every few bring a merge.",
+            |t| t.flushes,
+        ),
+    ];
+    for (name, help, count) in counters {
+        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} counter");
+        for t in &stats.tables {
+            let _ = writeln!(s, "{name}{{table=\"{}\"}} {}", t.table.name(), count(t));
+        }
     }
     Ok(s)
 }
