@@ -12,11 +12,15 @@
 use crate::engine::Event;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
+use std::borrow::Cow;
+
+/// A header's name: the spec attributes' are static, an extension's is made for it.
+pub type HeaderName = Cow<'static, str>;
 
 /// Headers and payload of a record.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Binary {
-    pub headers: Vec<(String, Vec<u8>)>,
+    pub headers: Vec<(HeaderName, Vec<u8>)>,
     pub payload: Option<Vec<u8>>,
 }
 
@@ -41,27 +45,27 @@ fn direct(e: &Event) -> Option<Result<Binary, String>> {
     }
     // the spec attributes (at most 7: a lifecycle event has them all), then the extensions
     let mut headers = Vec::with_capacity(7 + e.extensions.len());
-    let mut put = |name: &str, value: &str| headers.push((header(name), value.as_bytes().to_vec()));
-    put("specversion", "1.0");
-    put("id", &e.id);
-    put("type", &e.event_type);
-    put("source", &e.source);
+    let mut put = |name: HeaderName, value: &str| headers.push((name, value.as_bytes().to_vec()));
+    put("ce_specversion".into(), "1.0");
+    put("ce_id".into(), &e.id);
+    put("ce_type".into(), &e.event_type);
+    put("ce_source".into(), &e.source);
     if e.data.is_some() {
         put(
-            "datacontenttype",
+            "content-type".into(),
             e.datacontenttype.as_deref().unwrap_or("application/json"),
         );
     }
     if let Some(s) = &e.subject {
-        put("subject", s);
+        put("ce_subject".into(), s);
     }
     if let Some(t) = &time {
-        put("time", t);
+        put("ce_time".into(), t);
     }
     for (k, v) in &e.extensions {
         match v {
-            Value::String(s) => put(k, s),
-            other => put(k, &other.to_string()),
+            Value::String(s) => put(header(k), s),
+            other => put(header(k), &other.to_string()),
         }
     }
     let payload = match e.data.as_ref().map(serde_json::to_vec).transpose() {
@@ -71,12 +75,13 @@ fn direct(e: &Event) -> Option<Result<Binary, String>> {
     Some(Ok(Binary { headers, payload }))
 }
 
-/// The header of attribute `name`.
-fn header(name: &str) -> String {
+/// The header of extension attribute `name` (`datacontenttype` is a spec attribute, but an
+/// extension of that name is written as the SDK writes it).
+fn header(name: &str) -> HeaderName {
     if name == "datacontenttype" {
-        "content-type".to_string()
+        "content-type".into()
     } else {
-        format!("ce_{name}")
+        format!("ce_{name}").into()
     }
 }
 
@@ -92,7 +97,12 @@ fn through_sdk(e: &Event) -> Result<Binary, String> {
         .as_ref()
         .map(|hs| {
             hs.iter()
-                .map(|h| (h.key.to_string(), h.value.unwrap_or_default().to_vec()))
+                .map(|h| {
+                    (
+                        h.key.to_string().into(),
+                        h.value.unwrap_or_default().to_vec(),
+                    )
+                })
                 .collect()
         })
         .unwrap_or_default();

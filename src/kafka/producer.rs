@@ -87,7 +87,7 @@ pub struct Topics {
 }
 
 /// Record headers as name and bytes.
-type HeaderList = Vec<(String, Vec<u8>)>;
+type HeaderList = Vec<(super::binary::HeaderName, Vec<u8>)>;
 
 /// A record as Kafka gets it.
 struct Encoded {
@@ -112,7 +112,7 @@ impl Encoded {
         let mut h = OwnedHeaders::new_with_capacity(self.body.headers.len());
         for (name, value) in &self.body.headers {
             h = h.insert(Header {
-                key: name.as_str(),
+                key: name,
                 value: Some(value.as_slice()),
             });
         }
@@ -161,7 +161,7 @@ fn encode(
                     Body {
                         payload: Some(serde_json::to_vec(&ce).map_err(|e| e.to_string())?),
                         headers: vec![(
-                            "content-type".to_string(),
+                            "content-type".into(),
                             b"application/cloudevents+json; charset=utf-8".to_vec(),
                         )],
                     }
@@ -197,7 +197,10 @@ fn encode(
             key: key.clone(),
             body: Body {
                 payload: payload.clone(),
-                headers: headers.clone(),
+                headers: headers
+                    .iter()
+                    .map(|(n, v)| (n.clone().into(), v.clone()))
+                    .collect(),
             },
         }),
     }
@@ -245,7 +248,10 @@ async fn send(
         label: label.clone(),
         delivery,
     };
-    let (enc, refused, kind) = match encode(mode, &topics.work, &rec, timestamp) {
+    let encoded = encode(mode, &topics.work, &rec, timestamp);
+    // what Kafka gets is in `encoded` now: the record is not held while Kafka acknowledges
+    drop(rec);
+    let (enc, refused, kind) = match encoded {
         Ok(mut enc) => match deliver(&producer, &mut enc).await {
             Ok(()) => return done(Delivery::Delivered),
             Err(refused) => (Some(enc), refused, "undeliverable"),

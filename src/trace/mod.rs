@@ -25,15 +25,45 @@ pub struct TraceId(pub u128);
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SpanId(pub u64);
 
+/// The `N` lowercase hex digits of the low `4 * N` bits of `v`, without going through
+/// `fmt` (ids are written for every event, instance record and `traceparent`).
+fn hex_digits<const N: usize>(v: u128) -> [u8; N] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0u8; N];
+    for (i, d) in out.iter_mut().enumerate() {
+        *d = DIGITS[((v >> (4 * (N - 1 - i))) & 0xf) as usize];
+    }
+    out
+}
+
+/// The digits as text (hex digits are ASCII).
+fn as_text(digits: &[u8]) -> &str {
+    std::str::from_utf8(digits).expect("hex digits are ASCII")
+}
+
+impl TraceId {
+    /// The 32 lowercase hex digits of the id.
+    fn digits(self) -> [u8; 32] {
+        hex_digits(self.0)
+    }
+}
+
+impl SpanId {
+    /// The 16 lowercase hex digits of the id.
+    fn digits(self) -> [u8; 16] {
+        hex_digits(u128::from(self.0))
+    }
+}
+
 impl fmt::Display for TraceId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:032x}", self.0)
+        f.write_str(as_text(&self.digits()))
     }
 }
 
 impl fmt::Display for SpanId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:016x}", self.0)
+        f.write_str(as_text(&self.digits()))
     }
 }
 
@@ -41,7 +71,7 @@ macro_rules! hex_serde {
     ($t:ty, $int:ty, $len:expr) => {
         impl Serialize for $t {
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.collect_str(self)
+                s.serialize_str(as_text(&self.digits()))
             }
         }
         impl<'de> Deserialize<'de> for $t {
@@ -157,13 +187,37 @@ fn yes() -> bool {
 
 /// A non-zero id derived from `parts`.
 fn derive64(parts: &[&str]) -> u64 {
-    let h = xxhash_rust::xxh3::xxh3_64(parts.join("\u{1f}").as_bytes());
-    h.max(1)
+    joined(parts, xxhash_rust::xxh3::xxh3_64).max(1)
 }
 
 fn derive128(parts: &[&str]) -> u128 {
-    let h = xxhash_rust::xxh3::xxh3_128(parts.join("\u{1f}").as_bytes());
-    h.max(1)
+    joined(parts, xxhash_rust::xxh3::xxh3_128).max(1)
+}
+
+/// `hash` of `parts` joined by U+001F: the bytes of `parts.join("\u{1f}")`, put together on
+/// the stack when they are short (as they are for every id derived here), so that deriving an
+/// id allocates nothing.
+fn joined<T>(parts: &[&str], hash: impl Fn(&[u8]) -> T) -> T {
+    const ON_STACK: usize = 256;
+    let len = parts
+        .iter()
+        .map(|p| p.len() + 1)
+        .sum::<usize>()
+        .saturating_sub(1);
+    if len > ON_STACK {
+        return hash(parts.join("\u{1f}").as_bytes());
+    }
+    let mut buf = [0u8; ON_STACK];
+    let mut at = 0;
+    for (i, p) in parts.iter().enumerate() {
+        if i > 0 {
+            buf[at] = 0x1f;
+            at += 1;
+        }
+        buf[at..at + p.len()].copy_from_slice(p.as_bytes());
+        at += p.len();
+    }
+    hash(&buf[..at])
 }
 
 impl TraceContext {
@@ -173,7 +227,7 @@ impl TraceContext {
         match upstream {
             Some(u) => TraceContext {
                 trace_id: u.trace_id,
-                span_id: SpanId(derive64(&["instance", id, &u.trace_id.to_string()])),
+                span_id: SpanId(derive64(&["instance", id, as_text(&u.trace_id.digits())])),
                 parent: Some(u.span_id),
                 sampled: u.sampled,
                 state: u.state.clone(),
@@ -193,7 +247,11 @@ impl TraceContext {
     pub fn for_child(&self, id: &str) -> TraceContext {
         TraceContext {
             trace_id: self.trace_id,
-            span_id: SpanId(derive64(&["instance", id, &self.trace_id.to_string()])),
+            span_id: SpanId(derive64(&[
+                "instance",
+                id,
+                as_text(&self.trace_id.digits()),
+            ])),
             parent: Some(self.span_id),
             sampled: self.sampled,
             state: self.state.clone(),
@@ -203,17 +261,18 @@ impl TraceContext {
     /// The span of something this instance does, named by `what` (`call`, `event`, `state`)
     /// and its stable key.
     pub fn span_of(&self, what: &str, key: &str) -> SpanId {
-        SpanId(derive64(&[what, key, &self.trace_id.to_string()]))
+        SpanId(derive64(&[what, key, as_text(&self.trace_id.digits())]))
     }
 
     /// `traceparent` for span `span` of this trace.
     pub fn traceparent(&self, span: SpanId) -> String {
-        format!(
-            "00-{}-{}-{:02x}",
-            self.trace_id,
-            span,
-            u8::from(self.sampled)
-        )
+        let mut t = String::with_capacity(55);
+        t.push_str("00-");
+        t.push_str(as_text(&self.trace_id.digits()));
+        t.push('-');
+        t.push_str(as_text(&span.digits()));
+        t.push_str(if self.sampled { "-01" } else { "-00" });
+        t
     }
 
     /// Sets `traceparent` (and `tracestate`) on an event this instance sends, with the span
@@ -231,6 +290,62 @@ impl TraceContext {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ids_and_traceparents_are_written_as_fmt_wrote_them() {
+        for v in [
+            1u128,
+            0xf,
+            0x00f0_67aa_0ba9_02b7,
+            u128::MAX,
+            0x4bf9_2f35_77b3_4da6_a3ce_929d_0e0e_4736,
+        ] {
+            assert_eq!(TraceId(v).to_string(), format!("{v:032x}"));
+            let s = v as u64;
+            assert_eq!(SpanId(s).to_string(), format!("{s:016x}"));
+            assert_eq!(
+                serde_json::to_string(&TraceId(v)).unwrap(),
+                format!("\"{v:032x}\"")
+            );
+            for sampled in [true, false] {
+                let t = TraceContext {
+                    trace_id: TraceId(v),
+                    span_id: SpanId(1),
+                    parent: None,
+                    sampled,
+                    state: None,
+                };
+                let want = format!("00-{v:032x}-{s:016x}-{:02x}", u8::from(sampled));
+                assert_eq!(t.traceparent(SpanId(s)), want);
+            }
+        }
+    }
+
+    #[test]
+    fn derived_ids_hash_the_joined_parts() {
+        // short parts are joined on the stack, long ones as before: both hash the same bytes
+        let long = "x".repeat(300);
+        for parts in [
+            vec!["instance", "abc"],
+            vec!["event", "id-1", "4bf92f3577b34da6a3ce929d0e0e4736"],
+            vec![""],
+            vec!["a", &long],
+            vec![&long[..255]],
+            vec![&long[..256]],
+            vec![&long[..257]],
+            vec![&long[..127], &long[..128]],
+        ] {
+            let bytes = parts.join("\u{1f}");
+            assert_eq!(
+                derive64(&parts),
+                xxhash_rust::xxh3::xxh3_64(bytes.as_bytes()).max(1)
+            );
+            assert_eq!(
+                derive128(&parts),
+                xxhash_rust::xxh3::xxh3_128(bytes.as_bytes()).max(1)
+            );
+        }
+    }
 
     const TP: &str = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
 
