@@ -5,7 +5,7 @@
 use super::hot::Hot;
 use super::index;
 use super::records::{
-    Buffered, Call, HistoryEntry, InstanceRecord, OutRecord, StoredVersion, TimerEntry,
+    Buffered, Call, HistoryEntryOf, InstanceRecord, OutRecord, StoredVersion, TimerEntry,
 };
 use super::registry::{Deployed, Registry};
 use super::Stat;
@@ -349,7 +349,7 @@ impl<'a, 's> Batch<'a, 's> {
         let applied = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             engine::apply_with(def, inst, input.clone(), self.now, self.limits())
         }));
-        let mut step = match applied {
+        let step = match applied {
             Ok(Ok(s)) => s,
             Ok(Err(e)) => return Ok(Err(e)),
             Err(panic) => {
@@ -381,21 +381,20 @@ impl<'a, 's> Batch<'a, 's> {
                 state = ?step.instance.state, status = step.instance.status.as_str(),
                 actions = step.actions.len(), "applied");
         }
-        // the `started` lifecycle event carries a start's input; the history keeps the input
-        let started = match &input {
-            Input::Start { input, .. } => Some(input.clone()),
-            _ => None,
-        };
-        let entry = HistoryEntry {
+        let entry = HistoryEntryOf {
             at: self.now,
-            input,
-            actions: step.actions.clone(),
-            state: step.instance.state.clone(),
+            input: &input,
+            actions: &step.actions,
+            state: step.instance.state.as_deref(),
             status: step.instance.status,
-            entered: std::mem::take(&mut step.entered),
-            payloads: Vec::new(),
+            entered: &step.entered,
         };
         self.record_history(id, rec.history, entry)?;
+        // the `started` lifecycle event carries a start's input, once the history has it
+        let started = match input {
+            Input::Start { input, .. } => Some(input),
+            _ => None,
+        };
         rec.history += 1;
         rec.updated = self.now;
         rec.instance = step.instance;

@@ -7,7 +7,7 @@
 //! its payloads, when a new one comes. Retention deletes the rest with the instance.
 
 use super::batch::{Batch, Result};
-use super::records::{HistoryEntry, PayloadRef};
+use super::records::{HistoryEntryOf, PayloadRef};
 use crate::engine::{Action, Input};
 use crate::store::{key, num, Scope, Snapshot, Table, SEP};
 use serde_json::{json, Value};
@@ -22,35 +22,57 @@ fn entry_prefix(id: &str, seq: u64) -> String {
     format!("{}{SEP}", key(&[id, &num(seq)]))
 }
 
-/// The payload fields of an input and its actions, with their JSON pointers in the entry.
-fn payloads<'a>(input: &'a mut Input, actions: &'a mut [Action]) -> Vec<(String, &'a mut Value)> {
-    let mut out: Vec<(String, &mut Value)> = Vec::new();
+/// Where a payload field is in an entry (its JSON pointer is made only for one stored apart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// A field of the input.
+    Input(&'static str),
+    /// The data of the `n`th event of a start.
+    StartEvent(usize),
+    /// A field of the `n`th action.
+    Action(usize, &'static str),
+}
+
+impl Slot {
+    /// The JSON pointer of the field in the entry.
+    fn pointer(self) -> String {
+        match self {
+            Slot::Input(field) => format!("/input/{field}"),
+            Slot::StartEvent(i) => format!("/input/events/{i}/data"),
+            Slot::Action(i, field) => format!("/actions/{i}/{field}"),
+        }
+    }
+}
+
+/// The payload fields of an input and its actions, with where they are in the entry.
+fn payloads<'a>(input: &'a Input, actions: &'a [Action]) -> Vec<(Slot, &'a Value)> {
+    let mut out: Vec<(Slot, &Value)> = Vec::new();
     match input {
         Input::Start { input, events } => {
-            out.push(("/input/input".into(), input));
-            for (i, e) in events.iter_mut().enumerate() {
-                if let Some(d) = e.data.as_mut() {
-                    out.push((format!("/input/events/{i}/data"), d));
+            out.push((Slot::Input("input"), input));
+            for (i, e) in events.iter().enumerate() {
+                if let Some(d) = e.data.as_ref() {
+                    out.push((Slot::StartEvent(i), d));
                 }
             }
         }
         Input::Event { event } => {
-            if let Some(d) = event.data.as_mut() {
-                out.push(("/input/event/data".into(), d));
+            if let Some(d) = event.data.as_ref() {
+                out.push((Slot::Input("event/data"), d));
             }
         }
-        Input::ActionResult { result, .. } => out.push(("/input/result".into(), result)),
-        Input::ChildCompleted { output, .. } => out.push(("/input/output".into(), output)),
-        Input::Checkpoint { updates, .. } => out.push(("/input/updates".into(), updates)),
+        Input::ActionResult { result, .. } => out.push((Slot::Input("result"), result)),
+        Input::ChildCompleted { output, .. } => out.push((Slot::Input("output"), output)),
+        Input::Checkpoint { updates, .. } => out.push((Slot::Input("updates"), updates)),
         Input::ActionFailed { .. }
         | Input::Swf { .. }
         | Input::TimerFired { .. }
         | Input::ChildFailed { .. }
         | Input::Cancel => {}
     }
-    for (i, a) in actions.iter_mut().enumerate() {
+    for (i, a) in actions.iter().enumerate() {
         let (field, v) = match a {
-            Action::Produce { event } => match event.data.as_mut() {
+            Action::Produce { event } => match event.data.as_ref() {
                 Some(d) => ("event/data", d),
                 None => continue,
             },
@@ -66,7 +88,7 @@ fn payloads<'a>(input: &'a mut Input, actions: &'a mut [Action]) -> Vec<(String,
             | Action::Send { .. }
             | Action::SendToRun { .. } => continue,
         };
-        out.push((format!("/actions/{i}/{field}"), v));
+        out.push((Slot::Action(i, field), v));
     }
     out
 }
@@ -111,25 +133,49 @@ fn larger_than(v: &Value, limit: usize) -> bool {
     budget < 0
 }
 
+/// A copy of `entry` with a summary (`{"$payload": n, "bytes": N}`) in place of each payload
+/// at `large`, and `payloads` (the last field of a stored entry) listing where they were; the
+/// payloads' bytes, `n` in order.
+fn set_apart(entry: &HistoryEntryOf<'_>, large: Vec<Slot>) -> (Value, Vec<Vec<u8>>) {
+    let mut copy = serde_json::to_value(entry).expect("history entries serialize");
+    let mut refs = Vec::with_capacity(large.len());
+    let mut apart = Vec::with_capacity(large.len());
+    for slot in large {
+        let pointer = slot.pointer();
+        let Some(v) = copy.pointer_mut(&pointer) else {
+            continue;
+        };
+        let bytes = serde_json::to_vec(&*v).expect("JSON values serialize");
+        *v = json!({"$payload": apart.len(), "bytes": bytes.len()});
+        apart.push(bytes);
+        refs.push(PayloadRef { pointer });
+    }
+    copy["payloads"] = serde_json::to_value(&refs).expect("pointers serialize");
+    (copy, apart)
+}
+
 impl Batch<'_, '_> {
     /// Stores `entry` as entry `seq` of instance `id`: payloads over the inline limit go to
     /// the `payloads` table, and past `history.max_entries` the oldest entry goes.
-    pub fn record_history(&mut self, id: &str, seq: u64, mut entry: HistoryEntry) -> Result<()> {
+    pub fn record_history(&mut self, id: &str, seq: u64, entry: HistoryEntryOf<'_>) -> Result<()> {
         let inline = self.cfg.history.inline_bytes;
-        for (pointer, v) in payloads(&mut entry.input, &mut entry.actions) {
-            if !larger_than(v, inline) {
-                continue;
+        let large: Vec<Slot> = payloads(entry.input, entry.actions)
+            .into_iter()
+            .filter(|(_, v)| larger_than(v, inline))
+            .map(|(slot, _)| slot)
+            .collect();
+        let k = key(&[id, &num(seq)]);
+        if large.is_empty() {
+            // the usual case: the entry is written from what it borrows, nothing copied
+            self.tx.put(Table::History, &k, &entry)?;
+        } else {
+            let (copy, apart) = set_apart(&entry, large);
+            for (n, bytes) in apart.into_iter().enumerate() {
+                self.tx
+                    .put_json(Table::Payloads, &payload_key(id, seq, n), bytes)?;
             }
-            let n = entry.payloads.len();
-            let bytes = serde_json::to_vec(&*v).expect("JSON values serialize");
-            let summary = json!({"$payload": n, "bytes": bytes.len()});
-            self.tx
-                .put_json(Table::Payloads, &payload_key(id, seq, n), bytes)?;
-            *v = summary;
-            entry.payloads.push(PayloadRef { pointer });
+            self.tx.put(Table::History, &k, &copy)?;
         }
-        self.tx
-            .put(Table::History, &key(&[id, &num(seq)]), &entry)?;
         let keep = self.cfg.history.max_entries;
         if seq >= keep {
             let old = seq - keep;
@@ -178,6 +224,7 @@ pub fn expand(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::broker::records::HistoryEntry;
 
     #[test]
     fn larger_than_counts_about_the_serialized_size() {
@@ -197,13 +244,117 @@ mod tests {
         }
     }
 
+    fn entry_parts() -> (Input, Vec<Action>) {
+        let input = Input::Event {
+            event: crate::engine::Event {
+                id: "e1".into(),
+                source: "/s".into(),
+                event_type: "t".into(),
+                time: None,
+                datacontenttype: None,
+                subject: None,
+                data: Some(json!({"big": "x".repeat(100), "n": 1.5})),
+                extensions: serde_json::Map::new(),
+            },
+        };
+        let actions = vec![
+            Action::CancelTimer { id: "t".into() },
+            Action::Complete {
+                output: json!({"small": true}),
+            },
+        ];
+        (input, actions)
+    }
+
+    #[test]
+    fn a_borrowed_entry_is_written_as_the_entry() {
+        let (input, actions) = entry_parts();
+        let entered = vec!["A".to_string(), "B".to_string()];
+        let at = chrono::Utc::now();
+        let owned = HistoryEntry {
+            at,
+            input: input.clone(),
+            actions: actions.clone(),
+            state: Some("B".into()),
+            status: crate::engine::Status::Running,
+            entered: entered.clone(),
+            payloads: Vec::new(),
+        };
+        let of = HistoryEntryOf {
+            at,
+            input: &input,
+            actions: &actions,
+            state: Some("B"),
+            status: crate::engine::Status::Running,
+            entered: &entered,
+        };
+        assert_eq!(
+            serde_json::to_vec(&of).unwrap(),
+            serde_json::to_vec(&owned).unwrap()
+        );
+        let bare = HistoryEntryOf {
+            actions: &[],
+            state: None,
+            entered: &[],
+            ..of
+        };
+        let owned = HistoryEntry {
+            actions: Vec::new(),
+            state: None,
+            entered: Vec::new(),
+            ..owned
+        };
+        assert_eq!(
+            serde_json::to_vec(&bare).unwrap(),
+            serde_json::to_vec(&owned).unwrap()
+        );
+    }
+
+    #[test]
+    fn large_payloads_are_set_apart_with_a_summary_and_their_pointer() {
+        let (input, actions) = entry_parts();
+        let at = chrono::Utc::now();
+        let of = HistoryEntryOf {
+            at,
+            input: &input,
+            actions: &actions,
+            state: None,
+            status: crate::engine::Status::Running,
+            entered: &[],
+        };
+        let large: Vec<Slot> = payloads(&input, &actions)
+            .into_iter()
+            .filter(|(_, v)| larger_than(v, 64))
+            .map(|(s, _)| s)
+            .collect();
+        assert_eq!(large, [Slot::Input("event/data")]);
+        let (copy, apart) = set_apart(&of, large);
+        let data = serde_json::to_vec(&json!({"big": "x".repeat(100), "n": 1.5})).unwrap();
+        assert_eq!(apart, std::slice::from_ref(&data));
+        assert_eq!(
+            copy["input"]["event"]["data"],
+            json!({"$payload": 0, "bytes": data.len()})
+        );
+        assert_eq!(copy["actions"][1]["output"], json!({"small": true}));
+        // what is stored reads back as an entry, and writes out as it was stored
+        let stored = serde_json::to_vec(&copy).unwrap();
+        let back: HistoryEntry = serde_json::from_slice(&stored).unwrap();
+        assert_eq!(
+            back.payloads,
+            [PayloadRef {
+                pointer: "/input/event/data".into()
+            }]
+        );
+        assert_eq!(serde_json::to_vec(&back).unwrap(), stored);
+    }
+
     #[test]
     fn every_payload_field_is_found_with_its_pointer() {
-        let mut input = Input::ActionResult {
+        let input = Input::ActionResult {
             key: "k".into(),
             result: json!({"r": 1}),
         };
-        let mut actions = vec![
+        let actions = vec![
             Action::Invoke {
                 key: "k2".into(),
                 function: "f".into(),
@@ -216,9 +367,9 @@ mod tests {
             Action::CancelTimer { id: "t".into() },
             Action::Complete { output: json!(3) },
         ];
-        let found: Vec<String> = payloads(&mut input, &mut actions)
+        let found: Vec<String> = payloads(&input, &actions)
             .into_iter()
-            .map(|(p, _)| p)
+            .map(|(slot, _)| slot.pointer())
             .collect();
         assert_eq!(
             found,

@@ -57,6 +57,22 @@ pub struct HistoryEntry {
     pub payloads: Vec<PayloadRef>,
 }
 
+/// A [`HistoryEntry`] as it is written, borrowing what it holds: the same JSON as the entry
+/// with no `payloads` (a copy is written when payloads go beside it, `broker::history`).
+#[derive(Debug, Clone, Copy, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryEntryOf<'a> {
+    pub at: DateTime<Utc>,
+    pub input: &'a Input,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub actions: &'a [crate::engine::Action],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<&'a str>,
+    pub status: crate::engine::Status,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub entered: &'a [String],
+}
+
 /// Where in a history entry a payload kept beside it belongs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PayloadRef {
