@@ -4,7 +4,10 @@
 //! one; the instance then completes and produces an event. Each batch size runs with the
 //! partitions applied in turn on the core thread (`cluster.processor_threads = 1`) and on the
 //! processor threads (one per core, at least 2), in the same run. `cargo bench --bench core`;
-//! under `cargo test` a small smoke run. Results: docs/performance.md.
+//! under `cargo test` a small smoke run. `CORE_ORDERS=<n>` sets the orders of every batch size,
+//! `CORE_BATCHES=<b,b>` the batch sizes and `CORE_THREADS=<t>` the one processor setting to run
+//! (for instruction counts under `valgrind --tool=callgrind`, which are the same from run to
+//! run where timings are not). Results: docs/performance.md.
 
 use flowbroker::broker::core::Core;
 use flowbroker::broker::{Cmd, Record, SystemClock};
@@ -93,9 +96,20 @@ fn main() {
     println!("|---|---|---|---|---|");
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
     let pool = format!("{cores} (one per core)");
-    for batch in [1, 50, 500] {
-        let n = if batch == 1 { n / 10 } else { n };
-        for (threads, label) in [(1, "1 (the core thread)"), (cores, pool.as_str())] {
+    let orders: Option<usize> = std::env::var("CORE_ORDERS")
+        .ok()
+        .map(|v| v.parse().unwrap());
+    let batches: Vec<usize> = std::env::var("CORE_BATCHES").map_or(vec![1, 50, 500], |v| {
+        v.split(',').map(|b| b.trim().parse().unwrap()).collect()
+    });
+    let mut settings = vec![(1, "1 (the core thread)".to_string()), (cores, pool)];
+    if let Ok(t) = std::env::var("CORE_THREADS") {
+        let t: usize = t.parse().unwrap();
+        settings = vec![(t, t.to_string())];
+    }
+    for batch in batches {
+        let n = orders.unwrap_or(if batch == 1 { n / 10 } else { n });
+        for (threads, label) in settings.iter().map(|(t, l)| (*t, l.as_str())) {
             let (rate, produced) = run(n, batch, threads);
             assert_eq!(produced, 3 * n, "started, done and completed per order");
             println!("| {batch} | {} | {label} | {rate:.0} | {produced} |", 2 * n);
