@@ -150,7 +150,9 @@ fn set_apart(entry: &HistoryEntryOf<'_>, large: Vec<Slot>) -> (Value, Vec<Vec<u8
         apart.push(bytes);
         refs.push(PayloadRef { pointer });
     }
-    copy["payloads"] = serde_json::to_value(&refs).expect("pointers serialize");
+    if !refs.is_empty() {
+        copy["payloads"] = serde_json::to_value(&refs).expect("pointers serialize");
+    }
     (copy, apart)
 }
 
