@@ -6,8 +6,8 @@
 //! processor threads (one per core, at least 2), in the same run. `cargo bench --bench core`;
 //! under `cargo test` a small smoke run. `CORE_ORDERS=<n>` sets the orders of every batch size,
 //! `CORE_BATCHES=<b,b>` the batch sizes and `CORE_THREADS=<t>` the one processor setting to run
-//! (for instruction counts under `valgrind --tool=callgrind`, which are the same from run to
-//! run where timings are not). Results: docs/performance.md.
+//! (for instruction counts under `valgrind --tool=callgrind`, which vary between runs by about
+//! a thousandth where timings vary by tens of percent). Results: docs/performance.md.
 
 use flowbroker::broker::core::Core;
 use flowbroker::broker::{Cmd, Record, SystemClock};
