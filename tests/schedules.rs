@@ -291,3 +291,54 @@ states:
     let r = h.event("x", "/clock", "clock.tick");
     assert!(r["started"].as_array().unwrap().is_empty(), "{r}");
 }
+
+#[test]
+fn a_tick_sets_the_attributes_its_correlation_rules_name() {
+    // rules on `subject` and `source` (spec attributes) beside an extension: the tick writes
+    // `subject` and the extension with the tick's id, and a rule on `source` reads the
+    // definition's source; before, all three went into extensions, so `subject` never matched
+    // and a second `source` key made the stored event unreadable
+    let wf = r#"
+id: ticker
+name: ticker
+events:
+- name: Tick
+  type: clock.tick
+  source: /clock
+  correlation: [{contextAttributeName: subject}, {contextAttributeName: Source}, {contextAttributeName: runId}]
+states:
+- name: OnTick
+  type: event
+  start:
+    kind: scheduled
+    schedule: {cron: "* * * * *", timezone: UTC, directInvoke: exclusive}
+  eventsActions:
+  - eventRefs: [Tick]
+  end: {kind: default}
+"#;
+    let mut h = Harness::new("2024-01-01T10:00:30Z", |_| {});
+    h.deploy("t.yaml", wf);
+    h.at("2024-01-01T10:01:00Z");
+    h.at("2024-01-01T10:02:00Z");
+    assert_eq!(h.started.len(), 2, "{:?}", h.events);
+    let mut ticks = vec![];
+    for (id, _, _) in h.started.clone() {
+        let stored = h.stored(&id).expect("the instance record reads back");
+        let inst = &stored["instance"];
+        assert_eq!(inst["status"], "COMPLETED", "{stored}");
+        let data = &inst["data"];
+        let tick = data["subject"]
+            .as_str()
+            .expect("subject in the data")
+            .to_string();
+        assert_eq!(data["runId"], tick.as_str(), "{stored}");
+        assert_eq!(data["Source"], "/clock", "{stored}");
+        let history = h.history(&id);
+        let event = &history[0]["input"]["events"][0];
+        assert_eq!(event["subject"], tick.as_str(), "{history:?}");
+        assert_eq!(event["source"], "/clock", "{history:?}");
+        assert_eq!(event["runid"], tick.as_str(), "{history:?}");
+        ticks.push(tick);
+    }
+    assert_ne!(ticks[0], ticks[1], "each tick its own correlation key");
+}

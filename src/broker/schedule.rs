@@ -276,18 +276,14 @@ pub fn ticks_between(
     out.into()
 }
 
-/// The event a tick issues for start event `name`.
+/// The event a tick issues for start event `name`: `source` and `type` from its definition,
+/// the tick's id and scheduled time, and each correlation rule's attribute set to the rule's
+/// fixed value, or to the tick's instance id without one. `subject`, `time` and
+/// `datacontenttype` rules set those attributes, any other name an extension; `id`, `source`,
+/// `type` and `specversion` are the event's own, and a rule on them reads what the tick carries.
 fn tick_event(d: &Deployed, name: &str, id: &str, data: &Value) -> Option<Event> {
     let ed = d.def.workflow.event(name)?;
-    let mut extensions = Map::new();
-    for rule in &ed.correlation {
-        let v = rule
-            .context_attribute_value
-            .clone()
-            .unwrap_or_else(|| id.to_string());
-        extensions.insert(rule.context_attribute_name.to_ascii_lowercase(), json!(v));
-    }
-    Some(Event {
+    let mut ev = Event {
         id: format!("{id}/{name}"),
         source: ed.source.clone()?,
         event_type: ed.ce_type().to_string(),
@@ -295,6 +291,20 @@ fn tick_event(d: &Deployed, name: &str, id: &str, data: &Value) -> Option<Event>
         datacontenttype: Some("application/json".into()),
         subject: None,
         data: Some(data.clone()),
-        extensions,
-    })
+        extensions: Map::new(),
+    };
+    for rule in &ed.correlation {
+        let fixed = rule.context_attribute_value.as_ref();
+        let value = || fixed.cloned().unwrap_or_else(|| id.to_string());
+        match rule.context_attribute_name.to_ascii_lowercase().as_str() {
+            "id" | "source" | "type" | "specversion" => {}
+            "subject" => ev.subject = Some(value()),
+            "time" => ev.time = fixed.cloned().or(ev.time),
+            "datacontenttype" => ev.datacontenttype = fixed.cloned().or(ev.datacontenttype),
+            other => {
+                ev.extensions.insert(other.to_string(), json!(value()));
+            }
+        }
+    }
+    Some(ev)
 }

@@ -90,11 +90,22 @@ pub struct Event {
 }
 
 impl Event {
-    /// A context attribute by name, case-insensitively (extensions and `subject`).
+    /// A context attribute by name, case-insensitively: a spec attribute (`id`, `source`,
+    /// `type`, `specversion`, `time`, `datacontenttype`, `subject`) or an extension.
     pub fn attribute(&self, name: &str) -> Option<String> {
         let lower = name.to_ascii_lowercase();
-        if lower == "subject" {
-            return self.subject.clone();
+        let spec = match lower.as_str() {
+            "id" => Some(Some(&self.id)),
+            "source" => Some(Some(&self.source)),
+            "type" => Some(Some(&self.event_type)),
+            "specversion" => return Some("1.0".to_string()),
+            "time" => Some(self.time.as_ref()),
+            "datacontenttype" => Some(self.datacontenttype.as_ref()),
+            "subject" => Some(self.subject.as_ref()),
+            _ => None,
+        };
+        if let Some(value) = spec {
+            return value.cloned();
         }
         self.extensions
             .iter()
@@ -174,5 +185,39 @@ impl Instance {
     /// Key prefix of everything state visit `visit` started.
     pub fn key_of_visit(&self, visit: u64) -> String {
         format!("{}/{}", self.id, visit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn attributes_are_read_from_spec_fields_and_extensions_case_insensitively() {
+        let mut extensions = Map::new();
+        extensions.insert("patientid".into(), json!("p1"));
+        extensions.insert("count".into(), json!(3));
+        let e = Event {
+            id: "e1".into(),
+            source: "/s".into(),
+            event_type: "t".into(),
+            time: Some("2020-01-01T00:00:00Z".into()),
+            datacontenttype: None,
+            subject: Some("sub".into()),
+            data: None,
+            extensions,
+        };
+        let read = |n: &str| e.attribute(n);
+        assert_eq!(read("ID").as_deref(), Some("e1"));
+        assert_eq!(read("source").as_deref(), Some("/s"));
+        assert_eq!(read("Type").as_deref(), Some("t"));
+        assert_eq!(read("specversion").as_deref(), Some("1.0"));
+        assert_eq!(read("time").as_deref(), Some("2020-01-01T00:00:00Z"));
+        assert_eq!(read("datacontenttype"), None);
+        assert_eq!(read("Subject").as_deref(), Some("sub"));
+        assert_eq!(read("patientId").as_deref(), Some("p1"));
+        assert_eq!(read("count").as_deref(), Some("3"));
+        assert_eq!(read("absent"), None);
     }
 }
