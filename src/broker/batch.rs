@@ -4,6 +4,7 @@
 
 use super::hot::Hot;
 use super::index;
+use super::lifecycle::{self, Lifecycle};
 use super::records::{
     Buffered, Call, HistoryEntryOf, InstanceRecord, OutRecord, StoredVersion, TimerEntry,
 };
@@ -15,7 +16,7 @@ use crate::config::{Config, Windows};
 use crate::engine::{self, Action, EngineError, ErrorInfo, Event, Input, Instance};
 use crate::store::{at, key, Table, Txn, SEP};
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 pub type Result<T> = crate::store::Result<T>;
@@ -543,10 +544,8 @@ impl<'a, 's> Batch<'a, 's> {
         match action {
             Action::Produce { mut event } => {
                 if self.cfg.event_source != "/flowbroker/{workflowId}" {
-                    event.source = self
-                        .cfg
-                        .event_source
-                        .replace("{workflowId}", &rec.instance.workflow_id);
+                    event.source =
+                        lifecycle::source_of(&self.cfg.event_source, &rec.instance.workflow_id);
                 }
                 let topic = self
                     .cfg
@@ -680,7 +679,7 @@ impl<'a, 's> Batch<'a, 's> {
             },
             Action::CancelChild { id: child } => self.queue(&child, Input::Cancel),
             Action::Complete { output } => {
-                self.lifecycle(rec, "completed", json!({"output": output}))?;
+                self.lifecycle(rec, Lifecycle::Completed, Some(("output", output.clone())))?;
                 self.notify_parent(
                     rec,
                     Input::ChildCompleted {
@@ -691,7 +690,7 @@ impl<'a, 's> Batch<'a, 's> {
                 );
             }
             Action::Terminate { output } => {
-                self.lifecycle(rec, "terminated", json!({"output": output}))?;
+                self.lifecycle(rec, Lifecycle::Terminated, Some(("output", output.clone())))?;
                 self.notify_parent(
                     rec,
                     Input::ChildCompleted {
@@ -704,7 +703,8 @@ impl<'a, 's> Batch<'a, 's> {
             Action::Fail { error } => {
                 tracing::info!(instance = %id, workflow = %rec.instance.workflow_id,
                     error = %error.name, message = %error.message, "instance failed");
-                self.lifecycle(rec, "failed", json!({"error": error}))?;
+                let error_json = serde_json::to_value(&error).unwrap_or(Value::Null);
+                self.lifecycle(rec, Lifecycle::Failed, Some(("error", error_json)))?;
                 self.notify_parent(
                     rec,
                     Input::ChildFailed {
@@ -714,7 +714,7 @@ impl<'a, 's> Batch<'a, 's> {
                 );
             }
             Action::Cancelled => {
-                self.lifecycle(rec, "cancelled", json!({}))?;
+                self.lifecycle(rec, Lifecycle::Cancelled, None)?;
             }
             Action::Send { to, input } => self.send_input(&to, *input)?,
             Action::SendToRun {

@@ -1,15 +1,17 @@
 //! Effects stored inside a batch's transaction: the outbox, durable timers, buffered events,
-//! lifecycle events, the status gauge, and where a function call goes.
+//! lifecycle events (built by `broker::lifecycle`), the status gauge, and where a function call
+//! goes.
 
 use super::batch::{Batch, Result};
 use super::counters::Counter;
+use super::lifecycle::{self, Lifecycle};
 use super::records::{Buffered, InstanceRecord, OutRecord, TimerEntry};
 use super::Stat;
 use crate::cluster::work::Work;
 use crate::engine::{Event, Status};
 use crate::store::{at, key, num, Table};
 use chrono::{DateTime, Utc};
-use serde_json::{json, Value};
+use serde_json::Value;
 
 impl Batch<'_, '_> {
     /// Keeps the instances-by-status gauge in the store.
@@ -160,53 +162,17 @@ impl Batch<'_, '_> {
 
     /// Emits the `started` lifecycle event of an instance, with the input it started with.
     pub(super) fn started(&mut self, rec: &InstanceRecord, input: Value) -> Result<()> {
-        self.lifecycle(rec, "started", json!({ "input": input }))
+        self.lifecycle(rec, Lifecycle::Started, Some(("input", input)))
     }
 
-    /// Emits a `flowbroker.instance.<what>` lifecycle event.
+    /// Emits a lifecycle event of `rec`, stamped with its trace, into the outbox.
     pub(super) fn lifecycle(
         &mut self,
         rec: &InstanceRecord,
-        what: &str,
-        extra: Value,
+        what: Lifecycle,
+        extra: Option<(&'static str, Value)>,
     ) -> Result<()> {
-        let inst = &rec.instance;
-        let mut data = json!({
-            "instanceId": inst.id,
-            "workflowId": inst.workflow_id,
-            "version": rec.version,
-            "status": inst.status,
-        });
-        if let (Value::Object(d), Value::Object(e)) = (&mut data, extra) {
-            d.extend(e);
-        }
-        if let Some(p) = &rec.parent {
-            data["parentId"] = json!(p);
-        }
-        let mut extensions = serde_json::Map::new();
-        extensions.insert("workflowid".into(), json!(inst.workflow_id));
-        extensions.insert("workflowinstanceid".into(), json!(inst.id));
-        let event = Event {
-            id: uuid::Uuid::new_v5(
-                &uuid::Uuid::NAMESPACE_URL,
-                format!("{}/lifecycle/{what}", inst.id).as_bytes(),
-            )
-            .to_string(),
-            source: self
-                .cfg
-                .event_source
-                .replace("{workflowId}", &inst.workflow_id),
-            event_type: format!("flowbroker.instance.{what}"),
-            time: Some(
-                self.now
-                    .to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            ),
-            datacontenttype: Some("application/json".into()),
-            subject: Some(inst.id.clone()),
-            data: Some(data),
-            extensions,
-        };
-        let mut event = event;
+        let mut event = lifecycle::event(&self.cfg.event_source, self.now, rec, what, extra);
         if let Some(t) = &rec.trace {
             t.stamp(&mut event);
         }
@@ -216,7 +182,7 @@ impl Batch<'_, '_> {
         }
         self.outbox(OutRecord::Event {
             topic,
-            key: inst.id.clone(),
+            key: rec.instance.id.clone(),
             event: Box::new(event),
         })
     }

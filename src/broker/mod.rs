@@ -77,6 +77,7 @@ pub mod ingest;
 mod intake;
 mod kept;
 mod landing;
+pub mod lifecycle;
 mod pool;
 pub mod processor;
 pub mod records;
