@@ -29,7 +29,7 @@ pub use tables::{at, key, num, split_at, Table, SEP};
 use fjall::{Keyspace, PartitionHandle, PersistMode};
 use serde::{de::DeserializeOwned, Serialize};
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 use std::path::Path;
 
@@ -229,6 +229,7 @@ impl Store {
             base: None,
             prefix: scope_prefix(scope),
             overlay: RefCell::new(BTreeMap::new()),
+            meta_read: RefCell::default(),
             written: std::cell::Cell::new(0),
         }
     }
@@ -320,6 +321,9 @@ pub struct Txn<'s> {
     base: Option<&'s Pending>,
     prefix: String,
     overlay: RefCell<Overlay>,
+    /// `Meta` entries read from below the overlay (counters, read by most inputs): kept, as
+    /// nothing but this transaction writes its scope's keys while it lives.
+    meta_read: RefCell<HashMap<String, Option<Vec<u8>>>>,
     /// Bytes written so far (keys and values, overwrites counted again): a bound for batches.
     written: std::cell::Cell<usize>,
 }
@@ -506,11 +510,32 @@ impl Txn<'_> {
         if let Some(v) = self.overlay.borrow().get(&table).and_then(|t| t.get(&full)) {
             return Ok(v.as_deref().map(f));
         }
+        if table == Table::Meta {
+            if let Some(v) = self.meta_read.borrow().get(&full) {
+                return Ok(v.as_deref().map(f));
+            }
+            let v = self.read_below(table, &full)?;
+            let r = v.as_deref().map(f);
+            self.meta_read.borrow_mut().insert(full, v);
+            return Ok(r);
+        }
         if let Some(v) = self.base.and_then(|b| b.get(table, &full)) {
             return Ok(v.map(f));
         }
         let v = self.store.part(table).get(full.as_bytes())?;
         Ok(v.map(|b| f(&b)))
+    }
+
+    /// The bytes of a full key below the overlay: the rounds in flight, then the store.
+    fn read_below(&self, table: Table, full: &str) -> Result<Option<Vec<u8>>> {
+        if let Some(v) = self.base.and_then(|b| b.get(table, full)) {
+            return Ok(v.map(<[u8]>::to_vec));
+        }
+        Ok(self
+            .store
+            .part(table)
+            .get(full.as_bytes())?
+            .map(|b| b.to_vec()))
     }
 
     /// Encodes `value` as [`Txn::put`] stores it.
@@ -987,6 +1012,31 @@ mod tests {
         assert_eq!(page(Some("c"), 2), vec![("e".into(), 14)]);
         assert_eq!(page(Some("e"), 2), vec![]);
         assert_eq!(page(None, 0), vec![]);
+    }
+
+    #[test]
+    fn meta_reads_kept_by_a_transaction_give_way_to_its_writes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store")).unwrap();
+        let tx = store.write().unwrap();
+        tx.put(Table::Meta, "n", &5).unwrap();
+        tx.commit().unwrap();
+        let tx = store.write().unwrap();
+        assert_eq!(tx.get::<i64>(Table::Meta, "n").unwrap(), Some(5));
+        assert_eq!(tx.get::<i64>(Table::Meta, "absent").unwrap(), None);
+        // read twice (the second from what the transaction kept), then written over
+        assert_eq!(tx.bump("n", 2).unwrap(), 7);
+        assert_eq!(tx.bump("n", 2).unwrap(), 9);
+        assert_eq!(tx.bump("absent", 1).unwrap(), 1);
+        tx.delete(Table::Meta, "n").unwrap();
+        assert_eq!(tx.get::<i64>(Table::Meta, "n").unwrap(), None);
+        drop(tx);
+        // a transaction after a commit by another reads what that one wrote
+        let other = store.write().unwrap();
+        other.put(Table::Meta, "n", &1).unwrap();
+        other.commit().unwrap();
+        let tx = store.write().unwrap();
+        assert_eq!(tx.get::<i64>(Table::Meta, "n").unwrap(), Some(1));
     }
 
     #[test]
