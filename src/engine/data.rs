@@ -57,17 +57,17 @@ fn put_selected(data: &mut Value, path: &Path, selected: Value) {
     }
 }
 
-/// Like [`merge_result`], but the filter is tried on the whole event first and on its `data`
-/// when it selects nothing there.
-pub fn merge_event(data: &mut Value, event: Value, payload: Value, filter: Option<&Path>) {
-    let Some(path) = filter else {
-        return merge_result(data, payload, None);
-    };
-    let selected = path
-        .select_owned(event)
-        .or_else(|_| path.select_owned(payload));
+/// Like [`merge_result`] with a filter, tried on the whole event first and on its data when
+/// it selects nothing there: `payload`, or the whole event's `data` member when `None` (taken
+/// out of it, not copied).
+pub fn merge_event(data: &mut Value, whole: Value, payload: Option<Value>, filter: &Path) {
+    let selected = filter.select_owned(whole).or_else(|mut whole| {
+        let payload =
+            payload.unwrap_or_else(|| whole.get_mut("data").map_or(Value::Null, Value::take));
+        filter.select_owned(payload)
+    });
     if let Ok(selected) = selected {
-        put_selected(data, path, selected);
+        put_selected(data, filter, selected);
     }
 }
 
@@ -180,18 +180,22 @@ mod tests {
 
     #[test]
     fn event_filter_falls_back_to_data() {
-        let mut d = json!({});
         let ev = json!({"id": "1", "source": "s", "data": {"customer": {"n": 1}}});
-        merge_event(
-            &mut d,
-            ev.clone(),
-            ev["data"].clone(),
-            Some(&p("$.customer")),
-        );
-        assert_eq!(d, json!({"customer": {"n": 1}}));
+        for payload in [None, Some(ev["data"].clone())] {
+            let mut d = json!({});
+            merge_event(&mut d, ev.clone(), payload.clone(), &p("$.customer"));
+            assert_eq!(d, json!({"customer": {"n": 1}}));
+            let mut d = json!({});
+            merge_event(&mut d, ev.clone(), payload, &p("$.source"));
+            assert_eq!(d, json!({"source": "s"}));
+        }
+        // a payload given apart is the one the fallback reads
         let mut d = json!({});
-        merge_event(&mut d, ev.clone(), ev["data"].clone(), Some(&p("$.source")));
-        assert_eq!(d, json!({"source": "s"}));
+        merge_event(&mut d, ev, Some(json!({"customer": 2})), &p("$.customer"));
+        assert_eq!(d, json!({"customer": 2}));
+        let mut d = json!({"k": 1});
+        merge_event(&mut d, json!({"id": "1"}), None, &p("$.absent"));
+        assert_eq!(d, json!({"k": 1}), "selecting nothing changes nothing");
     }
 
     #[test]

@@ -98,8 +98,6 @@ pub fn consume(cx: &mut Cx, event: Event) -> Result<(), EngineError> {
             event_source: event.source.clone(),
         })?;
     pin(cx, &name, &event);
-    let payload = event.data.clone().unwrap_or(Value::Null);
-    let whole = event.to_json();
     match (cx.state(), std::mem::take(&mut cx.inst.activity)) {
         (State::Event(e), Activity::AwaitEvents { mut received }) => {
             let g = e
@@ -107,12 +105,7 @@ pub fn consume(cx: &mut Cx, event: Event) -> Result<(), EngineError> {
                 .iter()
                 .position(|ea| ea.event_refs.contains(&name))
                 .unwrap_or(0);
-            merge(
-                cx,
-                e.events_actions[g].event_data_filter.as_ref(),
-                whole,
-                payload,
-            );
+            merge(cx, e.events_actions[g].event_data_filter.as_ref(), event);
             if e.exclusive {
                 run::start_group(cx, g, vec![]);
             } else {
@@ -139,12 +132,12 @@ pub fn consume(cx: &mut Cx, event: Event) -> Result<(), EngineError> {
                 .flatten()
                 .find(|c| c.event_ref == name)
                 .expect("waits_for lists only condition events");
-            merge(cx, cond.event_data_filter.as_ref(), whole, payload);
+            merge(cx, cond.event_data_filter.as_ref(), event);
             cx.inst.activity = Activity::SwitchWait;
             flow::complete_with(cx, Some(&cond.transition), None);
         }
         (State::Callback(cb), Activity::CallbackWait) => {
-            merge(cx, cb.event_data_filter.as_ref(), whole, payload);
+            merge(cx, cb.event_data_filter.as_ref(), event);
             cx.inst.activity = Activity::CallbackWait;
             flow::complete(cx);
         }
@@ -160,7 +153,7 @@ pub fn consume(cx: &mut Cx, event: Event) -> Result<(), EngineError> {
                     .map(|i| (lane, i))
                     });
             if let Some((lane, idx)) = slot {
-                run::complete_slot(cx, lane, idx, payload);
+                run::complete_slot(cx, lane, idx, event.data.unwrap_or(Value::Null));
             }
         }
     }
@@ -168,9 +161,19 @@ pub fn consume(cx: &mut Cx, event: Event) -> Result<(), EngineError> {
 }
 
 /// Merges event data into the state data through an event data filter.
-fn merge(cx: &mut Cx, filter: Option<&EventDataFilter>, whole: Value, payload: Value) {
+/// The whole event is made JSON only for a filter, which selects from it first and then from
+/// the event's data.
+fn merge(cx: &mut Cx, filter: Option<&EventDataFilter>, event: Event) {
     let path = filter.and_then(|f| f.selector()).and_then(|p| cx.path(p));
-    data::merge_event(&mut cx.inst.data, whole, payload, path.as_deref());
+    let Some(path) = path else {
+        return data::merge_result(&mut cx.inst.data, event.data.unwrap_or(Value::Null), None);
+    };
+    // an extension named `data` takes the data's place in the whole event: keep a copy then
+    let apart = event
+        .extensions
+        .contains_key("data")
+        .then(|| event.data.clone().unwrap_or(Value::Null));
+    data::merge_event(&mut cx.inst.data, event.into_json(), apart, &path);
 }
 
 /// Pins the event's correlation values and adds them to the state data (unless present).

@@ -93,32 +93,61 @@ impl Event {
     /// A context attribute by name, case-insensitively: a spec attribute (`id`, `source`,
     /// `type`, `specversion`, `time`, `datacontenttype`, `subject`) or an extension.
     pub fn attribute(&self, name: &str) -> Option<String> {
-        let lower = name.to_ascii_lowercase();
-        let spec = match lower.as_str() {
-            "id" => Some(Some(&self.id)),
-            "source" => Some(Some(&self.source)),
-            "type" => Some(Some(&self.event_type)),
-            "specversion" => return Some("1.0".to_string()),
-            "time" => Some(self.time.as_ref()),
-            "datacontenttype" => Some(self.datacontenttype.as_ref()),
-            "subject" => Some(self.subject.as_ref()),
-            _ => None,
-        };
-        if let Some(value) = spec {
+        const SPEC: [&str; 7] = [
+            "id",
+            "source",
+            "type",
+            "specversion",
+            "time",
+            "datacontenttype",
+            "subject",
+        ];
+        if let Some(spec) = SPEC.iter().find(|s| s.eq_ignore_ascii_case(name)) {
+            let value = match *spec {
+                "id" => Some(&self.id),
+                "source" => Some(&self.source),
+                "type" => Some(&self.event_type),
+                "specversion" => return Some("1.0".to_string()),
+                "time" => self.time.as_ref(),
+                "datacontenttype" => self.datacontenttype.as_ref(),
+                _ => self.subject.as_ref(),
+            };
             return value.cloned();
         }
         self.extensions
             .iter()
-            .find(|(k, _)| k.to_ascii_lowercase() == lower)
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| match v {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             })
     }
 
-    /// The whole event as structured JSON, as event data filters see it.
-    pub fn to_json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or(Value::Null)
+    /// The whole event as structured JSON, as event data filters see it: what serializing it
+    /// gives (`serde_json::to_value`), built from its parts without copying them.
+    pub fn into_json(self) -> Value {
+        let mut m = Map::with_capacity(7 + self.extensions.len());
+        m.insert("id".into(), Value::String(self.id));
+        m.insert("source".into(), Value::String(self.source));
+        m.insert("type".into(), Value::String(self.event_type));
+        let optional = [
+            ("time", self.time),
+            ("datacontenttype", self.datacontenttype),
+            ("subject", self.subject),
+        ];
+        for (k, v) in optional {
+            if let Some(v) = v {
+                m.insert(k.into(), Value::String(v));
+            }
+        }
+        if let Some(data) = self.data {
+            m.insert("data".into(), data);
+        }
+        // flattened: an extension named as an attribute takes that attribute's place
+        for (k, v) in self.extensions {
+            m.insert(k, v);
+        }
+        Value::Object(m)
     }
 }
 
@@ -219,5 +248,43 @@ mod tests {
         assert_eq!(read("patientId").as_deref(), Some("p1"));
         assert_eq!(read("count").as_deref(), Some("3"));
         assert_eq!(read("absent"), None);
+    }
+
+    #[test]
+    fn into_json_is_what_serializing_gives() {
+        let base = Event {
+            id: "e1".into(),
+            source: "/s".into(),
+            event_type: "t".into(),
+            time: None,
+            datacontenttype: None,
+            subject: None,
+            data: None,
+            extensions: Map::new(),
+        };
+        let mut events = vec![base.clone()];
+        let mut full = base.clone();
+        full.time = Some("2020-01-01T00:00:00Z".into());
+        full.datacontenttype = Some("application/json".into());
+        full.subject = Some("sub".into());
+        full.data = Some(json!({"b": [1, {"c": null}], "a": "x"}));
+        full.extensions.insert("zeta".into(), json!("z"));
+        full.extensions.insert("alpha".into(), json!(true));
+        events.push(full.clone());
+        // extensions named as an attribute (or as `data`) override it in place
+        for name in ["id", "subject", "data", "time"] {
+            let mut e = full.clone();
+            e.extensions.insert(name.into(), json!("ext"));
+            events.push(e);
+            let mut e = base.clone();
+            e.extensions.insert(name.into(), json!(7));
+            events.push(e);
+        }
+        for e in events {
+            let want = serde_json::to_value(&e).unwrap();
+            let got = e.clone().into_json();
+            assert_eq!(got, want, "{e:?}");
+            assert_eq!(got.to_string(), want.to_string(), "key order of {e:?}");
+        }
     }
 }
