@@ -24,7 +24,8 @@
 //!   event definitions), at validation and at run time.
 //! - [`expr`]: `{{ JsonPath }}` expressions, interpolation, truthiness (glue over jsonpath-rust).
 //! - [`time`]: ISO 8601 durations and intervals, cron, IANA zones (glue over iso8601-duration,
-//!   croner, chrono-tz); `Written`, a definition's time value parsed once, when it is read.
+//!   croner, chrono-tz); `Written`, a definition's time value parsed once, when it is read;
+//!   `stamp`, timestamps of stored records written in chrono's serde form without `fmt`.
 //! - [`diag`]: located diagnostics and "did you mean" suggestions.
 //! - [`asl`]: Amazon States Language, the second language: machines read and validated with
 //!   located errors, paths, data processing, Choice Rules, intrinsic functions, variables and

@@ -31,7 +31,8 @@ impl Batch<'_, '_> {
             }
         }
         let until = self.now + window;
-        self.tx.put(Table::Seen, &k, &until)?;
+        self.tx
+            .put(Table::Seen, &k, &crate::time::stamp::Stamp(until))?;
         self.tx.put(Table::SeenExpiry, &at(until, &k), &())?;
         self.added.seen += 1;
         self.added.seen_new += usize::from(before.is_none());

@@ -24,10 +24,16 @@ pub struct InstanceRecord {
     /// the function and event definitions it lacks from them (`crate::family`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub lineage: Vec<(String, String)>,
+    #[serde(serialize_with = "crate::time::stamp::serialize")]
     pub created: DateTime<Utc>,
+    #[serde(serialize_with = "crate::time::stamp::serialize")]
     pub updated: DateTime<Utc>,
     /// When the current state was entered (the start of its span).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "crate::time::stamp::serialize_option"
+    )]
     pub since: Option<DateTime<Utc>>,
     /// Entries in the history table.
     pub history: u64,
@@ -40,6 +46,7 @@ pub struct InstanceRecord {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryEntry {
+    #[serde(serialize_with = "crate::time::stamp::serialize")]
     pub at: DateTime<Utc>,
     pub input: Input,
     /// The engine's actions, or the reason it refused the input.
@@ -62,6 +69,7 @@ pub struct HistoryEntry {
 #[derive(Debug, Clone, Copy, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HistoryEntryOf<'a> {
+    #[serde(serialize_with = "crate::time::stamp::serialize")]
     pub at: DateTime<Utc>,
     pub input: &'a Input,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -173,6 +181,7 @@ pub struct Call {
 #[serde(rename_all = "camelCase")]
 pub struct Buffered {
     pub event: Event,
+    #[serde(serialize_with = "crate::time::stamp::serialize")]
     pub expires: DateTime<Utc>,
 }
 

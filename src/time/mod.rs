@@ -1,10 +1,12 @@
 //! Time values of the language: ISO 8601 durations, repeating intervals (`R5/PT1M`), time
 //! intervals (start/end, start/duration, duration/end, duration), cron expressions and IANA
-//! time zones. Thin glue over `iso8601-duration`, `croner`, `chrono` and `chrono-tz`.
+//! time zones. Thin glue over `iso8601-duration`, `croner`, `chrono` and `chrono-tz`; and
+//! timestamps written fast in chrono's serde form ([`stamp`]).
 
 mod cron;
 mod duration;
 mod interval;
+pub mod stamp;
 mod written;
 
 pub use cron::{CronError, CronSchedule};
