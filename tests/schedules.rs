@@ -341,4 +341,24 @@ states:
         ticks.push(tick);
     }
     assert_ne!(ticks[0], ticks[1], "each tick its own correlation key");
+    // read back as the broker reads them (typed: a key written twice is an error, which a
+    // JSON value would hide)
+    let mut read = 0;
+    for w in h.export() {
+        let Some(v) = &w.value else { continue };
+        match w.table {
+            flowbroker::store::Table::Instances => {
+                serde_json::from_slice::<flowbroker::broker::records::InstanceRecord>(v)
+                    .unwrap_or_else(|e| panic!("{}: {e}", w.key));
+                read += 1;
+            }
+            flowbroker::store::Table::History => {
+                serde_json::from_slice::<flowbroker::broker::records::HistoryEntry>(v)
+                    .unwrap_or_else(|e| panic!("{}: {e}", w.key));
+                read += 1;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(read, 4, "two instances and their history entries");
 }

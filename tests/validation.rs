@@ -60,6 +60,7 @@ const MISTAKES: &[(&str, &str, &str, &str)] = &[
     ("refName: reserve", "refName: reserv", "$.states[0].eventsActions[0].actions[0].functionRef.refName: no function named \"reserv\"", "did you mean"),
     ("  start: {kind: default}\n", "", "$.states: no start state", "start: {kind: default}"),
     ("  type: delay\n", "  type: delay\n  start: {kind: default}\n", "$.states[2].start: a second start state", "exactly one"),
+    ("contextAttributeName: orderid}", "contextAttributeName: Data}", "$.events[0].correlation[0].contextAttributeName: `Data` is the event's payload, not a context attribute", "eventDataFilter"),
     ("type: order.placed, source: shop,", "type: order.placed,", "$.events[0].source: consumed event \"OrderPlaced\" has no `source`", "add"),
     ("  default: {nextState: Wait}\n", "  default: {nextState: Wait}\n  end: {kind: default}\n", "$.states[1].end: a switch state cannot be an end state", "route"),
     ("  dataConditions:\n  - {condition: \"{{ $.[?(@.express == true)] }}\", transition: {nextState: Ship}}\n", "", "$.states[1]: a switch state needs `dataConditions` or `eventConditions`", "needs"),

@@ -15,7 +15,8 @@
 //!   `requests`, `resume`, `deploy`) import from `core`, and `core` imports from
 //!   none of them; their methods still call each other (`Core::build` calls `steps`,
 //!   `land`, `take_over`...), which an import check does not see.
-//! - `effects` (outbox, timers, buffer, lifecycle events inside a batch), `deploy`, `sweep`:
+//! - `effects` (outbox, timers, buffer, lifecycle events inside a batch; [`lifecycle`] builds
+//!   those events), `deploy`, `sweep`:
 //!   the core's work on file changes, due timers and expired buffered events; [`gauges`]:
 //!   store-kept metrics.
 //! - `handoff`: taking a state partition over (fence, restore, resume), letting it go, and

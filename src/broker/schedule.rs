@@ -277,10 +277,11 @@ pub fn ticks_between(
 }
 
 /// The event a tick issues for start event `name`: `source` and `type` from its definition,
-/// the tick's id and scheduled time, and each correlation rule's attribute set to the rule's
-/// fixed value, or to the tick's instance id without one. `subject`, `time` and
-/// `datacontenttype` rules set those attributes, any other name an extension; `id`, `source`,
-/// `type` and `specversion` are the event's own, and a rule on them reads what the tick carries.
+/// the tick's id and scheduled time. A rule on `subject` or an extension sets it to the rule's
+/// fixed value, or to the tick's id (unique per workflow and tick) without one; a rule on
+/// `time` or `datacontenttype` sets it only to a fixed value; `id`, `source`, `type` and
+/// `specversion` are the event's own, and a rule on them (or on `time` and `datacontenttype`
+/// without a value) reads what the tick carries.
 fn tick_event(d: &Deployed, name: &str, id: &str, data: &Value) -> Option<Event> {
     let ed = d.def.workflow.event(name)?;
     let mut ev = Event {
@@ -297,7 +298,8 @@ fn tick_event(d: &Deployed, name: &str, id: &str, data: &Value) -> Option<Event>
         let fixed = rule.context_attribute_value.as_ref();
         let value = || fixed.cloned().unwrap_or_else(|| id.to_string());
         match rule.context_attribute_name.to_ascii_lowercase().as_str() {
-            "id" | "source" | "type" | "specversion" => {}
+            // the event's own, and `data` its payload (validation refuses a rule on it)
+            "id" | "source" | "type" | "specversion" | "data" | "data_base64" => {}
             "subject" => ev.subject = Some(value()),
             "time" => ev.time = fixed.cloned().or(ev.time),
             "datacontenttype" => ev.datacontenttype = fixed.cloned().or(ev.datacontenttype),

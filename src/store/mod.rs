@@ -321,8 +321,10 @@ pub struct Txn<'s> {
     base: Option<&'s Pending>,
     prefix: String,
     overlay: RefCell<Overlay>,
-    /// `Meta` entries read from below the overlay (counters, read by most inputs): kept, as
-    /// nothing but this transaction writes its scope's keys while it lives.
+    /// `Meta` entries read from below the overlay (counters, read by most inputs), in a
+    /// partition's scope: kept, as nothing but this transaction writes that scope's keys while
+    /// it lives (one writer per partition). A node-wide transaction keeps none: other
+    /// partitions' writers change keys in its scope.
     meta_read: RefCell<HashMap<String, Option<Vec<u8>>>>,
     /// Bytes written so far (keys and values, overwrites counted again): a bound for batches.
     written: std::cell::Cell<usize>,
@@ -510,7 +512,7 @@ impl Txn<'_> {
         if let Some(v) = self.overlay.borrow().get(&table).and_then(|t| t.get(&full)) {
             return Ok(v.as_deref().map(f));
         }
-        if table == Table::Meta {
+        if table == Table::Meta && !self.prefix.is_empty() {
             if let Some(v) = self.meta_read.borrow().get(&full) {
                 return Ok(v.as_deref().map(f));
             }
@@ -1018,10 +1020,10 @@ mod tests {
     fn meta_reads_kept_by_a_transaction_give_way_to_its_writes() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("store")).unwrap();
-        let tx = store.write().unwrap();
+        let tx = store.scoped(Scope::Partition(1));
         tx.put(Table::Meta, "n", &5).unwrap();
         tx.commit().unwrap();
-        let tx = store.write().unwrap();
+        let tx = store.scoped(Scope::Partition(1));
         assert_eq!(tx.get::<i64>(Table::Meta, "n").unwrap(), Some(5));
         assert_eq!(tx.get::<i64>(Table::Meta, "absent").unwrap(), None);
         // read twice (the second from what the transaction kept), then written over
@@ -1032,11 +1034,20 @@ mod tests {
         assert_eq!(tx.get::<i64>(Table::Meta, "n").unwrap(), None);
         drop(tx);
         // a transaction after a commit by another reads what that one wrote
-        let other = store.write().unwrap();
+        let other = store.scoped(Scope::Partition(1));
         other.put(Table::Meta, "n", &1).unwrap();
         other.commit().unwrap();
-        let tx = store.write().unwrap();
+        let tx = store.scoped(Scope::Partition(1));
         assert_eq!(tx.get::<i64>(Table::Meta, "n").unwrap(), Some(1));
+        drop(tx);
+        // a node-wide transaction keeps nothing: a partition's writer may change its keys
+        let node = store.write().unwrap();
+        let full = format!("p0001{SEP}n");
+        assert_eq!(node.get::<i64>(Table::Meta, &full).unwrap(), Some(1));
+        let part = store.scoped(Scope::Partition(1));
+        part.put(Table::Meta, "n", &2).unwrap();
+        part.commit().unwrap();
+        assert_eq!(node.get::<i64>(Table::Meta, &full).unwrap(), Some(2));
     }
 
     #[test]

@@ -105,10 +105,23 @@ pub fn workflow(cx: &mut Cx) {
         }
         for (j, c) in e.correlation.iter().enumerate() {
             let cat = format!("{at}.correlation[{j}]");
-            if c.context_attribute_name.trim().is_empty() {
+            let name = c.context_attribute_name.trim();
+            if name.is_empty() {
                 cx.err(
                     format!("{cat}.contextAttributeName"),
                     "empty context attribute name: name the CloudEvent attribute to correlate on",
+                );
+            } else if ["data", "data_base64"]
+                .iter()
+                .any(|r| r.eq_ignore_ascii_case(name))
+            {
+                cx.err(
+                    format!("{cat}.contextAttributeName"),
+                    format!(
+                        "`{name}` is the event's payload, not a context attribute: correlate on \
+                         an extension attribute (such as `orderid`) or `subject`, and read the \
+                         payload with an `eventDataFilter`"
+                    ),
                 );
             }
             if let Some(v) = &c.context_attribute_value {
