@@ -261,25 +261,33 @@ states:
     assert!(h.event("e5", "/t", "go")["rejected"].is_string());
 }
 
-#[test]
-fn cron_on_an_event_start_state_issues_the_start_event_itself() {
-    let wf = r#"
+/// A workflow whose event start state the schedule starts every minute, on a `Tick` event
+/// (`clock.tick` from `/clock`) with the `correlation` rules given.
+fn ticker(correlation: &str) -> String {
+    format!(
+        r#"
 id: ticker
 name: ticker
 events:
-- {name: Tick, type: clock.tick, source: /clock, correlation: [{contextAttributeName: kind, contextAttributeValue: minute}]}
+- {{name: Tick, type: clock.tick, source: /clock, correlation: {correlation}}}
 states:
 - name: OnTick
   type: event
   start:
     kind: scheduled
-    schedule: {cron: "* * * * *", timezone: UTC, directInvoke: exclusive}
+    schedule: {{cron: "* * * * *", timezone: UTC, directInvoke: exclusive}}
   eventsActions:
   - eventRefs: [Tick]
-  end: {kind: default}
-"#;
+  end: {{kind: default}}
+"#
+    )
+}
+
+#[test]
+fn cron_on_an_event_start_state_issues_the_start_event_itself() {
+    let wf = ticker("[{contextAttributeName: kind, contextAttributeValue: minute}]");
     let mut h = Harness::new("2024-01-01T10:00:30Z", |_| {});
-    h.deploy("t.yaml", wf);
+    h.deploy("t.yaml", &wf);
     h.at("2024-01-01T10:01:00Z");
     h.at("2024-01-01T10:02:00Z");
     assert_eq!(h.started.len(), 2);
@@ -298,26 +306,11 @@ fn a_tick_sets_the_attributes_its_correlation_rules_name() {
     // `subject` and the extension with the tick's id, and a rule on `source` reads the
     // definition's source; before, all three went into extensions, so `subject` never matched
     // and a second `source` key made the stored event unreadable
-    let wf = r#"
-id: ticker
-name: ticker
-events:
-- name: Tick
-  type: clock.tick
-  source: /clock
-  correlation: [{contextAttributeName: subject}, {contextAttributeName: Source}, {contextAttributeName: runId}]
-states:
-- name: OnTick
-  type: event
-  start:
-    kind: scheduled
-    schedule: {cron: "* * * * *", timezone: UTC, directInvoke: exclusive}
-  eventsActions:
-  - eventRefs: [Tick]
-  end: {kind: default}
-"#;
+    let wf = ticker(
+        "[{contextAttributeName: subject}, {contextAttributeName: Source}, {contextAttributeName: runId}]",
+    );
     let mut h = Harness::new("2024-01-01T10:00:30Z", |_| {});
-    h.deploy("t.yaml", wf);
+    h.deploy("t.yaml", &wf);
     h.at("2024-01-01T10:01:00Z");
     h.at("2024-01-01T10:02:00Z");
     assert_eq!(h.started.len(), 2, "{:?}", h.events);
