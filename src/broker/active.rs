@@ -54,7 +54,7 @@ pub fn remove(tx: &Txn<'_>, complete: bool, k: &str, instance: &str) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::broker::kept::{Kept, MARKED};
+    use crate::broker::kept::{Flag, Kept};
     use crate::store::{Scope, Store};
 
     fn active(store: &Store, k: &str) -> Option<String> {
@@ -71,7 +71,7 @@ mod tests {
 
     fn marked(store: &Store, p: u16) -> bool {
         let tx = store.scoped(Scope::Partition(p));
-        tx.contains(Table::Meta, MARKED).unwrap()
+        tx.holds(&Flag::Marked).unwrap()
     }
 
     /// Applies `ops` (instance, put or remove) on key "k" of partition 1, a batch each, as

@@ -10,7 +10,6 @@ use super::router::Routed;
 use super::{AdminError, Stat};
 use crate::cluster::work::{IndexEntry, Source, Work};
 use crate::engine::{EngineError, Event, Input};
-use crate::store::Table;
 
 /// What applying a work record came to, for whoever waits on it (an HTTP request in
 /// single-node loopback, a test).
@@ -32,16 +31,15 @@ impl Batch<'_, '_> {
         let Some(pos) = source.position() else {
             return Ok(false);
         };
-        let k = pos.slot.to_string();
-        if let Some(done) = self.tx.get::<(i64, i64)>(Table::Offsets, &k)? {
+        if let Some(done) = self.tx.read(&pos.slot)? {
             if pos.at <= done {
-                tracing::debug!(partition = %self.p, slot = %k, at = ?pos.at, applied = ?done,
+                tracing::debug!(partition = %self.p, slot = %pos.slot, at = ?pos.at, applied = ?done,
                     "copy of an applied record dropped");
                 self.fx.stats.push(Stat::Duplicate);
                 return Ok(true);
             }
         }
-        self.tx.put(Table::Offsets, &k, &pos.at)?;
+        self.tx.write(&pos.slot, &pos.at)?;
         Ok(false)
     }
 

@@ -2,6 +2,7 @@
 //! in step, and turning the engine's actions into stored effects (outbox, calls, timers,
 //! children). Nothing here talks to Kafka or HTTP; [`Effects`] says what to do after commit.
 
+use super::entries::{CallOf, InstanceOf};
 use super::hot::Hot;
 use super::index;
 use super::lifecycle::{self, Lifecycle};
@@ -151,7 +152,7 @@ impl<'a, 's> Batch<'a, 's> {
     }
 
     pub fn load(&self, id: &str) -> Result<Option<InstanceRecord>> {
-        self.tx.get(Table::Instances, id)
+        self.tx.read(&InstanceOf(id))
     }
 
     /// [`Batch::load`] for an input about to be applied: the record kept decoded from the
@@ -162,13 +163,13 @@ impl<'a, 's> Batch<'a, 's> {
         };
         let found = self
             .tx
-            .get_raw(Table::Instances, id, |stored| match hot.take(id, stored) {
+            .read_raw(&InstanceOf(id), |stored| match hot.take(id, stored) {
                 Some(rec) => {
                     #[cfg(debug_assertions)]
                     same_as_decoded(id, stored, &rec);
                     Ok(rec)
                 }
-                None => Txn::decode(Table::Instances, id, stored),
+                None => Txn::decode_entry(&InstanceOf(id), stored),
             })?;
         match found {
             Some(rec) => rec.map(Some),
@@ -416,7 +417,7 @@ impl<'a, 's> Batch<'a, 's> {
         let bytes = Txn::encode(&rec);
         // a finished instance takes no more inputs: not worth keeping decoded
         let kept = (self.hot.is_some() && !rec.instance.status.is_final()).then(|| bytes.clone());
-        self.tx.put_json(Table::Instances, id, bytes)?;
+        self.tx.write_encoded(&InstanceOf(id), bytes)?;
         if !rec.instance.status.is_final() {
             self.offer_buffered(def, &rec.instance)?;
         }
@@ -596,7 +597,7 @@ impl<'a, 's> Batch<'a, 's> {
                             _ => t.state_span(&rec.instance.visit_key()),
                         }),
                     };
-                    self.tx.put(Table::Calls, &key, &call)?;
+                    self.tx.write(&CallOf(&key), &call)?;
                     self.fx.calls.push(call);
                 }
                 None => {
@@ -828,7 +829,7 @@ impl<'a, 's> Batch<'a, 's> {
 #[cfg(debug_assertions)]
 fn same_as_decoded(id: &str, stored: &[u8], kept: &InstanceRecord) {
     let decoded: InstanceRecord =
-        Txn::decode(Table::Instances, id, stored).expect("a kept record's bytes decode");
+        Txn::decode_entry(&InstanceOf(id), stored).expect("a kept record's bytes decode");
     assert!(
         decoded == *kept,
         "instance {id}: the record kept decoded differs from decoding its bytes"

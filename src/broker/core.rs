@@ -21,6 +21,7 @@ use super::records::{Call, OutRecord, StoredVersion, TimerEntry};
 use super::registry::Registry;
 pub use super::shared::Shared;
 use super::tickets::Ticket;
+use super::window::FirstDeployed;
 use super::{Clock, Cmd, OutboxKey, Stat};
 use crate::cluster::node::InputPartition;
 use crate::cluster::partition::{InstanceId, PartitionId, Partitions};
@@ -178,7 +179,7 @@ impl Core {
                 }
             }
         }
-        for (k, at) in tx.prefix::<DateTime<Utc>>(Table::Meta, "first_deployed")? {
+        for (k, at) in tx.prefix::<DateTime<Utc>>(Table::Meta, FirstDeployed::PREFIX)? {
             if let Some(wf) = k.split(SEP).nth(1) {
                 reg.anchor(wf, at);
             }

@@ -3,7 +3,7 @@
 //! counter's key is spelled in one place and a misspelled name cannot start a new one.
 
 use crate::engine::Status;
-use crate::store::{key, Txn};
+use crate::store::{key, Entry, Table, Txn};
 use std::borrow::Cow;
 
 /// A counter of one state partition (its key in `Meta`, under the partition's scope).
@@ -22,9 +22,12 @@ pub enum Counter {
     Seen,
 }
 
-impl Counter {
+impl Entry for Counter {
+    const TABLE: Table = Table::Meta;
+    type Value = i64;
+
     /// Its key in `Meta` (the names stores have always used).
-    pub fn key(self) -> Cow<'static, str> {
+    fn key(&self) -> Cow<'_, str> {
         match self {
             Counter::Status(s) => Cow::Owned(key(&["status", s.as_str()])),
             Counter::OutboxSeq => Cow::Borrowed("outbox.seq"),
@@ -33,17 +36,17 @@ impl Counter {
             Counter::Seen => Cow::Borrowed("dedupe_entries"),
         }
     }
+}
 
+impl Counter {
     /// The counter's value in `tx` (0 when it was never counted).
     pub fn value(self, tx: &Txn<'_>) -> crate::store::Result<i64> {
-        Ok(tx
-            .get::<i64>(crate::store::Table::Meta, &self.key())?
-            .unwrap_or(0))
+        Ok(tx.read(&self)?.unwrap_or(0))
     }
 
     /// Adds `by` to the counter in `tx`; returns the new value.
     pub fn bump(self, tx: &Txn<'_>, by: i64) -> crate::store::Result<i64> {
-        tx.bump(&self.key(), by)
+        tx.add(&self, by)
     }
 }
 
@@ -71,7 +74,7 @@ mod tests {
                 Counter::Buffered,
                 Counter::Seen,
             ])
-            .map(Counter::key)
+            .map(|c| c.key().into_owned())
             .collect();
         assert_eq!(
             all.len(),

@@ -29,11 +29,11 @@ impl Core {
                 };
                 tx.put(Table::Versions, &vk, &v)?;
             }
-            let fk = super::window::first_deployed_key(&d.id);
-            match tx.get::<DateTime<Utc>>(Table::Meta, &fk)? {
+            let fk = super::window::FirstDeployed(&d.id);
+            match tx.read(&fk)? {
                 Some(at) => self.reg.anchor(&d.id, at),
                 None => {
-                    tx.put(Table::Meta, &fk, &now)?;
+                    tx.write(&fk, &now)?;
                     self.reg.anchor(&d.id, now);
                 }
             }

@@ -4,6 +4,7 @@
 
 use super::batch::{Batch, Result};
 use super::counters::Counter;
+use super::entries::TimerIdOf;
 use super::lifecycle::{self, Lifecycle};
 use super::records::{Buffered, InstanceRecord, OutRecord, TimerEntry};
 use super::Stat;
@@ -147,15 +148,15 @@ impl Batch<'_, '_> {
         self.disarm(id)?;
         let k = at(due, id);
         self.tx.put(Table::Timers, &k, entry)?;
-        self.tx.put(Table::TimerIds, id, &k)?;
+        self.tx.write(&TimerIdOf(id), &k)?;
         Ok(())
     }
 
     pub fn disarm(&mut self, id: &str) -> Result<()> {
-        if let Some(k) = self.tx.get::<String>(Table::TimerIds, id)? {
+        if let Some(k) = self.tx.read(&TimerIdOf(id))? {
             // the entry its id points to: removed unread (`Timers` keeps no bloom filters)
             self.tx.remove(Table::Timers, &k);
-            self.tx.delete(Table::TimerIds, id)?;
+            self.tx.erase(&TimerIdOf(id))?;
         }
         Ok(())
     }

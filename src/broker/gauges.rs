@@ -10,7 +10,7 @@ use super::counters::Counter;
 use crate::cluster::directory::Directory;
 use crate::cluster::partition::PartitionId;
 use crate::engine::Status;
-use crate::store::{Scope, Store, StoreError, Table};
+use crate::store::{Entry as _, Scope, Store, StoreError, Table};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 

@@ -3,10 +3,11 @@
 //! calls, plan schedules), letting one go, and finding out that another broker fenced this
 //! one out (docs/scale.md).
 
-use super::checkpoints::{checkpoint_key, node_write};
+use super::checkpoints::CheckpointOf;
 use super::core::Core;
 use super::error::CoreError;
-use super::processor::{PartInput, WORK_OFFSET};
+use super::positions::WorkOffset;
+use super::processor::PartInput;
 use super::records::{Call, OutRecord, StoredVersion};
 use super::{OutboxKey, Stat};
 use crate::cluster::changelog::{Checkpoint, Entry};
@@ -14,6 +15,7 @@ use crate::cluster::partition::PartitionId;
 use crate::cluster::work::ReadFrom;
 use crate::cluster::{Log, LogError};
 use crate::engine::ErrorInfo;
+use crate::store::Entry as _;
 use crate::store::{Scope, Table, SEP};
 use std::collections::BTreeMap;
 
@@ -48,9 +50,7 @@ impl Core {
         let owner = log.owner();
         let fence = log.append(&[(p, Entry::Fence { owner, provisional })])?[0].1;
         let node = self.store.write()?;
-        let mut cp: Checkpoint = node
-            .get(Table::Meta, &checkpoint_key(p))?
-            .unwrap_or_default();
+        let mut cp: Checkpoint = node.read(&CheckpointOf(p))?.unwrap_or_default();
         drop(node);
         if cp.next > fence {
             tracing::warn!(partition = %p, local = cp.next, fence,
@@ -76,7 +76,7 @@ impl Core {
         }
         cp.next = fence + 1;
         cp.fence = Some(fence);
-        writes.push(node_write(&checkpoint_key(p), &cp));
+        writes.push(CheckpointOf(p).node_write(&cp));
         self.store.apply(&writes, false)?;
         self.fences.insert(p, fence);
         self.tail.insert(p, fence);
@@ -102,7 +102,7 @@ impl Core {
                 }
             }
         }
-        let work_offset = tx.get::<i64>(Table::Offsets, WORK_OFFSET)?.unwrap_or(0);
+        let work_offset = tx.read(&WorkOffset)?.unwrap_or(0);
         let outbox: Vec<(String, OutRecord)> = tx.prefix(Table::Outbox, "")?;
         let calls: Vec<(String, Call)> = tx.prefix(Table::Calls, "")?;
         let ready = if swf {

@@ -16,21 +16,36 @@
 //! The heads depend on nothing outside the partition: one with state from an older version
 //! has them counted afresh from its `Waits` entries by its first batch ([`Kept::head_up`]).
 
-use crate::store::{Table, Txn};
+use crate::store::{Entry, Table, Txn};
+use std::borrow::Cow;
 
 pub type Result<T> = crate::store::Result<T>;
 
-/// The partition's `Meta` key saying that its `Superseded` marks are complete (changelog
-/// format 3, store layout 2).
-pub const MARKED: &str = "active.marked";
+/// A partition's `Meta` flag about what it keeps complete (present: `true`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flag {
+    /// Its `Superseded` marks are complete (changelog format 3, store layout 2).
+    Marked,
+    /// Its `Unpinned` heads are complete (changelog format 4, store layout 3).
+    Headed,
+    /// Its heads were too many to count in a batch ([`Kept::head_up`]): it looks every
+    /// unpinned waits key up, for good.
+    Headless,
+}
 
-/// The partition's `Meta` key saying that its `Unpinned` heads are complete (changelog format
-/// 4, store layout 3).
-pub const HEADED: &str = "waits.headed";
+impl Entry for Flag {
+    const TABLE: Table = Table::Meta;
+    type Value = bool;
 
-/// The partition's `Meta` key saying that its heads were too many to count in a batch
-/// ([`Kept::head_up`]): it looks every unpinned waits key up, for good.
-pub const HEADLESS: &str = "waits.headless";
+    /// The names stores have always used.
+    fn key(&self) -> Cow<'_, str> {
+        Cow::Borrowed(match self {
+            Flag::Marked => "active.marked",
+            Flag::Headed => "waits.headed",
+            Flag::Headless => "waits.headless",
+        })
+    }
+}
 
 /// What the partition keeps complete, found out once per batch by [`Kept::at_start`]; the
 /// default (nothing) does the work each would save.
@@ -49,8 +64,8 @@ impl Kept {
     /// At the start of a batch, before it writes anything: what the partition keeps complete,
     /// which is everything when it holds no key in any table (never written).
     pub fn at_start(tx: &Txn<'_>) -> Result<Kept> {
-        let marks = tx.contains(Table::Meta, MARKED)?;
-        let heads = tx.contains(Table::Meta, HEADED)?;
+        let marks = tx.holds(&Flag::Marked)?;
+        let heads = tx.holds(&Flag::Headed)?;
         if marks || heads {
             // either key is a write: the partition is not fresh
             return Ok(Kept {
@@ -78,15 +93,15 @@ impl Kept {
     /// Right after [`Kept::at_start`]: a partition that does not keep its heads complete (it
     /// holds state from an older version) has them counted afresh from its entries
     /// ([`super::unpinned::rebuild`]) and is marked as keeping them, once, by this batch.
-    /// One with more heads than a batch should write is marked [`HEADLESS`] instead and keeps
+    /// One with more heads than a batch should write is marked [`Flag::Headless`] instead and keeps
     /// looking every unpinned key up.
     pub fn head_up(&mut self, tx: &Txn<'_>) -> Result<()> {
-        if self.heads || tx.contains(Table::Meta, HEADLESS)? {
+        if self.heads || tx.holds(&Flag::Headless)? {
             return Ok(());
         }
         match super::unpinned::rebuild(tx)? {
             Some(n) => {
-                tx.put(Table::Meta, HEADED, &true)?;
+                tx.write(&Flag::Headed, &true)?;
                 self.heads = true;
                 tracing::info!(
                     heads = n,
@@ -94,7 +109,7 @@ impl Kept {
                 );
             }
             None => {
-                tx.put(Table::Meta, HEADLESS, &true)?;
+                tx.write(&Flag::Headless, &true)?;
                 tracing::warn!(
                     max = super::unpinned::MAX_HEADS,
                     "a partition from an older version has more unpinned waits keys than a \
@@ -109,8 +124,8 @@ impl Kept {
     /// complete (a batch that writes nothing writes nothing here either).
     pub fn seal(&self, tx: &Txn<'_>) -> Result<()> {
         if self.fresh && !tx.is_unchanged() {
-            tx.put(Table::Meta, MARKED, &true)?;
-            tx.put(Table::Meta, HEADED, &true)?;
+            tx.write(&Flag::Marked, &true)?;
+            tx.write(&Flag::Headed, &true)?;
         }
         Ok(())
     }
@@ -124,9 +139,16 @@ mod tests {
     fn kept(store: &Store, p: u16) -> (bool, bool) {
         let tx = store.scoped(Scope::Partition(p));
         (
-            tx.contains(Table::Meta, MARKED).unwrap(),
-            tx.contains(Table::Meta, HEADED).unwrap(),
+            tx.holds(&Flag::Marked).unwrap(),
+            tx.holds(&Flag::Headed).unwrap(),
         )
+    }
+
+    #[test]
+    fn flags_are_the_names_existing_stores_hold() {
+        assert_eq!(Flag::Marked.key(), "active.marked");
+        assert_eq!(Flag::Headed.key(), "waits.headed");
+        assert_eq!(Flag::Headless.key(), "waits.headless");
     }
 
     #[test]
@@ -164,7 +186,7 @@ mod tests {
         // one with marks but no heads (written by a broker of changelog format 3) keeps its
         // marks, and its first batch counts its heads
         let tx = store.scoped(Scope::Partition(4));
-        tx.put(Table::Meta, MARKED, &true).unwrap();
+        tx.write(&Flag::Marked, &true).unwrap();
         tx.commit().unwrap();
         let tx = store.scoped(Scope::Partition(4));
         let mut k = Kept::at_start(&tx).unwrap();

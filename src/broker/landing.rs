@@ -2,7 +2,7 @@
 //! acknowledged, its batches are checked against newer fences, written to the store, and only
 //! then are its effects let out, its requests answered and its input offsets committed.
 
-use super::checkpoints::{checkpoint_key, node_write};
+use super::checkpoints::CheckpointOf;
 use super::core::Core;
 use super::error::CoreError;
 use super::flight::{Appended, Finish, Flight, Step};
@@ -12,6 +12,7 @@ use super::tickets;
 use super::OutboxKey;
 use crate::cluster::changelog::Checkpoint;
 use crate::cluster::partition::PartitionId;
+use crate::store::Entry as _;
 use crate::store::Write;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -127,7 +128,7 @@ impl Core {
                     next: offset + 1,
                     fence: self.fences.get(&p).copied(),
                 };
-                writes.push(node_write(&checkpoint_key(p), &cp));
+                writes.push(CheckpointOf(p).node_write(&cp));
             }
         }
         for (p, w) in changed {

@@ -47,8 +47,10 @@
 //! - [`history`]: instance history entries, their payloads kept beside them, and the cap on
 //!   entries per instance.
 //! - [`retention`]: forgetting finished instances after `retention`.
-//! - [`records`]: what the store's tables hold; [`counters`]: the counters each partition
-//!   keeps.
+//! - [`records`]: what the store's tables hold; [`entries`]: the typed entries of the
+//!   tables keyed by one id (instances, calls, timer ids, schedules); [`counters`]: the
+//!   counters each partition keeps; [`positions`]: how far each source of a partition's inputs was applied (the
+//!   `offsets` table's two kinds of entry, typed as `store::Entry`s).
 //! - [`shared`]: what the HTTP side reads without asking the core (owned partitions, the
 //!   directory of owners, deployed workflows).
 
@@ -65,6 +67,7 @@ pub mod dedupe;
 mod deploy;
 pub mod direct;
 pub mod effects;
+pub mod entries;
 pub mod error;
 mod flight;
 pub mod gauges;
@@ -80,6 +83,7 @@ mod kept;
 mod landing;
 pub mod lifecycle;
 mod pool;
+pub mod positions;
 pub mod processor;
 pub mod records;
 pub mod registry;

@@ -9,7 +9,9 @@
 
 use super::apply::Outcome;
 use super::batch::{Batch, Effects};
+use super::entries::CallOf;
 use super::hot::Hot;
+use super::positions::WorkOffset;
 use super::records::{Call, InstanceRecord};
 use super::registry::Registry;
 use super::OutboxKey;
@@ -20,9 +22,6 @@ use crate::engine::Input;
 use crate::store::{Pending, Scope, Store, StoreError, Table, Write};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-
-/// The partition-scope key of the next work topic offset to read.
-pub const WORK_OFFSET: &str = "work";
 
 /// A partition's batch stops taking inputs once its writes reach this size; the rest go in
 /// the next round. One changelog record per batch must stay under Kafka's message size limit
@@ -121,13 +120,13 @@ impl Processor<'_> {
                 } => {
                     if let Some(o) = offset {
                         // the work topic position: below it, records were applied already
-                        let next = tx.get::<i64>(Table::Offsets, WORK_OFFSET)?.unwrap_or(0);
+                        let next = tx.read(&WorkOffset)?.unwrap_or(0);
                         if o < next {
                             tracing::debug!(partition = %p, offset = o, next,
                                 "work record below the stored offset skipped");
                             continue;
                         }
-                        tx.put(Table::Offsets, WORK_OFFSET, &(o + 1))?;
+                        tx.write(&WorkOffset, &(o + 1))?;
                     }
                     let outcome = b.apply_work(work)?;
                     if let Some(t) = ticket {
@@ -141,8 +140,8 @@ impl Processor<'_> {
                 PartInput::CallDone { call, outcome } => {
                     // A result for a call no longer in flight (applied before a restart, or
                     // superseded by a retry) is dropped.
-                    if tx.get::<Call>(Table::Calls, &call.key)?.as_ref() == Some(&call) {
-                        tx.delete(Table::Calls, &call.key)?;
+                    if tx.read(&CallOf(&call.key))?.as_ref() == Some(&call) {
+                        tx.erase(&CallOf(&call.key))?;
                         let input = match outcome {
                             Ok(result) => Input::ActionResult {
                                 key: call.key.clone(),

@@ -5,43 +5,38 @@
 //! released. The node's identity and the input topic partitions the group last gave it are
 //! kept in the store's node scope.
 
-use super::checkpoints::{checkpoint_key, node_write};
+use super::checkpoints::{CheckpointOf, InputsOf, NodeOf};
 use super::core::Core;
 use super::error::CoreError;
 use super::processor::PartInput;
 use crate::cluster::changelog::{Checkpoint, Entry};
 use crate::cluster::node::{Inputs, NodeId};
 use crate::cluster::partition::PartitionId;
-use crate::store::{Store, StoreError, Table};
+use crate::store::Entry as _;
+use crate::store::{Store, StoreError};
 use std::collections::BTreeMap;
-
-const NODE_KEY: &str = "node";
-const INPUTS_KEY: &str = "inputs";
 
 /// This data directory's node id, made and kept on first use.
 pub fn node_id(store: &Store) -> Result<NodeId, StoreError> {
     let tx = store.write()?;
-    if let Some(id) = tx.get::<NodeId>(Table::Meta, NODE_KEY)? {
+    if let Some(id) = tx.read(&NodeOf)? {
         return Ok(id);
     }
     drop(tx);
     let id = NodeId::fresh();
-    store.apply(&[node_write(NODE_KEY, &id)], true)?;
+    store.apply(&[NodeOf.node_write(&id)], true)?;
     Ok(id)
 }
 
 /// The input topic partitions the group gave this node last (empty: none known).
 pub fn remembered_inputs(store: &Store) -> Result<Inputs, StoreError> {
-    Ok(store
-        .write()?
-        .get::<Inputs>(Table::Meta, INPUTS_KEY)?
-        .unwrap_or_default())
+    Ok(store.write()?.read(&InputsOf)?.unwrap_or_default())
 }
 
 impl Core {
     /// Keeps the input topic partitions the group gave this broker.
     pub(super) fn remember_inputs(&self, inputs: &Inputs) -> Result<(), CoreError> {
-        self.store.apply(&[node_write(INPUTS_KEY, inputs)], false)?;
+        self.store.apply(&[InputsOf.node_write(inputs)], false)?;
         Ok(())
     }
 
@@ -90,7 +85,7 @@ impl Core {
         let cp: Checkpoint = self
             .store
             .write()?
-            .get(Table::Meta, &checkpoint_key(p))?
+            .read(&CheckpointOf(p))?
             .unwrap_or_default();
         let end = log.end(p)?;
         let own = cp.next > 0
@@ -172,7 +167,7 @@ impl Core {
             fence: Some(fence),
         };
         self.store
-            .apply(&[node_write(&checkpoint_key(p), &cp)], false)?;
+            .apply(&[CheckpointOf(p).node_write(&cp)], false)?;
         self.publish_owned();
         Ok(())
     }

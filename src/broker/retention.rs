@@ -3,7 +3,7 @@
 
 use super::batch::{Added, Batch, Result};
 use super::counters::Counter;
-use super::records::InstanceRecord;
+use super::entries::InstanceOf;
 use crate::store::Table;
 
 /// Instances the periodic sweep forgets at least, when due.
@@ -24,13 +24,13 @@ impl Batch<'_, '_> {
         let due: Vec<(String, ())> = self.tx.take_due(Table::Finished, self.now - keep, limit)?;
         for (id, ()) in due {
             let id = id.as_str();
-            let Some(rec) = self.tx.get::<InstanceRecord>(Table::Instances, id)? else {
+            let Some(rec) = self.tx.read(&InstanceOf(id))? else {
                 continue;
             };
             if !rec.instance.status.is_final() {
                 continue;
             }
-            self.tx.delete(Table::Instances, id)?;
+            self.tx.erase(&InstanceOf(id))?;
             self.forget_history(id)?;
             Counter::Status(rec.instance.status).bump(self.tx, -1)?;
         }

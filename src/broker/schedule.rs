@@ -25,6 +25,7 @@
 //! routes them like consumed events, in the tick's transaction.
 
 use super::batch::{Batch, Result};
+use super::entries::ScheduleOf;
 use super::records::{ScheduleState, TimerEntry};
 use super::registry::{event_start, Deployed};
 use super::window::schedule;
@@ -33,7 +34,7 @@ use crate::cluster::partition::InstanceId;
 use crate::cluster::work::Work;
 use crate::config::CatchUp;
 use crate::engine::Event;
-use crate::store::{Table, SEP};
+use crate::store::SEP;
 use crate::time::CronSchedule;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{json, Map, Value};
@@ -82,16 +83,16 @@ impl Batch<'_, '_> {
         let Some((src, cron, zone, tz)) = cron_of(&d, &self.cfg.timezone) else {
             return self.disarm(&tid);
         };
-        let mut st: ScheduleState =
-            self.tx
-                .get(Table::Schedules, workflow)?
-                .unwrap_or(ScheduleState {
-                    cron: src.clone(),
-                    timezone: zone.clone(),
-                    last_tick: None,
-                    since: Some(self.now),
-                    fired: 0,
-                });
+        let mut st: ScheduleState = self
+            .tx
+            .read(&ScheduleOf(workflow))?
+            .unwrap_or(ScheduleState {
+                cron: src.clone(),
+                timezone: zone.clone(),
+                last_tick: None,
+                since: Some(self.now),
+                fired: 0,
+            });
         if st.cron != src || st.timezone != zone {
             tracing::info!(workflow, from = %st.cron, to = %src, zone = %zone,
                 "cron changed; the new expression starts from its next tick");
@@ -107,7 +108,7 @@ impl Batch<'_, '_> {
             }
         }
         let from = st.last_tick.map_or(self.now, |l| l.max(self.now));
-        self.tx.put(Table::Schedules, workflow, &st)?;
+        self.tx.write(&ScheduleOf(workflow), &st)?;
         if let Some(next) = cron.next_after(from, &tz) {
             let entry = TimerEntry::Schedule {
                 workflow: workflow.to_string(),
@@ -158,7 +159,7 @@ impl Batch<'_, '_> {
         let Some((_, cron, _, tz)) = cron_of(&d, &self.cfg.timezone) else {
             return Ok(());
         };
-        let Some(mut st) = self.tx.get::<ScheduleState>(Table::Schedules, workflow)? else {
+        let Some(mut st) = self.tx.read(&ScheduleOf(workflow))? else {
             return self.plan_schedule(workflow, false);
         };
         let from = st
@@ -172,7 +173,7 @@ impl Batch<'_, '_> {
         if let Some(last) = due.last() {
             st.last_tick = Some(*last);
         }
-        self.tx.put(Table::Schedules, workflow, &st)?;
+        self.tx.write(&ScheduleOf(workflow), &st)?;
         let after = st.last_tick.unwrap_or(self.now).max(self.now);
         if let Some(next) = cron.next_after(after, &tz) {
             let entry = TimerEntry::Schedule {

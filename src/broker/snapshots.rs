@@ -4,13 +4,14 @@
 //! its last snapshot's bytes) hands its keys, as of that commit, to the writer; at take-over, a
 //! store behind the partition's latest snapshot loads it and reads only the changelog after it.
 
-use super::checkpoints::{checkpoint_key, node_write};
+use super::checkpoints::CheckpointOf;
 use super::error::CoreError;
 use super::shared::Shared;
 use crate::cluster::changelog::Checkpoint;
 use crate::cluster::partition::PartitionId;
 use crate::cluster::snapshot::{Job, Writer};
 use crate::cluster::{Log, LogError};
+use crate::store::Entry as _;
 use crate::store::{Scope, Store};
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, BTreeSet};
@@ -242,10 +243,7 @@ pub(super) fn load(
     let t0 = std::time::Instant::now();
     // what the store holds of the partition is about to be replaced: until the snapshot is
     // in, its checkpoint says nothing was applied (a crash midway loads it again)
-    store.apply(
-        &[node_write(&checkpoint_key(p), &Checkpoint::default())],
-        true,
-    )?;
+    store.apply(&[CheckpointOf(p).node_write(&Checkpoint::default())], true)?;
     let cleared = store.clear(Scope::Partition(p.0))?;
     let mut apply = |writes: Vec<crate::store::Write>| {
         store.apply(&writes, false).map_err(|e| LogError::Snapshot {
@@ -258,7 +256,7 @@ pub(super) fn load(
         next: m.next,
         fence: m.fence,
     };
-    store.apply(&[node_write(&checkpoint_key(p), &*cp)], true)?;
+    store.apply(&[CheckpointOf(p).node_write(&*cp)], true)?;
     tracing::info!(partition = %p, next = m.next, keys = m.keys, bytes = m.bytes,
         written_by = %m.broker, replaced = cleared,
         took_ms = t0.elapsed().as_millis() as u64, "restored from a snapshot");

@@ -7,10 +7,11 @@
 //! trimmed past a copy, the copy is replaced by the partition's latest snapshot first
 //! ([`Standby::reset`], [`Standby::load`]), as a take-over would.
 
-use super::checkpoints::{checkpoint_key, node_write};
+use super::checkpoints::CheckpointOf;
 use crate::cluster::changelog::Checkpoint;
 use crate::cluster::partition::PartitionId;
-use crate::store::{Store, StoreError, Table, Write};
+use crate::store::Entry as _;
+use crate::store::{Store, StoreError, Write};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
 
@@ -67,10 +68,7 @@ impl Standby {
 
     /// Where this store's copy of `p` stands.
     pub fn checkpoint(store: &Store, p: PartitionId) -> Result<Checkpoint, StoreError> {
-        Ok(store
-            .write()?
-            .get(Table::Meta, &checkpoint_key(p))?
-            .unwrap_or_default())
+        Ok(store.write()?.read(&CheckpointOf(p))?.unwrap_or_default())
     }
 
     /// Writes `writes` to the copy of `p` with its checkpoint `cp`, unless the core has taken
@@ -88,7 +86,7 @@ impl Standby {
         if taken.now.contains(&p) {
             return Ok(false);
         }
-        writes.push(node_write(&checkpoint_key(p), cp));
+        writes.push(CheckpointOf(p).node_write(cp));
         store.apply(&writes, false)?;
         if let Ok(mut pos) = self.positions.lock() {
             pos.insert(p, cp.next);
@@ -110,10 +108,7 @@ impl Standby {
         if taken.now.contains(&p) {
             return Ok(None);
         }
-        store.apply(
-            &[node_write(&checkpoint_key(p), &Checkpoint::default())],
-            true,
-        )?;
+        store.apply(&[CheckpointOf(p).node_write(&Checkpoint::default())], true)?;
         store.clear(crate::store::Scope::Partition(p.0))?;
         let lease = Lease {
             partition: p,
@@ -144,7 +139,7 @@ impl Standby {
             None => store.apply(writes, false)?,
             Some(cp) => {
                 let mut all = writes.to_vec();
-                all.push(node_write(&checkpoint_key(p), cp));
+                all.push(CheckpointOf(p).node_write(cp));
                 store.apply(&all, false)?;
                 if let Ok(mut pos) = self.positions.lock() {
                     pos.insert(p, cp.next);
@@ -178,7 +173,7 @@ impl Standby {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Scope;
+    use crate::store::{Scope, Table};
 
     /// A write of the copy of `p`: one instance key in its scope.
     fn instance(store: &Store, p: PartitionId, key: &str) -> Vec<Write> {

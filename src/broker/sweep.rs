@@ -1,6 +1,7 @@
 //! Time-driven work each batch does: firing due timers and sweeping expired buffered events.
 
 use super::batch::{Added, Batch};
+use super::entries::TimerIdOf;
 use super::records::{Buffered, TimerEntry};
 use super::Stat;
 use crate::engine::Input;
@@ -15,7 +16,7 @@ const SWEEP_LIMIT: usize = 10_000;
 pub(super) fn fire_timers(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
     let due: Vec<(String, TimerEntry)> = b.tx.take_due(Table::Timers, b.now, TIMERS_PER_BATCH)?;
     for (id, entry) in due {
-        b.tx.delete(Table::TimerIds, &id)?;
+        b.tx.erase(&TimerIdOf(&id))?;
         match entry {
             TimerEntry::Instance { instance, id } => {
                 b.queue(&instance, Input::TimerFired { id });

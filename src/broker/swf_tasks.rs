@@ -3,8 +3,8 @@
 //! their `Active` entries, so a partition's other instances are not read.
 
 use super::board::Ready;
+use super::entries::InstanceOf;
 use super::index::SWF_RUN;
-use super::records::InstanceRecord;
 use crate::cluster::partition::PartitionId;
 use crate::engine::swf::{execution_of, DecisionTask};
 use crate::store::{Table, Txn, SEP};
@@ -15,7 +15,7 @@ pub fn ready(tx: &Txn<'_>, p: PartitionId) -> crate::store::Result<Vec<(TaskQueu
     let prefix = format!("{}{SEP}{SWF_RUN}{SEP}", crate::swf::EXECUTIONS);
     let mut out = Vec::new();
     for (_, id) in tx.prefix::<String>(Table::Active, &prefix)? {
-        let Some(rec) = tx.get::<InstanceRecord>(Table::Instances, &id)? else {
+        let Some(rec) = tx.read(&InstanceOf(&id))? else {
             continue;
         };
         let Some(x) = execution_of(&rec.instance) else {

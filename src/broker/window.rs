@@ -10,9 +10,10 @@
 use super::batch::Batch;
 use super::registry::Deployed;
 use crate::model::{DirectInvoke, Schedule, StartKind};
-use crate::store::key;
+use crate::store::{key, Entry, Table};
 use crate::time::TimeInterval;
 use chrono::{DateTime, Utc};
+use std::borrow::Cow;
 
 /// The schedule of a scheduled start, if the workflow has one.
 pub fn schedule(d: &Deployed) -> Option<&Schedule> {
@@ -23,9 +24,21 @@ pub fn schedule(d: &Deployed) -> Option<&Schedule> {
     }
 }
 
-/// Meta key of a workflow's first deployment time.
-pub fn first_deployed_key(workflow: &str) -> String {
-    key(&["first_deployed", workflow])
+/// When a workflow id was first deployed (node scope, kept across versions).
+pub struct FirstDeployed<'a>(pub &'a str);
+
+impl FirstDeployed<'_> {
+    /// The first part of every such key (the registry reads them all at start).
+    pub const PREFIX: &'static str = "first_deployed";
+}
+
+impl Entry for FirstDeployed<'_> {
+    const TABLE: Table = Table::Meta;
+    type Value = DateTime<Utc>;
+
+    fn key(&self) -> Cow<'_, str> {
+        Cow::Owned(key(&[Self::PREFIX, self.0]))
+    }
 }
 
 impl Batch<'_, '_> {

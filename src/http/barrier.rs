@@ -6,7 +6,7 @@
 
 use super::AppState;
 use crate::cluster::partition::PartitionId;
-use crate::store::{Scope, Table};
+use crate::store::Scope;
 use std::time::Duration;
 
 pub use crate::cluster::WorkEnd;
@@ -57,12 +57,8 @@ pub async fn caught_up(
         let applied = super::snapshot::read(&s.store)
             .ok()
             .and_then(|tx| {
-                tx.get_in::<i64>(
-                    Scope::Partition(p.0),
-                    Table::Offsets,
-                    crate::broker::processor::WORK_OFFSET,
-                )
-                .ok()
+                tx.read_in(Scope::Partition(p.0), &crate::broker::positions::WorkOffset)
+                    .ok()
             })
             .map(|o| o.unwrap_or(0))
             .ok_or(NotCaughtUp::Store)?;

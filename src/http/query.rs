@@ -4,6 +4,7 @@
 
 use super::forward::{forwarded, unavailable, Route};
 use super::{ApiError, AppState};
+use crate::broker::entries::{InstanceOf, TimerIdOf};
 use crate::broker::history;
 use crate::broker::records::{HistoryEntry, InstanceRecord, ScheduleState};
 use crate::cluster::partition::PartitionId;
@@ -103,7 +104,7 @@ pub(super) fn stored(
     p: PartitionId,
     id: &str,
 ) -> Result<Option<InstanceRecord>, ApiError> {
-    Ok(super::snapshot::read(&s.store)?.get_in(Scope::Partition(p.0), Table::Instances, id)?)
+    Ok(super::snapshot::read(&s.store)?.read_in(Scope::Partition(p.0), &InstanceOf(id))?)
 }
 
 /// `GET /v1/instances/{id}` (`?payloads=full` puts back the payloads kept beside history
@@ -295,7 +296,7 @@ pub async fn schedules(
                 continue;
             }
             let scope = p.map_or(Scope::Node, Scope::Partition);
-            let timer: Option<String> = tx.get_in(scope, Table::TimerIds, &key(&["cron", &wf]))?;
+            let timer = tx.read_in(scope, &TimerIdOf(&key(&["cron", &wf])))?;
             let next = timer.and_then(|k| split_at(&k).map(|(t, _)| t));
             out.push(json!({
                 "workflowId": wf,

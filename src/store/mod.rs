@@ -6,13 +6,15 @@
 //!
 //! Every table maps a string key to JSON bytes. Keys that must sort by time or sequence carry
 //! zero-padded numbers, so a range scan returns them in order. See `tables` for the layout,
-//! `pending` for the writes of rounds in flight, `due` for where each time-keyed table's
+//! `entry` for typed keys (each names its table and its value's type), `pending` for the
+//! writes of rounds in flight, `due` for where each time-keyed table's
 //! live entries start, `stats` for what each table holds on disk and in memory, `compact`
 //! for dropping the tombstones of deleted keys and `readers` for the open snapshots a merge
 //! waits for.
 
 mod compact;
 mod due;
+mod entry;
 mod export;
 mod pending;
 mod readers;
@@ -20,6 +22,7 @@ mod stats;
 mod tables;
 
 pub use compact::{spawn as spawn_compactor, Garbage, Merged, MIN_TOMBSTONES};
+pub use entry::Entry;
 pub use export::Export;
 pub use pending::Pending;
 pub use stats::{StoreStats, TableStats};
@@ -697,13 +700,6 @@ impl Txn<'_> {
         Ok(Self::decoded(table, raw)?.into_iter().next())
     }
 
-    /// Adds `by` to a counter in the meta table and returns the new value.
-    pub fn bump(&self, name: &str, by: i64) -> Result<i64> {
-        let n = self.get::<i64>(Table::Meta, name)?.unwrap_or(0) + by;
-        self.put(Table::Meta, name, &n)?;
-        Ok(n)
-    }
-
     /// What this transaction changed, in key order, keeping it (tests; the broker ends its
     /// transactions with [`Txn::into_writes`]).
     #[cfg(test)]
@@ -1016,6 +1012,16 @@ mod tests {
         assert_eq!(page(None, 0), vec![]);
     }
 
+    /// A counter in `Meta` under a test's own name.
+    struct M(&'static str);
+    impl Entry for M {
+        const TABLE: Table = Table::Meta;
+        type Value = i64;
+        fn key(&self) -> std::borrow::Cow<'_, str> {
+            self.0.into()
+        }
+    }
+
     #[test]
     fn meta_reads_kept_by_a_transaction_give_way_to_its_writes() {
         let dir = tempfile::tempdir().unwrap();
@@ -1027,9 +1033,9 @@ mod tests {
         assert_eq!(tx.get::<i64>(Table::Meta, "n").unwrap(), Some(5));
         assert_eq!(tx.get::<i64>(Table::Meta, "absent").unwrap(), None);
         // read twice (the second from what the transaction kept), then written over
-        assert_eq!(tx.bump("n", 2).unwrap(), 7);
-        assert_eq!(tx.bump("n", 2).unwrap(), 9);
-        assert_eq!(tx.bump("absent", 1).unwrap(), 1);
+        assert_eq!(tx.add(&M("n"), 2).unwrap(), 7);
+        assert_eq!(tx.add(&M("n"), 2).unwrap(), 9);
+        assert_eq!(tx.add(&M("absent"), 1).unwrap(), 1);
         tx.delete(Table::Meta, "n").unwrap();
         assert_eq!(tx.get::<i64>(Table::Meta, "n").unwrap(), None);
         drop(tx);
@@ -1070,8 +1076,8 @@ mod tests {
         assert_eq!(tx.get::<i32>(Table::Instances, "c").unwrap(), None);
         let a: Vec<(String, i32)> = tx.prefix(Table::Instances, "a").unwrap();
         assert_eq!(a, vec![("a".into(), 1), ("a/b".into(), 2)]);
-        assert_eq!(tx.bump("n", 2).unwrap(), 2);
-        assert_eq!(tx.bump("n", -1).unwrap(), 1);
+        assert_eq!(tx.add(&M("n"), 2).unwrap(), 2);
+        assert_eq!(tx.add(&M("n"), -1).unwrap(), 1);
     }
 
     /// Decoding is the inverse of encoding for every float, not only for floats that were

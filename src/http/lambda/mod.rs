@@ -18,12 +18,13 @@ mod list;
 
 use super::forward::{forwarded, unavailable, Route};
 use super::{ask, ApiError, AppState};
+use crate::broker::entries::InstanceOf;
 use crate::broker::records::InstanceRecord;
 use crate::broker::{AdminError, Applied, Cmd};
 use crate::durable::arn;
 use crate::engine::durable::Run;
 use crate::engine::{Activity, EngineError, Input};
-use crate::store::{Scope, Table};
+use crate::store::Scope;
 use axum::body::Bytes;
 use axum::extract::{OriginalUri, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
@@ -237,7 +238,7 @@ fn stored(s: &AppState, id: &str) -> Result<(InstanceRecord, Box<Run>), AwsError
     let p = s.peers.parts.of_instance(id).map_err(|_| missing())?;
     let tx = crate::http::snapshot::read(&s.store).map_err(ApiError::from)?;
     let rec: InstanceRecord = tx
-        .get_in(Scope::Partition(p.0), Table::Instances, id)
+        .read_in(Scope::Partition(p.0), &InstanceOf(id))
         .map_err(ApiError::from)?
         .ok_or_else(missing)?;
     run_of(rec)

@@ -15,12 +15,13 @@ mod tasks;
 
 use super::forward::{forwarded, Route};
 use super::{ask, ApiError, AppState};
+use crate::broker::entries::InstanceOf;
 use crate::broker::records::InstanceRecord;
 use crate::broker::{AdminError, Cmd, StartRequest};
 use crate::cluster::partition::PartitionId;
 use crate::engine::swf::SwfError;
 use crate::engine::{EngineError, Input};
-use crate::store::{Scope, Table};
+use crate::store::Scope;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
@@ -271,7 +272,7 @@ pub fn stored(s: &AppState, id: &str) -> Result<Option<InstanceRecord>, Fault> {
     };
     let tx = crate::http::snapshot::read(&s.store).map_err(ApiError::from)?;
     Ok(tx
-        .get_in(Scope::Partition(p.0), Table::Instances, id)
+        .read_in(Scope::Partition(p.0), &InstanceOf(id))
         .map_err(ApiError::from)?)
 }
 
