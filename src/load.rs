@@ -142,7 +142,10 @@ pub fn workflow_from_value(file: &str, mut value: Value) -> Parsed {
             let at = format!("$.{key}[{i}]");
             match key {
                 "events" => match element::<EventDef>(file, &at, item, &mut diags) {
-                    Some(e) => events.push(e),
+                    Some(mut e) => {
+                        e.read_buffer_ttl();
+                        events.push(e)
+                    }
                     None => complete = false,
                 },
                 "functions" => match element::<FunctionDef>(file, &at, item, &mut diags) {

@@ -162,5 +162,52 @@ fn lenient_forms_warn_instead_of_failing() {
         warned.contains(&"$.events[0].metadata.bufferTtl"),
         "{warned:?}"
     );
+    assert_eq!(def.workflow.events[0].buffer_ttl, None);
     assert_eq!(def.workflow.events[1].ce_type(), "OrderShipped");
+}
+
+/// Durations a definition writes are parsed once, as it is read: the broker reads the
+/// values, never the text again.
+#[test]
+fn a_buffer_ttl_and_a_schedule_interval_are_parsed_at_load() {
+    let text = GOOD.replace(
+        "type: order.placed, source: shop,",
+        "type: order.placed, source: shop, metadata: {bufferTtl: PT90M},",
+    );
+    let def = Definition::parse("w.yaml", &text, Format::Yaml).unwrap();
+    assert_eq!(
+        def.workflow.events[0].buffer_ttl,
+        Some(flowbroker::time::Duration::parse("PT1H30M").unwrap())
+    );
+    let scheduled = r#"
+id: windowed
+name: windowed
+states:
+- name: Go
+  type: inject
+  start: {kind: scheduled, schedule: {interval: "2026-01-01T00:00:00Z/PT2H", directInvoke: allow}}
+  end: {kind: default}
+"#;
+    let def = Definition::parse("s.yaml", scheduled, Format::Yaml).unwrap();
+    let start = def.workflow.start_state().unwrap().common().start.unwrap();
+    let interval = start.schedule.as_ref().unwrap().interval.as_ref().unwrap();
+    assert_eq!(interval.text(), "2026-01-01T00:00:00Z/PT2H");
+    let from = chrono::DateTime::parse_from_rfc3339("2026-01-01T00:00:00Z").unwrap();
+    assert_eq!(
+        interval.get(),
+        Some(flowbroker::time::TimeInterval::StartDuration(
+            from.with_timezone(&chrono::Utc),
+            flowbroker::time::Duration::parse("PT2H").unwrap()
+        ))
+    );
+    let bad = scheduled.replace("/PT2H", "/2H");
+    let errors = Definition::parse("s.yaml", &bad, Format::Yaml).unwrap_err();
+    assert!(
+        errors
+            .diagnostics
+            .iter()
+            .any(|d| d.path == "$.states[0].start.schedule.interval"),
+        "{:?}",
+        errors.diagnostics
+    );
 }

@@ -366,11 +366,7 @@ impl Batch<'_, '_> {
 
     /// The buffer TTL of an event definition: `metadata.bufferTtl`, else the broker's.
     fn ttl(&self, ed: &crate::model::EventDef) -> chrono::Duration {
-        ed.metadata
-            .as_ref()
-            .and_then(|m| m.get("bufferTtl"))
-            .and_then(|v| v.as_str())
-            .and_then(|iso| crate::time::Duration::parse(iso).ok())
+        ed.buffer_ttl
             .map(|d| d.after(self.now) - self.now)
             .unwrap_or(self.windows.buffer_ttl)
     }

@@ -11,7 +11,7 @@ use super::batch::Batch;
 use super::registry::Deployed;
 use crate::model::{DirectInvoke, Schedule, StartKind};
 use crate::store::{key, Entry, Table};
-use crate::time::TimeInterval;
+use crate::time::Written;
 use chrono::{DateTime, Utc};
 use std::borrow::Cow;
 
@@ -49,7 +49,7 @@ impl Batch<'_, '_> {
     /// Why a start event may not start `wf` now: outside its interval.
     pub fn start_refused(&self, wf: &Deployed) -> Option<String> {
         let s = schedule(wf)?;
-        let iv = TimeInterval::parse(s.interval.as_deref()?).ok()?;
+        let iv = s.interval.as_ref()?.get()?;
         let anchor = self.anchor(&wf.id);
         if iv.contains(anchor, self.now) {
             return None;
@@ -60,7 +60,7 @@ impl Batch<'_, '_> {
             wf.id,
             from.to_rfc3339(),
             to.to_rfc3339(),
-            s.interval.as_deref().unwrap_or_default()
+            s.interval.as_ref().map(Written::text).unwrap_or_default()
         ))
     }
 

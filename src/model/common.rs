@@ -2,7 +2,7 @@
 //! error handling and retries.
 
 use super::lenient::{Count, Text};
-use crate::time::{Duration, RepeatingInterval, Written};
+use crate::time::{Duration, RepeatingInterval, TimeInterval, Written};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -32,7 +32,7 @@ pub enum StartKind {
 #[serde(rename_all = "camelCase")]
 pub struct Schedule {
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub interval: Option<String>,
+    pub interval: Option<Written<TimeInterval>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cron: Option<String>,
     /// Absent means `allow` (docs/semantics.md), with a warning.

@@ -95,9 +95,25 @@ pub struct EventDef {
     pub correlation: Vec<CorrelationDef>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// `metadata.bufferTtl`, parsed when the definition is read ([`EventDef::read_buffer_ttl`]);
+    /// `None` when absent or not a duration (validation warns at its path), and the broker's
+    /// `buffer_ttl` applies.
+    #[serde(skip)]
+    pub buffer_ttl: Option<crate::time::Duration>,
 }
 
 impl EventDef {
+    /// Parses `metadata.bufferTtl` into [`EventDef::buffer_ttl`] (once, as the definition is
+    /// read).
+    pub fn read_buffer_ttl(&mut self) {
+        self.buffer_ttl = self
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get("bufferTtl"))
+            .and_then(|v| v.as_str())
+            .and_then(|t| crate::time::Duration::parse(t).ok());
+    }
+
     /// The CloudEvent `type` this definition matches or produces.
     pub fn ce_type(&self) -> &str {
         self.event_type.as_deref().unwrap_or(&self.name)

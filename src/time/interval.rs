@@ -48,7 +48,7 @@ impl RepeatingInterval {
 }
 
 /// When a scheduled start state is active.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub enum TimeInterval {
     StartEnd(DateTime<Utc>, DateTime<Utc>),
     StartDuration(DateTime<Utc>, Duration),

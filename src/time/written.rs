@@ -4,7 +4,7 @@
 //! failed deserialization would not), so a deployed definition holds only parsed values and
 //! the engine never parses one again. It serializes back to the text it was written as.
 
-use super::{Duration, DurationError, IntervalError, RepeatingInterval};
+use super::{Duration, DurationError, IntervalError, RepeatingInterval, TimeInterval};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
@@ -25,6 +25,13 @@ impl FromText for RepeatingInterval {
     type Error = IntervalError;
     fn from_text(text: &str) -> Result<Self, IntervalError> {
         RepeatingInterval::parse(text)
+    }
+}
+
+impl FromText for TimeInterval {
+    type Error = IntervalError;
+    fn from_text(text: &str) -> Result<Self, IntervalError> {
+        TimeInterval::parse(text)
     }
 }
 

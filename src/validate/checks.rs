@@ -216,7 +216,7 @@ pub fn start(cx: &mut Cx, at: &str, start: &Start) {
                     cx.err(&sat, "a schedule has either `cron` or `interval`, not both")
                 }
                 (Some(c), None) => cx.cron(&format!("{sat}.cron"), c),
-                (None, Some(i)) => cx.interval(&format!("{sat}.interval"), i),
+                (None, Some(i)) => cx.written(&format!("{sat}.interval"), i),
             }
             if let Some(tz) = &s.timezone {
                 if let Err(e) = crate::time::parse_timezone(tz) {

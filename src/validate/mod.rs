@@ -8,7 +8,7 @@ mod states;
 use crate::diag::{did_you_mean, Diagnostic, Needs};
 use crate::expr::{Expr, ExprError};
 use crate::model::{EventKind, Workflow};
-use crate::time::{CronSchedule, TimeInterval};
+use crate::time::CronSchedule;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -110,12 +110,6 @@ impl Cx<'_> {
     /// A time value of the definition that did not parse.
     pub fn written<T>(&mut self, path: &str, w: &crate::time::Written<T>) {
         if let Some(e) = w.error() {
-            self.err(path, e.to_string());
-        }
-    }
-
-    pub fn interval(&mut self, path: &str, source: &str) {
-        if let Err(e) = TimeInterval::parse(source) {
             self.err(path, e.to_string());
         }
     }
