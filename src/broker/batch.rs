@@ -541,33 +541,8 @@ impl<'a, 's> Batch<'a, 's> {
 
     /// Carries out one engine action inside the transaction.
     fn act(&mut self, rec: &mut InstanceRecord, action: Action) -> Result<()> {
-        let id = rec.instance.id.clone();
         match action {
-            Action::Produce { mut event } => {
-                if self.cfg.event_source != "/flowbroker/{workflowId}" {
-                    event.source =
-                        lifecycle::source_of(&self.cfg.event_source, &rec.instance.workflow_id);
-                }
-                let topic = self
-                    .cfg
-                    .kafka
-                    .topics
-                    .get(&event.event_type)
-                    .unwrap_or(&self.cfg.kafka.output_topic)
-                    .clone();
-                let key = index::kafka_key(&rec.instance);
-                if let Some(t) = &rec.trace {
-                    t.stamp(&mut event);
-                }
-                if self.spans {
-                    self.sent_span(rec, &event, &topic, false);
-                }
-                self.outbox(OutRecord::Event {
-                    topic,
-                    key,
-                    event: Box::new(event),
-                })?;
-            }
+            Action::Produce { event } => self.produce(rec, event)?,
             Action::Invoke {
                 key,
                 function,
@@ -576,143 +551,42 @@ impl<'a, 's> Batch<'a, 's> {
                 attempt,
                 timeout_secs,
                 stale_on_takeover,
-            } => match self.resolve(&function, &resource) {
-                Some(url) => {
-                    let trace = rec.trace.as_ref();
-                    let call = Call {
-                        instance: id,
-                        workflow: rec.instance.workflow_id.clone(),
-                        key: key.clone(),
-                        function,
-                        url,
-                        parameters,
-                        attempt,
-                        timeout_secs,
-                        stale_on_takeover,
-                        traceparent: trace.map(|t| t.traceparent(t.call_span(&key, attempt))),
-                        tracestate: trace.and_then(|t| t.state.clone()),
-                        parent_span: trace.map(|t| match &rec.instance.activity {
-                            // a durable function's invocations hang under its instance
-                            crate::engine::Activity::Durable { .. } => t.span_id,
-                            _ => t.state_span(&rec.instance.visit_key()),
-                        }),
-                    };
-                    self.tx.write(&CallOf(&key), &call)?;
-                    self.fx.calls.push(call);
-                }
-                None => {
-                    let error = ErrorInfo::new(
-                        "FunctionNotConfigured",
-                        format!(
-                            "function {function:?} has resource {resource:?}, which is not a plain \
-                             http(s) URL; map {function:?} to a URL in the [functions] table of the \
-                             broker config (or FLOWBROKER_FUNCTIONS)"
-                        ),
-                    );
-                    self.queue(&id, Input::ActionFailed { key, error });
-                }
-            },
+            } => {
+                let call = Invocation {
+                    key,
+                    function,
+                    resource,
+                    parameters,
+                    attempt,
+                    timeout_secs,
+                    stale_on_takeover,
+                };
+                self.invoke(rec, call)?
+            }
             Action::ArmTimer { id: timer, due } => {
-                self.arm(
-                    &timer,
-                    due,
-                    &TimerEntry::Instance {
-                        instance: id,
-                        id: timer.clone(),
-                    },
-                )?;
+                let entry = TimerEntry::Instance {
+                    instance: rec.instance.id.clone(),
+                    id: timer.clone(),
+                };
+                self.arm(&timer, due, &entry)?;
             }
             Action::CancelTimer { id: timer } => self.disarm(&timer)?,
             Action::StartChild {
                 id: child,
                 workflow_id,
                 input,
-                ..
-            } if !self.is_here(&child) => {
-                // on another partition (an SWF child run): started there, refused back here
-                let p = self.parts.of_instance(&child).unwrap_or(self.p);
-                self.send(p, |source| Work::Start {
-                    id: child.clone(),
-                    workflow: workflow_id,
-                    input,
-                    source,
-                    trace: None,
-                    parent: Some(id.clone()),
-                })?;
-            }
-            Action::StartChild {
-                id: child,
-                workflow_id,
-                input,
                 wait,
-            } => match self.reg.current(&workflow_id).cloned() {
-                Some(wf) => {
-                    let parent = Parent {
-                        id: id.clone(),
-                        wait,
-                        // an SWF run inherits no definitions from the run it continues
-                        lineage: if wf.id == crate::swf::EXECUTIONS {
-                            Vec::new()
-                        } else {
-                            std::iter::once((rec.instance.workflow_id.clone(), rec.version.clone()))
-                                .chain(rec.lineage.iter().cloned())
-                                .collect()
-                        },
-                        trace: rec.trace.clone(),
-                    };
-                    if let Err(e) = self.create(&child, &wf, input, vec![], Some(parent), None)? {
-                        if wait {
-                            let error = ErrorInfo::new("SubflowStartFailed", e.to_string());
-                            self.queue(&id, Input::ChildFailed { id: child, error });
-                        }
-                    }
-                }
-                None if wait => {
-                    let error = ErrorInfo::new(
-                        "SubflowNotFound",
-                        format!("no workflow with id {workflow_id:?} is deployed"),
-                    );
-                    self.queue(&id, Input::ChildFailed { id: child, error });
-                }
-                None => {
-                    tracing::warn!(instance = %id, workflow = %workflow_id, "subflow not deployed; not started")
-                }
-            },
+            } => self.start_child(rec, child, workflow_id, input, wait)?,
             Action::CancelChild { id: child } => self.queue(&child, Input::Cancel),
-            Action::Complete { output } => {
-                self.lifecycle(rec, Lifecycle::Completed, Some(("output", output.clone())))?;
-                self.notify_parent(
-                    rec,
-                    Input::ChildCompleted {
-                        id: id.clone(),
-                        output,
-                        terminated: false,
-                    },
-                );
-            }
-            Action::Terminate { output } => {
-                self.lifecycle(rec, Lifecycle::Terminated, Some(("output", output.clone())))?;
-                self.notify_parent(
-                    rec,
-                    Input::ChildCompleted {
-                        id: id.clone(),
-                        output,
-                        terminated: true,
-                    },
-                );
-            }
+            Action::Complete { output } => self.ended(rec, Lifecycle::Completed, output)?,
+            Action::Terminate { output } => self.ended(rec, Lifecycle::Terminated, output)?,
             Action::Fail { error } => {
-                tracing::info!(instance = %id, workflow = %rec.instance.workflow_id,
+                tracing::info!(instance = %rec.instance.id, workflow = %rec.instance.workflow_id,
                     error = %error.name, message = %error.message, "instance failed");
                 let error_json = serde_json::to_value(&error).unwrap_or(Value::Null);
                 self.lifecycle(rec, Lifecycle::Failed, Some(("error", error_json)))?;
-                self.notify_parent(
-                    rec,
-                    Input::ChildFailed {
-                        id: id.clone(),
-                        error,
-                    },
-                );
+                let id = rec.instance.id.clone();
+                self.notify_parent(rec, Input::ChildFailed { id, error });
             }
             Action::Cancelled => {
                 self.lifecycle(rec, Lifecycle::Cancelled, None)?;
@@ -725,14 +599,15 @@ impl<'a, 's> Batch<'a, 's> {
                 failed,
             } => {
                 let p = key.partition(self.parts);
+                let from = rec.instance.id.clone();
                 if p == self.p {
-                    self.call_run(&key, run_id.as_deref(), *call, &id, *failed)?;
+                    self.call_run(&key, run_id.as_deref(), *call, &from, *failed)?;
                 } else {
                     self.send(p, |source| Work::SwfToRun {
                         key,
                         run_id,
                         call,
-                        from: id.clone(),
+                        from,
                         failed,
                         source,
                     })?;
@@ -741,7 +616,7 @@ impl<'a, 's> Batch<'a, 's> {
             Action::Offer { queue, scheduled } => {
                 let ready = super::board::Ready {
                     partition: self.p,
-                    instance: id.clone(),
+                    instance: rec.instance.id.clone(),
                     scheduled,
                 };
                 self.fx.offers.push((queue, ready));
@@ -749,6 +624,156 @@ impl<'a, 's> Batch<'a, 's> {
         }
         if rec.instance.status.is_final() {
             self.finish(rec)?;
+        }
+        Ok(())
+    }
+
+    /// An event the instance produces: to the outbox, on the topic its type maps to.
+    fn produce(&mut self, rec: &InstanceRecord, mut event: Event) -> Result<()> {
+        if self.cfg.event_source != "/flowbroker/{workflowId}" {
+            event.source = lifecycle::source_of(&self.cfg.event_source, &rec.instance.workflow_id);
+        }
+        let topic = self
+            .cfg
+            .kafka
+            .topics
+            .get(&event.event_type)
+            .unwrap_or(&self.cfg.kafka.output_topic)
+            .clone();
+        let key = index::kafka_key(&rec.instance);
+        if let Some(t) = &rec.trace {
+            t.stamp(&mut event);
+        }
+        if self.spans {
+            self.sent_span(rec, &event, &topic, false);
+        }
+        self.outbox(OutRecord::Event {
+            topic,
+            key,
+            event: Box::new(event),
+        })
+    }
+
+    /// A function call: kept in `Calls` and handed to the invoker after the commit, or failed
+    /// back to the instance when its resource is not a URL the broker can call.
+    fn invoke(&mut self, rec: &InstanceRecord, c: Invocation) -> Result<()> {
+        let id = rec.instance.id.clone();
+        let Some(url) = self.resolve(&c.function, &c.resource) else {
+            let (function, resource) = (&c.function, &c.resource);
+            let error = ErrorInfo::new(
+                "FunctionNotConfigured",
+                format!(
+                    "function {function:?} has resource {resource:?}, which is not a plain \
+                     http(s) URL; map {function:?} to a URL in the [functions] table of the \
+                     broker config (or FLOWBROKER_FUNCTIONS)"
+                ),
+            );
+            self.queue(&id, Input::ActionFailed { key: c.key, error });
+            return Ok(());
+        };
+        let trace = rec.trace.as_ref();
+        let call = Call {
+            instance: id,
+            workflow: rec.instance.workflow_id.clone(),
+            traceparent: trace.map(|t| t.traceparent(t.call_span(&c.key, c.attempt))),
+            tracestate: trace.and_then(|t| t.state.clone()),
+            parent_span: trace.map(|t| match &rec.instance.activity {
+                // a durable function's invocations hang under its instance
+                crate::engine::Activity::Durable { .. } => t.span_id,
+                _ => t.state_span(&rec.instance.visit_key()),
+            }),
+            key: c.key,
+            function: c.function,
+            url,
+            parameters: c.parameters,
+            attempt: c.attempt,
+            timeout_secs: c.timeout_secs,
+            stale_on_takeover: c.stale_on_takeover,
+        };
+        self.tx.write(&CallOf(&call.key), &call)?;
+        self.fx.calls.push(call);
+        Ok(())
+    }
+
+    /// A child instance: created here when its id is of this partition, else sent to its own
+    /// (an SWF child run, started there and refused back here).
+    fn start_child(
+        &mut self,
+        rec: &InstanceRecord,
+        child: String,
+        workflow_id: String,
+        input: Value,
+        wait: bool,
+    ) -> Result<()> {
+        let id = rec.instance.id.clone();
+        if !self.is_here(&child) {
+            let p = self.parts.of_instance(&child).unwrap_or(self.p);
+            return self.send(p, |source| Work::Start {
+                id: child,
+                workflow: workflow_id,
+                input,
+                source,
+                trace: None,
+                parent: Some(id),
+            });
+        }
+        match self.reg.current(&workflow_id).cloned() {
+            Some(wf) => {
+                let parent = Parent {
+                    id: id.clone(),
+                    wait,
+                    // an SWF run inherits no definitions from the run it continues
+                    lineage: if wf.id == crate::swf::EXECUTIONS {
+                        Vec::new()
+                    } else {
+                        std::iter::once((rec.instance.workflow_id.clone(), rec.version.clone()))
+                            .chain(rec.lineage.iter().cloned())
+                            .collect()
+                    },
+                    trace: rec.trace.clone(),
+                };
+                if let Err(e) = self.create(&child, &wf, input, vec![], Some(parent), None)? {
+                    if wait {
+                        let error = ErrorInfo::new("SubflowStartFailed", e.to_string());
+                        self.queue(&id, Input::ChildFailed { id: child, error });
+                    }
+                }
+            }
+            None if wait => {
+                let error = ErrorInfo::new(
+                    "SubflowNotFound",
+                    format!("no workflow with id {workflow_id:?} is deployed"),
+                );
+                self.queue(&id, Input::ChildFailed { id: child, error });
+            }
+            None => {
+                tracing::warn!(instance = %id, workflow = %workflow_id, "subflow not deployed; not started")
+            }
+        }
+        Ok(())
+    }
+
+    /// The instance completed or was terminated with `output`: its lifecycle event, and its
+    /// parent told when it waits (the output is copied only then).
+    fn ended(&mut self, rec: &InstanceRecord, how: Lifecycle, output: Value) -> Result<()> {
+        let terminated = how == Lifecycle::Terminated;
+        let told = rec.wait && rec.parent.is_some();
+        let (event, parent) = if told {
+            (output.clone(), Some(output))
+        } else {
+            (output, None)
+        };
+        self.lifecycle(rec, how, Some(("output", event)))?;
+        if let Some(output) = parent {
+            let id = rec.instance.id.clone();
+            self.notify_parent(
+                rec,
+                Input::ChildCompleted {
+                    id,
+                    output,
+                    terminated,
+                },
+            );
         }
         Ok(())
     }
@@ -834,4 +859,15 @@ fn same_as_decoded(id: &str, stored: &[u8], kept: &InstanceRecord) {
         decoded == *kept,
         "instance {id}: the record kept decoded differs from decoding its bytes"
     );
+}
+
+/// An [`Action::Invoke`]'s fields, for [`Batch::invoke`].
+struct Invocation {
+    key: String,
+    function: String,
+    resource: String,
+    parameters: Value,
+    attempt: u32,
+    timeout_secs: Option<u64>,
+    stale_on_takeover: bool,
 }
