@@ -211,3 +211,56 @@ states:
         errors.diagnostics
     );
 }
+
+/// A cron start on an event state: the ticks carry the event's own `source`, `type`,
+/// `specversion` and a fresh `id`, so a rule fixing one of them to another value matches no
+/// tick, which is warned at the rule's value; a value the ticks carry, or a rule on an
+/// attribute the tick sets, is not.
+#[test]
+fn a_cron_start_whose_correlation_no_tick_can_match_is_warned() {
+    let wf = |rules: &str| {
+        format!(
+            r#"
+id: ticking
+name: ticking
+events:
+- {{name: Tick, type: clock.tick, source: /clock, correlation: [{rules}]}}
+states:
+- name: Wait
+  type: event
+  start: {{kind: scheduled, schedule: {{cron: "*/5 * * * *", directInvoke: allow}}}}
+  eventsActions: [{{eventRefs: [Tick]}}]
+  end: {{kind: default}}
+"#
+        )
+    };
+    let warned = |rules: &str| -> Vec<(String, String)> {
+        let def = Definition::parse("t.yaml", &wf(rules), Format::Yaml).unwrap();
+        def.warnings
+            .iter()
+            .filter(|d| d.path.contains(".correlation["))
+            .map(|d| (d.path.clone(), d.message.clone()))
+            .collect()
+    };
+    let path = "$.events[0].correlation[0].contextAttributeValue";
+    for rule in [
+        "{contextAttributeName: type, contextAttributeValue: other.type}",
+        "{contextAttributeName: Source, contextAttributeValue: /elsewhere}",
+        "{contextAttributeName: specversion, contextAttributeValue: '0.3'}",
+        "{contextAttributeName: id, contextAttributeValue: fixed}",
+    ] {
+        let w = warned(rule);
+        assert_eq!(w.len(), 1, "{rule}: {w:?}");
+        assert_eq!(w[0].0, path, "{rule}");
+        assert!(w[0].1.contains("matches no tick"), "{rule}: {}", w[0].1);
+    }
+    for rule in [
+        "{contextAttributeName: type, contextAttributeValue: clock.tick}",
+        "{contextAttributeName: source, contextAttributeValue: /clock}",
+        "{contextAttributeName: subject, contextAttributeValue: fixed}",
+        "{contextAttributeName: region, contextAttributeValue: eu}",
+        "{contextAttributeName: type}",
+    ] {
+        assert_eq!(warned(rule), vec![], "{rule}");
+    }
+}

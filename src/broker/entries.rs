@@ -53,3 +53,21 @@ impl Entry for ScheduleOf<'_> {
         Cow::Borrowed(self.0)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_the_ids_in_the_tables_stores_hold() {
+        let id = "p3-4f0c2b9e-4b8e-5c1f-9d3a-0e6f7a8b9c0d/2/1";
+        assert_eq!(InstanceOf(id).key(), id);
+        assert_eq!(<InstanceOf as Entry>::TABLE, Table::Instances);
+        assert_eq!(CallOf("k/1").key(), "k/1");
+        assert_eq!(<CallOf as Entry>::TABLE, Table::Calls);
+        assert_eq!(TimerIdOf("t").key(), "t");
+        assert_eq!(<TimerIdOf as Entry>::TABLE, Table::TimerIds);
+        assert_eq!(ScheduleOf("wf").key(), "wf");
+        assert_eq!(<ScheduleOf as Entry>::TABLE, Table::Schedules);
+    }
+}

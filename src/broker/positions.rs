@@ -12,7 +12,7 @@ impl Entry for SourceSlot {
     type Value = (i64, i64);
 
     /// `in:topic:partition` or `part:partition` (what the slot displays as), built without
-    /// formatting: it is read for every input.
+    /// `fmt` (it is read, and written, for every input).
     fn key(&self) -> Cow<'_, str> {
         let mut k = String::with_capacity(32);
         match self {

@@ -82,3 +82,19 @@ pub fn direct_refusal(wf: &Deployed) -> Option<String> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_first_deployment_is_kept_under_the_name_stores_hold() {
+        assert_eq!(
+            FirstDeployed("orders").key(),
+            format!("first_deployed{}orders", crate::store::SEP)
+        );
+        assert!(FirstDeployed("orders")
+            .key()
+            .starts_with(FirstDeployed::PREFIX));
+    }
+}

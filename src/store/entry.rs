@@ -9,7 +9,10 @@ use super::{encode, Result, Scope, Snapshot, Table, Txn, Write};
 use serde::{de::DeserializeOwned, Serialize};
 use std::borrow::Cow;
 
-/// A kind of key: its table, its value's type and its key within a scope.
+/// A kind of key: its table, its value's type and its key within a scope. The kind does not
+/// carry its scope: a partition's entries are read and written through that partition's
+/// transaction, a node's (checkpoints, the node id) through a node-wide one or
+/// [`Entry::node_write`].
 pub trait Entry {
     /// The table its entries live in.
     const TABLE: Table;
@@ -66,9 +69,8 @@ impl Txn<'_> {
     }
 
     /// Stores `bytes`, which must be what [`Txn::encode`] made of an `E::Value`, without
-    /// serializing it again.
+    /// serializing it again (debug builds check that they are JSON, as [`Txn::put_json`]).
     pub fn write_encoded<E: Entry>(&self, entry: &E, bytes: Vec<u8>) -> Result<()> {
-        debug_assert!(serde_json::from_slice::<E::Value>(&bytes).is_ok());
         self.put_json(E::TABLE, &entry.key(), bytes)
     }
 

@@ -240,6 +240,69 @@ pub fn start(cx: &mut Cx, at: &str, start: &Start) {
     }
 }
 
+/// A cron start on an event state: the broker issues the start events itself at each tick
+/// (docs/schedules.md), carrying `id`, `source`, `type` and `specversion` of its own. A
+/// correlation rule that fixes one of them to a value no tick carries matches no tick, so the
+/// schedule would start nothing: warned at the rule's value.
+pub fn cron_ticks(cx: &mut Cx, start: &Start, state: &crate::model::EventState) {
+    let cron = start.kind == StartKind::Scheduled
+        && start.schedule.as_ref().is_some_and(|s| s.cron.is_some());
+    if !cron {
+        return;
+    }
+    let refs = state
+        .events_actions
+        .iter()
+        .flat_map(|ea| ea.event_refs.iter());
+    let issued: Vec<&String> = refs
+        .take(if state.exclusive { 1 } else { usize::MAX })
+        .collect();
+    let mut found = Vec::new();
+    for name in issued {
+        let Some((i, ed)) = cx
+            .wf
+            .events
+            .iter()
+            .enumerate()
+            .find(|(_, e)| &e.name == name)
+        else {
+            continue;
+        };
+        for (j, rule) in ed.correlation.iter().enumerate() {
+            let Some(fixed) = rule.context_attribute_value.as_deref() else {
+                continue;
+            };
+            let attr = rule.context_attribute_name.trim().to_ascii_lowercase();
+            let carried = match attr.as_str() {
+                "source" => ed.source.clone(),
+                "type" => Some(ed.ce_type().to_string()),
+                "specversion" => Some("1.0".to_string()),
+                "id" => None,
+                _ => continue,
+            };
+            if carried.as_deref() == Some(fixed) {
+                continue;
+            }
+            let carries = match &carried {
+                Some(v) => format!("`{attr}` {v:?}"),
+                None => "an `id` of its own, new at every tick".to_string(),
+            };
+            found.push((
+                format!("$.events[{i}].correlation[{j}].contextAttributeValue"),
+                format!(
+                    "the cron schedule's ticks issue event {name:?} with {carries}, so this \
+                     rule's value {fixed:?} matches no tick and the schedule starts no instance \
+                     (events from outside still do): drop the value or correlate on another \
+                     attribute"
+                ),
+            ));
+        }
+    }
+    for (path, message) in found {
+        cx.warn(path, message);
+    }
+}
+
 pub fn transition(cx: &mut Cx, at: &str, t: &Transition) {
     cx.state_ref(&format!("{at}.nextState"), &t.next_state);
     if let Some(e) = &t.expression {

@@ -14,6 +14,9 @@ pub fn state(cx: &mut Cx, at: &str, s: &State) {
     }
     if let Some(st) = c.start {
         checks::start(cx, &format!("{at}.start"), st);
+        if let State::Event(e) = s {
+            checks::cron_ticks(cx, st, e);
+        }
     }
     if let Some(f) = c.state_data_filter {
         checks::state_data_filter(cx, &format!("{at}.stateDataFilter"), f);
