@@ -32,7 +32,7 @@ pub use tables::{at, key, num, split_at, Table, SEP};
 use fjall::{Keyspace, PartitionHandle, PersistMode};
 use serde::{de::DeserializeOwned, Serialize};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::path::Path;
 
@@ -233,6 +233,7 @@ impl Store {
             prefix: scope_prefix(scope),
             overlay: RefCell::new(BTreeMap::new()),
             meta_read: RefCell::default(),
+            absent: RefCell::default(),
             written: std::cell::Cell::new(0),
         }
     }
@@ -329,6 +330,12 @@ pub struct Txn<'s> {
     /// it lives (one writer per partition). A node-wide transaction keeps none: other
     /// partitions' writers change keys in its scope.
     meta_read: RefCell<HashMap<String, Option<Vec<u8>>>>,
+    /// Full keys this transaction found in neither the rounds in flight nor the store, in a
+    /// partition's scope (what is below cannot change while it lives, as for `meta_read`):
+    /// a key put and then removed by the transaction leaves no tombstone, as there is
+    /// nothing below for one to hide (an instance that starts and ends in one batch removes
+    /// its `active` entry so).
+    absent: RefCell<HashSet<(Table, String)>>,
     /// Bytes written so far (keys and values, overwrites counted again): a bound for batches.
     written: std::cell::Cell<usize>,
 }
@@ -528,7 +535,30 @@ impl Txn<'_> {
             return Ok(v.map(f));
         }
         let v = self.store.part(table).get(full.as_bytes())?;
+        if v.is_none() {
+            self.saw_absent(table, full);
+        }
         Ok(v.map(|b| f(&b)))
+    }
+
+    /// Remembers that `full` is below neither the overlay nor the store (partition scopes
+    /// only, see [`Txn::absent`]).
+    fn saw_absent(&self, table: Table, full: String) {
+        if !self.prefix.is_empty() {
+            self.absent.borrow_mut().insert((table, full));
+        }
+    }
+
+    /// Forgets this transaction's write of `full`: when the key was seen absent below, by
+    /// dropping the write (nothing below to hide), else by writing a tombstone.
+    fn unwrite(&self, table: Table, full: String) {
+        let mut overlay = self.overlay.borrow_mut();
+        let t = overlay.entry(table).or_default();
+        if self.absent.borrow().contains(&(table, full.clone())) {
+            t.remove(&full);
+        } else {
+            t.insert(full, None);
+        }
     }
 
     /// The bytes of a full key below the overlay: the rounds in flight, then the store.
@@ -582,12 +612,7 @@ impl Txn<'_> {
     /// knows of, such as an index entry derived from the record it keeps; removing a key
     /// that is not there writes a tombstone that changes nothing).
     pub fn remove(&self, table: Table, key: &str) {
-        let full = self.full(key);
-        self.overlay
-            .borrow_mut()
-            .entry(table)
-            .or_default()
-            .insert(full, None);
+        self.unwrite(table, self.full(key));
     }
 
     /// Whether `key` is there. The store still looks the value up; the caller spares decoding it.
@@ -602,7 +627,13 @@ impl Txn<'_> {
             Some(there) => there,
             None => match self.base.and_then(|b| b.get(table, full)) {
                 Some(v) => v.is_some(),
-                None => self.store.part(table).contains_key(full.as_bytes())?,
+                None => {
+                    let there = self.store.part(table).contains_key(full.as_bytes())?;
+                    if !there {
+                        self.saw_absent(table, full.to_string());
+                    }
+                    there
+                }
             },
         })
     }
@@ -612,11 +643,7 @@ impl Txn<'_> {
         let full = self.full(key);
         let existed = self.has(table, &full)?;
         if existed {
-            self.overlay
-                .borrow_mut()
-                .entry(table)
-                .or_default()
-                .insert(full, None);
+            self.unwrite(table, full);
         }
         Ok(existed)
     }
@@ -1054,6 +1081,50 @@ mod tests {
         part.put(Table::Meta, "n", &2).unwrap();
         part.commit().unwrap();
         assert_eq!(node.get::<i64>(Table::Meta, &full).unwrap(), Some(2));
+    }
+
+    #[test]
+    fn a_key_seen_absent_then_put_and_removed_leaves_no_tombstone() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store")).unwrap();
+        let tx = store.scoped(Scope::Partition(1));
+        tx.put(Table::Active, "below", &"old").unwrap();
+        tx.commit().unwrap();
+        let tx = store.scoped(Scope::Partition(1));
+        // seen absent (a read, then a look), put, removed: nothing to write
+        assert_eq!(tx.get::<String>(Table::Active, "a").unwrap(), None);
+        tx.put(Table::Active, "a", &"i1").unwrap();
+        tx.remove(Table::Active, "a");
+        assert!(!tx.contains(Table::Waits, "w").unwrap());
+        tx.put(Table::Waits, "w", &()).unwrap();
+        assert!(tx.delete(Table::Waits, "w").unwrap());
+        assert!(!tx.contains(Table::Waits, "w").unwrap());
+        // put and removed without a read first: a tombstone, as the key may be below
+        tx.put(Table::Active, "unread", &"i2").unwrap();
+        tx.remove(Table::Active, "unread");
+        // there below: a tombstone
+        assert!(tx.get::<String>(Table::Active, "below").unwrap().is_some());
+        tx.remove(Table::Active, "below");
+        let keys = |tx: &Txn<'_>| -> Vec<(String, bool)> {
+            tx.writes()
+                .into_iter()
+                .map(|w| (w.key, w.value.is_some()))
+                .collect()
+        };
+        let p = |k: &str| format!("p0001{SEP}{k}");
+        assert_eq!(keys(&tx), vec![(p("below"), false), (p("unread"), false)]);
+        tx.commit().unwrap();
+        let tx = store.scoped(Scope::Partition(1));
+        for k in ["a", "unread", "below"] {
+            assert_eq!(tx.get::<String>(Table::Active, k).unwrap(), None, "{k}");
+        }
+        drop(tx);
+        // a node-wide transaction keeps every tombstone: other writers change its keys
+        let node = store.write().unwrap();
+        assert_eq!(node.get::<String>(Table::Active, "n").unwrap(), None);
+        node.put(Table::Active, "n", &"x").unwrap();
+        node.remove(Table::Active, "n");
+        assert_eq!(keys(&node), vec![("n".to_string(), false)]);
     }
 
     #[test]
