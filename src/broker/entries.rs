@@ -6,53 +6,39 @@ use super::records::{Call, InstanceRecord, ScheduleState};
 use crate::store::{Entry, Table};
 use std::borrow::Cow;
 
-/// An instance, by its id (a root's or a child's).
-pub struct InstanceOf<'a>(pub &'a str);
+/// An entry kind keyed by one id, as it is: `by_id!(doc, Name, Table, Value)`.
+macro_rules! by_id {
+    ($(#[$doc:meta])* $name:ident, $table:ident, $value:ty) => {
+        $(#[$doc])*
+        pub struct $name<'a>(pub &'a str);
 
-impl Entry for InstanceOf<'_> {
-    const TABLE: Table = Table::Instances;
-    type Value = InstanceRecord;
+        impl Entry for $name<'_> {
+            const TABLE: Table = Table::$table;
+            type Value = $value;
 
-    fn key(&self) -> Cow<'_, str> {
-        Cow::Borrowed(self.0)
-    }
+            fn key(&self) -> Cow<'_, str> {
+                Cow::Borrowed(self.0)
+            }
+        }
+    };
 }
 
-/// A function call in flight, by its idempotency key.
-pub struct CallOf<'a>(pub &'a str);
-
-impl Entry for CallOf<'_> {
-    const TABLE: Table = Table::Calls;
-    type Value = Call;
-
-    fn key(&self) -> Cow<'_, str> {
-        Cow::Borrowed(self.0)
-    }
-}
-
-/// A timer, by its id: the value is its key in `Timers` (which sorts by due time).
-pub struct TimerIdOf<'a>(pub &'a str);
-
-impl Entry for TimerIdOf<'_> {
-    const TABLE: Table = Table::TimerIds;
-    type Value = String;
-
-    fn key(&self) -> Cow<'_, str> {
-        Cow::Borrowed(self.0)
-    }
-}
-
-/// A workflow's schedule, by the workflow id.
-pub struct ScheduleOf<'a>(pub &'a str);
-
-impl Entry for ScheduleOf<'_> {
-    const TABLE: Table = Table::Schedules;
-    type Value = ScheduleState;
-
-    fn key(&self) -> Cow<'_, str> {
-        Cow::Borrowed(self.0)
-    }
-}
+by_id!(
+    /// An instance, by its id (a root's or a child's).
+    InstanceOf, Instances, InstanceRecord
+);
+by_id!(
+    /// A function call in flight, by its idempotency key.
+    CallOf, Calls, Call
+);
+by_id!(
+    /// A timer, by its id: the value is its key in `Timers` (which sorts by due time).
+    TimerIdOf, TimerIds, String
+);
+by_id!(
+    /// A workflow's schedule, by the workflow id.
+    ScheduleOf, Schedules, ScheduleState
+);
 
 #[cfg(test)]
 mod tests {

@@ -335,7 +335,7 @@ pub struct Txn<'s> {
     /// a key put and then removed by the transaction leaves no tombstone, as there is
     /// nothing below for one to hide (an instance that starts and ends in one batch removes
     /// its `active` entry so).
-    absent: RefCell<HashSet<(Table, String)>>,
+    absent: RefCell<HashMap<Table, HashSet<String>>>,
     /// Bytes written so far (keys and values, overwrites counted again): a bound for batches.
     written: std::cell::Cell<usize>,
 }
@@ -545,7 +545,11 @@ impl Txn<'_> {
     /// only, see [`Txn::absent`]).
     fn saw_absent(&self, table: Table, full: String) {
         if !self.prefix.is_empty() {
-            self.absent.borrow_mut().insert((table, full));
+            self.absent
+                .borrow_mut()
+                .entry(table)
+                .or_default()
+                .insert(full);
         }
     }
 
@@ -554,7 +558,8 @@ impl Txn<'_> {
     fn unwrite(&self, table: Table, full: String) {
         let mut overlay = self.overlay.borrow_mut();
         let t = overlay.entry(table).or_default();
-        if self.absent.borrow().contains(&(table, full.clone())) {
+        let seen = self.absent.borrow();
+        if seen.get(&table).is_some_and(|keys| keys.contains(&full)) {
             t.remove(&full);
         } else {
             t.insert(full, None);
