@@ -69,7 +69,10 @@ fn scenario(name: &str, total: usize, every_second: usize, secs: u64) {
             let Some(batch) = batch else { break };
             let now = Utc::now();
             for (_, rec) in batch {
-                if let OutRecord::Event { event, .. } = rec {
+                if let Some(event) = match &rec {
+                    OutRecord::Kafka(p) => p.read_event(),
+                    OutRecord::Work { .. } => None,
+                } {
                     if event.event_type == "flowbroker.instance.started" {
                         let data = event.data.unwrap();
                         let due: DateTime<Utc> = data["input"]["scheduledTime"]

@@ -245,7 +245,6 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
 
     tokio::spawn(crate::kafka::producer::run(
         producer.clone(),
-        k.output_mode,
         crate::kafka::producer::Topics {
             work: cfg.cluster.work_topic.clone(),
             dead_letter: k.dlq_topic.clone(),

@@ -5,6 +5,7 @@
 
 use super::batch::{Batch, Result};
 use super::index::Entry;
+use super::produced::Produced;
 use super::records::OutRecord;
 use super::router::Routed;
 use super::{AdminError, Stat};
@@ -321,11 +322,12 @@ impl Batch<'_, '_> {
         };
         self.fx.stats.push(Stat::DeadLettered(label));
         let topic = self.cfg.kafka.dlq_topic.clone();
-        self.outbox(OutRecord::Raw {
+        self.outbox(OutRecord::Kafka(Produced {
             topic,
+            label: "dead-letter".into(),
             key,
+            headers: headers.into_iter().map(|(n, v)| (n.into(), v)).collect(),
             payload,
-            headers,
-        })
+        }))
     }
 }

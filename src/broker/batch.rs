@@ -633,25 +633,20 @@ impl<'a, 's> Batch<'a, 's> {
         if self.cfg.event_source != "/flowbroker/{workflowId}" {
             event.source = lifecycle::source_of(&self.cfg.event_source, &rec.instance.workflow_id);
         }
-        let topic = self
-            .cfg
+        let cfg = self.cfg;
+        let topic = cfg
             .kafka
             .topics
             .get(&event.event_type)
-            .unwrap_or(&self.cfg.kafka.output_topic)
-            .clone();
+            .unwrap_or(&cfg.kafka.output_topic);
         let key = index::kafka_key(&rec.instance);
         if let Some(t) = &rec.trace {
             t.stamp(&mut event);
         }
         if self.spans {
-            self.sent_span(rec, &event, &topic, false);
+            self.sent_span(rec, &event, topic, false);
         }
-        self.outbox(OutRecord::Event {
-            topic,
-            key,
-            event: Box::new(event),
-        })
+        self.outbox_event(topic, &key, &event)
     }
 
     /// A function call: kept in `Calls` and handed to the invoker after the commit, or failed

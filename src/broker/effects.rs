@@ -6,6 +6,7 @@ use super::batch::{Batch, Result};
 use super::counters::Counter;
 use super::entries::TimerIdOf;
 use super::lifecycle::{self, Lifecycle};
+use super::produced::Produced;
 use super::records::{Buffered, InstanceRecord, OutRecord, TimerEntry};
 use super::Stat;
 use crate::cluster::work::Work;
@@ -131,6 +132,21 @@ impl Batch<'_, '_> {
         self.put_outbox(seq, rec)
     }
 
+    /// Puts CloudEvent `event` into the outbox as the record Kafka gets
+    /// (`broker::produced`); one the CloudEvents SDK refuses goes to the dead-letter topic
+    /// instead, with the reason (`flowbroker-dlq-kind: unencodable`).
+    pub(super) fn outbox_event(&mut self, topic: &str, key: &str, event: &Event) -> Result<()> {
+        let mode = self.cfg.kafka.output_mode;
+        let rec = Produced::event(mode, topic, key, event).unwrap_or_else(|why| {
+            tracing::error!(topic, r#type = %event.event_type, error = %why,
+                "an event that cannot be encoded as a CloudEvent; sent to the dead-letter topic instead");
+            self.fx.stats.push(Stat::DeadLettered("undeliverable"));
+            let dlq = &self.cfg.kafka.dlq_topic;
+            Produced::unencodable(dlq, topic, &event.event_type, &why)
+        });
+        self.outbox(OutRecord::Kafka(rec))
+    }
+
     /// The next outbox sequence number of this partition (never reused).
     pub(super) fn next_outbox_seq(&mut self) -> Result<u64> {
         Ok(Counter::OutboxSeq.bump(self.tx, 1)? as u64)
@@ -138,7 +154,7 @@ impl Batch<'_, '_> {
 
     pub(super) fn put_outbox(&mut self, seq: u64, rec: OutRecord) -> Result<()> {
         let k = num(seq);
-        self.tx.put(Table::Outbox, &k, &rec)?;
+        self.tx.put_bytes(Table::Outbox, &k, rec.encode())?;
         self.fx.outbox.push((k, rec));
         Ok(())
     }
@@ -177,14 +193,11 @@ impl Batch<'_, '_> {
         if let Some(t) = &rec.trace {
             t.stamp(&mut event);
         }
-        let topic = self.cfg.kafka.lifecycle_topic.clone();
+        let cfg = self.cfg;
+        let topic = cfg.kafka.lifecycle_topic.as_str();
         if self.spans {
-            self.sent_span(rec, &event, &topic, true);
+            self.sent_span(rec, &event, topic, true);
         }
-        self.outbox(OutRecord::Event {
-            topic,
-            key: rec.instance.id.clone(),
-            event: Box::new(event),
-        })
+        self.outbox_event(topic, &rec.instance.id, &event)
     }
 }

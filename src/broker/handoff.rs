@@ -103,7 +103,11 @@ impl Core {
             }
         }
         let work_offset = tx.read(&WorkOffset)?.unwrap_or(0);
-        let outbox: Vec<(String, OutRecord)> = tx.prefix(Table::Outbox, "")?;
+        let outbox: Vec<(String, OutRecord)> = tx
+            .prefix_raw(Table::Outbox, "")?
+            .into_iter()
+            .map(|(k, v)| OutRecord::decode(&self.cfg.kafka, &k, &v).map(|r| (k, r)))
+            .collect::<Result<_, _>>()?;
         let calls: Vec<(String, Call)> = tx.prefix(Table::Calls, "")?;
         let ready = if swf {
             super::swf_tasks::ready(&tx, p)?

@@ -85,6 +85,7 @@ pub mod lifecycle;
 mod pool;
 pub mod positions;
 pub mod processor;
+pub mod produced;
 pub mod records;
 pub mod registry;
 mod requests;

@@ -1,7 +1,9 @@
 //! What the broker stores besides the engine's own instance: the records of each table.
 
+use super::produced::Produced;
 use crate::cluster::partition::PartitionId;
 use crate::cluster::work::Work;
+use crate::config::KafkaConfig;
 use crate::engine::{Event, Input, Instance};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -89,22 +91,10 @@ pub struct PayloadRef {
 }
 
 /// A record waiting in the outbox until Kafka acknowledges it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub enum OutRecord {
-    /// A CloudEvent.
-    Event {
-        topic: String,
-        key: String,
-        event: Box<Event>,
-    },
-    /// A record copied as it was (dead letters), with extra headers.
-    Raw {
-        topic: String,
-        key: Option<Vec<u8>>,
-        payload: Option<Vec<u8>>,
-        headers: Vec<(String, Vec<u8>)>,
-    },
+    /// A record for Kafka (a CloudEvent, a dead letter), encoded when it entered the outbox.
+    Kafka(Produced),
     /// A message to another state partition, on the work topic.
     Work {
         partition: PartitionId,
@@ -112,11 +102,33 @@ pub enum OutRecord {
     },
 }
 
+/// Outbox values as JSON: messages between partitions, and every value written before store
+/// layout 4 (events and dead letters, encoded by the producer then).
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+enum Stored<W> {
+    Event {
+        topic: String,
+        key: String,
+        event: Box<Event>,
+    },
+    Raw {
+        topic: String,
+        key: Option<Vec<u8>>,
+        payload: Option<Vec<u8>>,
+        headers: Vec<(String, Vec<u8>)>,
+    },
+    Work {
+        partition: PartitionId,
+        work: W,
+    },
+}
+
 impl OutRecord {
     /// The topic it goes to (`work` stands for the configured work topic).
     pub fn topic(&self) -> &str {
         match self {
-            OutRecord::Event { topic, .. } | OutRecord::Raw { topic, .. } => topic,
+            OutRecord::Kafka(p) => &p.topic,
             OutRecord::Work { .. } => "work",
         }
     }
@@ -125,10 +137,60 @@ impl OutRecord {
     /// between partitions).
     pub fn label(&self) -> &str {
         match self {
-            OutRecord::Event { event, .. } => &event.event_type,
-            OutRecord::Raw { .. } => "dead-letter",
+            OutRecord::Kafka(p) => &p.label,
             OutRecord::Work { .. } => "work",
         }
+    }
+
+    /// What the outbox stores: a Kafka record as [`Produced::encode`] writes it, a message
+    /// between partitions as JSON.
+    pub fn encode(&self) -> Vec<u8> {
+        match self {
+            OutRecord::Kafka(p) => p.encode(),
+            OutRecord::Work { partition, work } => {
+                crate::store::Txn::encode(&Stored::Work::<&Work> {
+                    partition: *partition,
+                    work,
+                })
+            }
+        }
+    }
+
+    /// Reads what [`OutRecord::encode`] (or a broker before store layout 4) stored under
+    /// `key`. An event stored by an older broker is encoded now, as `cfg` says; one that
+    /// cannot be becomes its dead letter ([`Produced::unencodable`]).
+    pub fn decode(cfg: &KafkaConfig, key: &str, bytes: &[u8]) -> crate::store::Result<Self> {
+        if Produced::is_encoded(bytes) {
+            return Produced::decode(bytes).map(OutRecord::Kafka).map_err(|e| {
+                crate::store::StoreError::Unreadable {
+                    table: crate::store::Table::Outbox.name(),
+                    key: key.to_string(),
+                    why: e.to_string(),
+                }
+            });
+        }
+        let stored: Stored<Box<Work>> =
+            crate::store::Txn::decode(crate::store::Table::Outbox, key, bytes)?;
+        Ok(match stored {
+            Stored::Event { topic, key, event } => OutRecord::Kafka(
+                Produced::event(cfg.output_mode, &topic, &key, &event).unwrap_or_else(|why| {
+                    Produced::unencodable(&cfg.dlq_topic, &topic, &event.event_type, &why)
+                }),
+            ),
+            Stored::Raw {
+                topic,
+                key,
+                payload,
+                headers,
+            } => OutRecord::Kafka(Produced {
+                topic,
+                label: "dead-letter".into(),
+                key,
+                headers: headers.into_iter().map(|(n, v)| (n.into(), v)).collect(),
+                payload,
+            }),
+            Stored::Work { partition, work } => OutRecord::Work { partition, work },
+        })
     }
 }
 
@@ -249,4 +311,91 @@ pub struct ScheduleState {
     /// Instances started by the schedule.
     #[serde(default)]
     pub fired: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cluster::work::Source;
+    use serde_json::json;
+
+    fn event(source: &str) -> Event {
+        serde_json::from_value(json!({
+            "id": "e1", "source": source, "type": "order.done", "data": {"n": 1}
+        }))
+        .unwrap()
+    }
+
+    /// Outbox values as brokers of store layout 3 and earlier wrote them are still read: an
+    /// event is encoded on the way, as the configuration says.
+    #[test]
+    fn json_outbox_values_of_older_brokers_are_read() {
+        let cfg = KafkaConfig::default();
+        let old = json!({"kind": "event", "topic": "out", "key": "i1", "event": event("/s")});
+        let rec = OutRecord::decode(&cfg, "k", old.to_string().as_bytes()).unwrap();
+        let want = Produced::event(cfg.output_mode, "out", "i1", &event("/s")).unwrap();
+        assert_eq!(rec, OutRecord::Kafka(want.clone()));
+        assert_eq!(
+            want.read_event(),
+            Some(event("/s")).map(|mut e| {
+                e.datacontenttype = Some("application/json".into());
+                e
+            })
+        );
+        // one the SDK refuses (an empty source) becomes its dead letter
+        let old = json!({"kind": "event", "topic": "out", "key": "i1", "event": event("")});
+        let OutRecord::Kafka(dl) =
+            OutRecord::decode(&cfg, "k", old.to_string().as_bytes()).unwrap()
+        else {
+            panic!("a Kafka record");
+        };
+        assert_eq!(dl.topic, cfg.dlq_topic);
+        let kind = dl.headers.iter().find(|(n, _)| n == "flowbroker-dlq-kind");
+        assert_eq!(kind.map(|(_, v)| v.as_slice()), Some(&b"unencodable"[..]));
+        // a dead letter copied as it was
+        let old = json!({"kind": "raw", "topic": "dlq", "key": [107], "payload": [123, 125],
+            "headers": [["flowbroker-dlq-kind", [120]]]});
+        let rec = OutRecord::decode(&cfg, "k", old.to_string().as_bytes()).unwrap();
+        let want = Produced {
+            topic: "dlq".into(),
+            label: "dead-letter".into(),
+            key: Some(b"k".to_vec()),
+            headers: vec![("flowbroker-dlq-kind".into(), b"x".to_vec())],
+            payload: Some(b"{}".to_vec()),
+        };
+        assert_eq!(rec, OutRecord::Kafka(want));
+    }
+
+    /// Messages between partitions stay JSON, as older brokers wrote them; Kafka records are
+    /// binary and read back as written.
+    #[test]
+    fn outbox_values_round_trip() {
+        let cfg = KafkaConfig::default();
+        let work = Work::Event {
+            event: event("/s"),
+            only: None,
+            sole: true,
+            returned: false,
+            source: Source::Http,
+        };
+        let rec = OutRecord::Work {
+            partition: PartitionId(2),
+            work: Box::new(work.clone()),
+        };
+        let bytes = rec.encode();
+        let old = json!({"kind": "work", "partition": 2, "work": work});
+        assert_eq!(
+            serde_json::from_slice::<Value>(&bytes).unwrap(),
+            old,
+            "the JSON older brokers wrote"
+        );
+        assert_eq!(OutRecord::decode(&cfg, "k", &bytes).unwrap(), rec);
+        let p = Produced::event(cfg.output_mode, "out", "i1", &event("/s")).unwrap();
+        let rec = OutRecord::Kafka(p);
+        assert_eq!(OutRecord::decode(&cfg, "k", &rec.encode()).unwrap(), rec);
+        let mut newer = rec.encode();
+        newer[1] += 1;
+        let e = OutRecord::decode(&cfg, "k", &newer).unwrap_err();
+        assert!(e.to_string().contains("newer flowbroker"), "{e}");
+    }
 }

@@ -35,8 +35,10 @@ pub enum Entry {
 /// layout, and its batches may write the `superseded` table (`broker::active`), which a
 /// broker of format 2 would neither read nor keep up: it must refuse them. Format 4 is the
 /// same again, and its batches may write the `unpinned` table (`broker::unpinned`), which a
-/// broker of format 3 would not keep up.
-pub const FORMAT: u32 = 4;
+/// broker of format 3 would not keep up. Format 5 is the same again, and its batches' outbox
+/// values may be Kafka records in binary (`broker::produced`), which a broker of format 4
+/// would not read.
+pub const FORMAT: u32 = 5;
 
 /// The first byte of a binary record: never the first byte of a JSON text (format 1 records
 /// start with `{`), nor of any UTF-8 text.
@@ -211,27 +213,28 @@ mod tests {
     #[test]
     fn records_carry_their_format_and_a_newer_one_is_refused() {
         let bytes = fence("a").encode();
-        assert_eq!(bytes[..2], [MAGIC, 4]);
+        assert_eq!(bytes[..2], [MAGIC, 5]);
         // format 1 (JSON) records are still read
         let old = br#"{"kind":"batch","fence":4,"deletes":[["instances","k"]]}"#;
         assert!(matches!(
             Entry::decode(9, old),
             Ok(Entry::Batch { fence: 4, .. })
         ));
-        // format 2 and 3 records (before `superseded`, before `unpinned`) are still read
-        for format in [2, 3] {
+        // format 2 to 4 records (before `superseded`, `unpinned`, binary outbox values) are
+        // still read
+        for format in [2, 3, 4] {
             let mut older = batch(4, "k", None).encode();
             older[1] = format;
             assert_eq!(Entry::decode(9, &older).unwrap(), batch(4, "k", None));
         }
         let mut newer = batch(4, "k", None).encode();
-        newer[1] = 5;
+        newer[1] = 6;
         let e = Entry::decode(9, &newer).unwrap_err();
         assert!(matches!(
             e,
             ChangelogError::Version {
                 offset: 9,
-                found: 5
+                found: 6
             }
         ));
         assert!(e.to_string().contains("upgrade every broker"), "{e}");
@@ -259,7 +262,7 @@ mod tests {
         assert!(e.to_string().contains("unknown table"), "{e}");
     }
 
-    /// The bytes of formats 2 to 4 as brokers have written them since format 2 was
+    /// The bytes of formats 2 to 5 as brokers have written them since format 2 was
     /// introduced: a change of layout must come with a new format number, not pass silently.
     #[test]
     fn the_format_2_layout_is_pinned() {
@@ -268,7 +271,7 @@ mod tests {
             provisional: true,
         };
         // marker, format, variant 0, "ab" (length 2), true
-        assert_eq!(f.encode(), [MAGIC, 4, 0, 2, b'a', b'b', 1]);
+        assert_eq!(f.encode(), [MAGIC, 5, 0, 2, b'a', b'b', 1]);
         let b = Entry::Batch {
             fence: 3,
             writes: vec![
@@ -284,7 +287,7 @@ mod tests {
                 },
             ],
         };
-        let mut want = vec![MAGIC, 4, 1, 6, 2]; // variant 1, fence 3 (zigzag), two writes
+        let mut want = vec![MAGIC, 5, 1, 6, 2]; // variant 1, fence 3 (zigzag), two writes
         want.extend([9]);
         want.extend(b"instances");
         want.extend([1, b'k', 1, 3, b'[', b'1', b']']); // key "k", Some, 3 bytes
@@ -293,7 +296,7 @@ mod tests {
         want.extend([1, b'd', 0]); // key "d", None
         assert_eq!(b.encode(), want);
         assert_eq!(Entry::decode(0, &want).unwrap(), b);
-        for format in [2, 3] {
+        for format in [2, 3, 4] {
             want[1] = format;
             assert_eq!(Entry::decode(0, &want).unwrap(), b);
         }

@@ -17,8 +17,10 @@ use serde::{Deserialize, Serialize};
 /// is the same, and its chunks may hold the `unpinned` table (`broker::unpinned`), which a
 /// broker of format 2 would not keep up. Format 4 chunks are binary ([`MAGIC`], the format,
 /// then the chunk in postcard, the store's values as they are) where formats 1 to 3 were JSON
-/// with each value embedded as JSON (`json`, still read); manifests stay JSON.
-pub const FORMAT: u32 = 4;
+/// with each value embedded as JSON (`json`, still read); manifests stay JSON. Format 5 is
+/// format 4's layout, and its outbox values may be Kafka records in binary
+/// (`broker::produced`), which a broker of format 4 would not read.
+pub const FORMAT: u32 = 5;
 
 /// The first byte of a binary chunk: never the first byte of a JSON text (chunks of formats 1
 /// to 3 start with `{`), nor of any UTF-8 text.
@@ -153,7 +155,7 @@ pub fn encode_chunk(next: i64, writes: &[Write]) -> Vec<u8> {
     .expect("snapshot chunks serialize")
 }
 
-/// Decodes the chunk at `offset`, which must belong to snapshot `next`: binary (format 4) or
+/// Decodes the chunk at `offset`, which must belong to snapshot `next`: binary (formats 4 and 5) or
 /// JSON (formats 1 to 3).
 pub fn decode_chunk(offset: i64, next: i64, bytes: &[u8]) -> Result<Vec<Write>, SnapshotError> {
     let (format, snapshot, writes) = match bytes.split_first() {
@@ -225,7 +227,7 @@ mod tests {
     #[test]
     fn chunks_round_trip_and_are_checked() {
         let bytes = encode_chunk(42, &writes());
-        assert_eq!(bytes[..2], [MAGIC, 4]);
+        assert_eq!(bytes[..2], [MAGIC, 5]);
         assert_eq!(decode_chunk(7, 42, &bytes).unwrap(), writes());
         let e = decode_chunk(7, 43, &bytes).unwrap_err();
         assert!(e.to_string().contains("another snapshot"), "{e}");
@@ -247,9 +249,9 @@ mod tests {
         }
         // a newer format is refused, binary or JSON
         let mut newer = bytes.clone();
-        newer[1] = 5;
+        newer[1] = 6;
         let e = decode_chunk(7, 42, &newer).unwrap_err();
-        assert!(matches!(e, SnapshotError::Format(5)), "{e}");
+        assert!(matches!(e, SnapshotError::Format(6)), "{e}");
         assert!(e.to_string().contains("upgrade this broker"), "{e}");
         let e = decode_chunk(7, 42, &json::encode(9, 42, &writes())).unwrap_err();
         assert!(matches!(e, SnapshotError::Format(9)), "{e}");
@@ -279,17 +281,19 @@ mod tests {
     }
 
     #[test]
-    fn the_format_4_layout_is_pinned() {
+    fn the_format_4_and_5_layout_is_pinned() {
         let one = vec![Write {
             table: Table::Meta,
             key: "k".into(),
             value: Some(b"1".to_vec().into()),
         }];
         // magic, format, snapshot 3 (zigzag varint 6), one put: "meta", "k", b"1"
-        assert_eq!(
-            encode_chunk(3, &one),
-            [0xFB, 4, 6, 1, 4, b'm', b'e', b't', b'a', 1, b'k', 1, b'1']
-        );
+        let want = [0xFB, 5, 6, 1, 4, b'm', b'e', b't', b'a', 1, b'k', 1, b'1'];
+        assert_eq!(encode_chunk(3, &one), want);
+        // format 4 chunks (before binary outbox values) are read as they are
+        let mut four = want;
+        four[1] = 4;
+        assert_eq!(decode_chunk(0, 3, &four).unwrap(), one);
     }
 
     #[test]
@@ -306,15 +310,16 @@ mod tests {
             broker: "b".into(),
         };
         assert_eq!(Manifest::decode(&m.encode()).unwrap(), m);
-        // formats 1 to 3 (before `superseded`, `unpinned`, binary chunks) are still read
+        // formats 1 to 4 (before `superseded`, `unpinned`, binary chunks, binary outbox
+        // values) are still read
         let text = String::from_utf8(m.encode()).unwrap();
-        assert!(text.contains("\"v\":4"), "{text}");
-        for format in [1, 2, 3] {
+        assert!(text.contains("\"v\":5"), "{text}");
+        for format in [1, 2, 3, 4] {
             let v = format!("\"v\":{format}");
-            let older = Manifest::decode(text.replace("\"v\":4", &v).as_bytes()).unwrap();
+            let older = Manifest::decode(text.replace("\"v\":5", &v).as_bytes()).unwrap();
             assert_eq!(older.format, format);
         }
-        let newer = text.replace("\"v\":4", "\"v\":9");
+        let newer = text.replace("\"v\":5", "\"v\":9");
         let e = Manifest::decode(newer.as_bytes()).unwrap_err();
         assert!(e.to_string().contains("upgrade this broker"), "{e}");
         assert_eq!(Manifest::key(PartitionId(1)), "snapshot/1");

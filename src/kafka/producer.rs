@@ -9,7 +9,7 @@
 use super::{client_config, KafkaError};
 use crate::broker::records::OutRecord;
 use crate::broker::{Acked, Cmd, Delivery, LetOut, OutboxKey};
-use crate::config::{KafkaConfig, OutputMode};
+use crate::config::KafkaConfig;
 use futures::stream::{FuturesUnordered, StreamExt};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{FutureProducer, FutureRecord};
@@ -45,7 +45,6 @@ pub fn create(cfg: &KafkaConfig) -> Result<FutureProducer, KafkaError> {
 /// Sends outbox batches until the core goes away.
 pub async fn run(
     producer: FutureProducer,
-    mode: OutputMode,
     topics: Topics,
     mut rx: mpsc::UnboundedReceiver<LetOut>,
     core: mpsc::UnboundedSender<Cmd>,
@@ -59,7 +58,7 @@ pub async fn run(
                 Some(batch) => {
                     let at = batch.at.timestamp_millis();
                     for (k, rec) in batch {
-                        inflight.push(send(producer.clone(), mode, topics.clone(), k, rec, at));
+                        inflight.push(send(producer.clone(), topics.clone(), k, rec, at));
                     }
                 }
                 None => return,
@@ -138,44 +137,22 @@ impl Encoded {
     }
 }
 
-/// The record as Kafka gets it, or why it cannot be encoded.
-fn encode(
-    mode: OutputMode,
-    work_topic: &str,
-    rec: &OutRecord,
-    timestamp: i64,
-) -> Result<Encoded, String> {
+/// The record as Kafka gets it: an outbox record's own parts, moved (it was encoded when it
+/// entered the outbox, `broker::produced`), or a message between partitions.
+fn encode(work_topic: &str, rec: OutRecord, timestamp: i64) -> Encoded {
     let timestamp = Some(timestamp);
     match rec {
-        OutRecord::Event { key, event, .. } => {
-            let body = match mode {
-                OutputMode::Binary => {
-                    let b = super::binary::binary(event)?;
-                    Body {
-                        payload: b.payload,
-                        headers: b.headers,
-                    }
-                }
-                OutputMode::Structured => {
-                    let ce = crate::cloudevent::to_sdk(event)?;
-                    Body {
-                        payload: Some(serde_json::to_vec(&ce).map_err(|e| e.to_string())?),
-                        headers: vec![(
-                            "content-type".into(),
-                            b"application/cloudevents+json; charset=utf-8".to_vec(),
-                        )],
-                    }
-                }
-            };
-            Ok(Encoded {
-                topic: rec.topic().to_string(),
-                partition: None,
-                timestamp,
-                key: Some(key.clone().into_bytes()),
-                body,
-            })
-        }
-        OutRecord::Work { partition, work } => Ok(Encoded {
+        OutRecord::Kafka(p) => Encoded {
+            topic: p.topic,
+            partition: None,
+            timestamp,
+            key: p.key,
+            body: Body {
+                payload: p.payload,
+                headers: p.headers,
+            },
+        },
+        OutRecord::Work { partition, work } => Encoded {
             topic: work_topic.to_string(),
             partition: Some(partition.kafka()),
             timestamp,
@@ -184,25 +161,7 @@ fn encode(
                 payload: Some(work.encode()),
                 headers: vec![],
             },
-        }),
-        OutRecord::Raw {
-            topic,
-            key,
-            payload,
-            headers,
-        } => Ok(Encoded {
-            topic: topic.clone(),
-            partition: None,
-            timestamp,
-            key: key.clone(),
-            body: Body {
-                payload: payload.clone(),
-                headers: headers
-                    .iter()
-                    .map(|(n, v)| (n.clone().into(), v.clone()))
-                    .collect(),
-            },
-        }),
+        },
     }
 }
 
@@ -234,7 +193,6 @@ fn permanent(e: &rdkafka::error::KafkaError) -> bool {
 /// dead-letter topic with the reason.
 async fn send(
     producer: FutureProducer,
-    mode: OutputMode,
     topics: std::sync::Arc<Topics>,
     key: OutboxKey,
     rec: OutRecord,
@@ -248,30 +206,12 @@ async fn send(
         label: label.clone(),
         delivery,
     };
-    let encoded = encode(mode, &topics.work, &rec, timestamp);
-    // what Kafka gets is in `encoded` now: the record is not held while Kafka acknowledges
-    drop(rec);
-    let (enc, refused, kind) = match encoded {
-        Ok(mut enc) => match deliver(&producer, &mut enc).await {
-            Ok(()) => return done(Delivery::Delivered),
-            Err(refused) => (Some(enc), refused, "undeliverable"),
-        },
-        Err(why) => {
-            let refused = Refused {
-                why,
-                too_large: false,
-            };
-            (None, refused, "unencodable")
-        }
+    let mut enc = encode(&topics.work, rec, timestamp);
+    let refused = match deliver(&producer, &mut enc).await {
+        Ok(()) => return done(Delivery::Delivered),
+        Err(refused) => refused,
     };
-    let copy = dead_letter_copy(
-        &topics.dead_letter,
-        &topic,
-        &label,
-        enc.as_ref(),
-        kind,
-        &refused,
-    );
+    let copy = dead_letter_copy(&topics.dead_letter, &topic, &label, &enc, &refused);
     done(send_dead_letter(&producer, copy, &topic, &label, &refused.why).await)
 }
 
@@ -323,16 +263,15 @@ fn dead_letter_copy(
     dlq: &str,
     topic: &str,
     label: &str,
-    enc: Option<&Encoded>,
-    kind: &str,
+    enc: &Encoded,
     refused: &Refused,
 ) -> Encoded {
-    let (payload, mut headers) = enc.map(Encoded::parts).unwrap_or_default();
+    let (payload, mut headers) = enc.parts();
     headers.push((
         "flowbroker-dlq-reason".into(),
         refused.why.as_bytes().to_vec(),
     ));
-    headers.push(("flowbroker-dlq-kind".into(), kind.as_bytes().to_vec()));
+    headers.push(("flowbroker-dlq-kind".into(), b"undeliverable".to_vec()));
     headers.push(("flowbroker-dlq-topic".into(), topic.as_bytes().to_vec()));
     headers.push(("flowbroker-dlq-type".into(), label.as_bytes().to_vec()));
     if let Some(p) = &payload {
@@ -344,8 +283,8 @@ fn dead_letter_copy(
     Encoded {
         topic: dlq.to_string(),
         partition: None,
-        timestamp: enc.and_then(|e| e.timestamp),
-        key: enc.and_then(|e| e.key.clone()),
+        timestamp: enc.timestamp,
+        key: enc.key.clone(),
         body: Body {
             payload: payload.filter(|_| !refused.too_large),
             headers,

@@ -46,6 +46,12 @@ pub enum StoreError {
         key: String,
         source: serde_json::Error,
     },
+    #[error("store: unreadable record in {table} at {key:?}: {why}")]
+    Unreadable {
+        table: &'static str,
+        key: String,
+        why: String,
+    },
     #[error("cannot create data directory {dir}: {source}")]
     Dir { dir: String, source: std::io::Error },
     #[error(
@@ -64,8 +70,10 @@ pub enum StoreError {
 /// layout 1 directory opens as it is (its partitions' `active` entries are read before they
 /// are removed, for good). Layout 3 added `unpinned` (`broker::unpinned`), which a broker of
 /// layout 2 would not keep up; a layout 2 directory opens as it is (the first batch of each
-/// partition that holds state counts its heads: `broker::kept`).
-pub const LAYOUT: u32 = 3;
+/// partition that holds state counts its heads: `broker::kept`). Layout 4 stores the outbox's
+/// Kafka records in binary (`broker::produced`), which a broker of layout 3 would not read; a
+/// layout 3 directory opens as it is (its JSON outbox values are still read).
+pub const LAYOUT: u32 = 4;
 
 impl From<fjall::Error> for StoreError {
     fn from(e: fjall::Error) -> Self {
@@ -596,6 +604,12 @@ impl Txn<'_> {
     /// serializing it again.
     pub fn put_json(&self, table: Table, key: &str, bytes: Vec<u8>) -> Result<()> {
         debug_assert!(serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok());
+        self.put_bytes(table, key, bytes)
+    }
+
+    /// Stores `bytes` as they are: a value that is not JSON, which its table's readers decode
+    /// themselves (the outbox's Kafka records, `broker::produced`).
+    pub fn put_bytes(&self, table: Table, key: &str, bytes: Vec<u8>) -> Result<()> {
         self.written
             .set(self.written.get() + key.len() + bytes.len());
         let full = self.full(key);
@@ -662,6 +676,13 @@ impl Txn<'_> {
         let lo = self.full(prefix);
         let hi = prefix_end(&lo);
         Self::decoded(table, self.merged(table, lo, hi, usize::MAX)?)
+    }
+
+    /// Entries whose key starts with `prefix`, in key order, as stored (not decoded).
+    pub fn prefix_raw(&self, table: Table, prefix: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        let lo = self.full(prefix);
+        let hi = prefix_end(&lo);
+        self.merged(table, lo, hi, usize::MAX)
     }
 
     /// The keys that start with `prefix`, in order (values are not decoded).

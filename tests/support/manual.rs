@@ -111,8 +111,14 @@ impl Harness {
     pub fn drain(&mut self) {
         while let Ok(batch) = self.out.try_recv() {
             for (_, rec) in batch {
-                if let OutRecord::Event { topic, key, event } = rec {
-                    self.events.push((topic, key, (*event).clone()));
+                // the event as a consumer of its topic reads it
+                let event = match &rec {
+                    OutRecord::Kafka(p) => p.read_event(),
+                    OutRecord::Work { .. } => None,
+                };
+                if let (Some(event), OutRecord::Kafka(p)) = (event, rec) {
+                    let key = String::from_utf8(p.key.unwrap_or_default()).unwrap();
+                    self.events.push((p.topic, key, event.clone()));
                     if event.event_type == "flowbroker.instance.started" {
                         let d = event.data.unwrap();
                         self.started.push((
