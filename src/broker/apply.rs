@@ -321,13 +321,8 @@ impl Batch<'_, '_> {
             _ => "unmatched",
         };
         self.fx.stats.push(Stat::DeadLettered(label));
-        let topic = self.cfg.kafka.dlq_topic.clone();
-        self.outbox(OutRecord::Kafka(Produced {
-            topic,
-            label: "dead-letter".into(),
-            key,
-            headers: headers.into_iter().map(|(n, v)| (n.into(), v)).collect(),
-            payload,
-        }))
+        let topic = &self.cfg.kafka.dlq_topic;
+        let rec = Produced::raw(topic, key.as_deref(), payload.as_deref(), &headers);
+        self.outbox(OutRecord::Kafka(rec))
     }
 }

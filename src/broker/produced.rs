@@ -1,17 +1,17 @@
 //! A record for Kafka as the outbox keeps it: encoded once, when it enters the outbox, into
-//! the topic, key, headers and payload Kafka gets, and stored in that form. The producer
-//! sends it as it is; before, the outbox stored the event as JSON and the producer encoded it
-//! again (docs/performance.md, "The outbox written once").
+//! the topic, key, headers and payload Kafka gets, in one buffer that is both the stored value
+//! and what the producer sends from. Before, the outbox stored the event as JSON and the
+//! producer encoded it again (docs/performance.md, "The outbox written once").
 //!
-//! Stored values are [`MAGIC`], [`FORMAT`], then the record in postcard (header values and
-//! payloads as length-prefixed bytes). Outbox values of store layout 3 and changelog format 4
-//! and earlier were JSON (`{"kind":"event",..}`, `{"kind":"raw",..}`): they are still read,
-//! and encoded on the way (`broker::records::OutRecord::decode`).
+//! A record is [`MAGIC`], [`FORMAT`], then [`Parts`] in postcard (strings, header values and
+//! payloads length-prefixed, read back borrowed). Outbox values of store layout 3 and
+//! changelog format 4 and earlier were JSON (`{"kind":"event",..}`, `{"kind":"raw",..}`): they
+//! are still read, and encoded on the way (`broker::records::OutRecord::decode`).
 
 use crate::config::OutputMode;
 use crate::engine::Event;
-use crate::kafka::binary::HeaderName;
 use serde::{Deserialize, Serialize};
+use serde_bytes::Bytes;
 
 /// The first byte of a stored record: never the first byte of a JSON text (the outbox's
 /// other values, and its values before layout 4), nor of any UTF-8 text.
@@ -20,22 +20,25 @@ pub const MAGIC: u8 = 0xFB;
 /// The layout of a stored record after [`MAGIC`]; a newer one is refused.
 pub const FORMAT: u8 = 1;
 
-/// Record headers as name and bytes.
-pub type Headers = Vec<(HeaderName, Vec<u8>)>;
-
-/// A record as Kafka gets it, and what it is counted as.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// An encoded record (always one [`Produced::parts`] reads).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Produced {
-    pub topic: String,
+    bytes: Vec<u8>,
+}
+
+/// A record's parts, borrowed from its buffer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parts<'a> {
+    pub topic: &'a str,
     /// The event type it is counted under (`flowbroker_events_produced_total{type}`), or
     /// `dead-letter`.
-    pub label: String,
-    #[serde(with = "serde_bytes")]
-    pub key: Option<Vec<u8>>,
-    #[serde(with = "header_list")]
-    pub headers: Headers,
-    #[serde(with = "serde_bytes")]
-    pub payload: Option<Vec<u8>>,
+    pub label: &'a str,
+    #[serde(borrow, with = "serde_bytes")]
+    pub key: Option<&'a [u8]>,
+    #[serde(borrow)]
+    pub headers: Vec<(&'a str, &'a Bytes)>,
+    #[serde(borrow, with = "serde_bytes")]
+    pub payload: Option<&'a [u8]>,
 }
 
 /// Why a stored record cannot be read.
@@ -47,81 +50,127 @@ pub enum ProducedError {
     Corrupt(String),
 }
 
+impl Parts<'_> {
+    /// The record these parts make.
+    pub fn encode(&self) -> Produced {
+        let mut bytes = Vec::with_capacity(256 + self.payload.map_or(0, <[u8]>::len));
+        bytes.extend_from_slice(&[MAGIC, FORMAT]);
+        // (writing into a Vec cannot fail)
+        postcard::to_io(self, &mut bytes).expect("a record encodes");
+        Produced { bytes }
+    }
+}
+
 impl Produced {
     /// The CloudEvent `e` as a record of `topic` with `key`, in `mode`; or why it cannot be
     /// one (an event the CloudEvents SDK refuses).
     pub fn event(mode: OutputMode, topic: &str, key: &str, e: &Event) -> Result<Self, String> {
-        let (headers, payload) = match mode {
+        let parts = |headers, payload| Parts {
+            topic,
+            label: &e.event_type,
+            key: Some(key.as_bytes()),
+            headers,
+            payload,
+        };
+        match mode {
             OutputMode::Binary => {
                 let b = crate::kafka::binary::binary(e)?;
-                (b.headers, b.payload)
+                let headers = b
+                    .headers
+                    .iter()
+                    .map(|(n, v)| (n.as_ref(), Bytes::new(v)))
+                    .collect();
+                Ok(parts(headers, b.payload.as_deref()).encode())
             }
             OutputMode::Structured => {
                 let ce = crate::cloudevent::to_sdk(e)?;
                 let payload = serde_json::to_vec(&ce).map_err(|err| err.to_string())?;
-                let ct = b"application/cloudevents+json; charset=utf-8".to_vec();
-                (vec![("content-type".into(), ct)], Some(payload))
+                let ct = Bytes::new(b"application/cloudevents+json; charset=utf-8");
+                Ok(parts(vec![("content-type", ct)], Some(&payload)).encode())
             }
-        };
-        Ok(Produced {
-            topic: topic.to_string(),
-            label: e.event_type.clone(),
-            key: Some(key.as_bytes().to_vec()),
-            headers,
+        }
+    }
+
+    /// A record copied as it was, with extra headers (a dead letter).
+    pub fn raw(
+        topic: &str,
+        key: Option<&[u8]>,
+        payload: Option<&[u8]>,
+        headers: &[(String, Vec<u8>)],
+    ) -> Self {
+        Parts {
+            topic,
+            label: "dead-letter",
+            key,
+            headers: headers
+                .iter()
+                .map(|(n, v)| (n.as_str(), Bytes::new(v)))
+                .collect(),
             payload,
-        })
+        }
+        .encode()
     }
 
     /// The dead letter of an event that cannot be encoded (`why`): no key, headers or
     /// payload, only the reason and where it was going (docs/broker.md "Topics and records").
     pub fn unencodable(dlq: &str, topic: &str, label: &str, why: &str) -> Self {
-        let headers = vec![
-            ("flowbroker-dlq-reason".into(), why.as_bytes().to_vec()),
-            ("flowbroker-dlq-kind".into(), b"unencodable".to_vec()),
-            ("flowbroker-dlq-topic".into(), topic.as_bytes().to_vec()),
-            ("flowbroker-dlq-type".into(), label.as_bytes().to_vec()),
+        let headers = [
+            ("flowbroker-dlq-reason", why.as_bytes()),
+            ("flowbroker-dlq-kind", b"unencodable"),
+            ("flowbroker-dlq-topic", topic.as_bytes()),
+            ("flowbroker-dlq-type", label.as_bytes()),
         ];
-        Produced {
-            topic: dlq.to_string(),
-            label: "dead-letter".into(),
+        Parts {
+            topic: dlq,
+            label: "dead-letter",
             key: None,
-            headers,
+            headers: headers.iter().map(|(n, v)| (*n, Bytes::new(v))).collect(),
             payload: None,
         }
+        .encode()
+    }
+
+    /// The record's parts.
+    pub fn parts(&self) -> Parts<'_> {
+        // (checked when the record was made or read from the store)
+        Self::read(&self.bytes).expect("an encoded record reads")
     }
 
     /// The CloudEvent this record carries, read back as a consumer of its topic reads it
     /// (`kafka::decode`); `None` for a record that is not one (a dead letter).
     pub fn read_event(&self) -> Option<Event> {
         use rdkafka::message::{Header, OwnedHeaders, OwnedMessage, Timestamp};
-        let mut h = OwnedHeaders::new_with_capacity(self.headers.len());
-        for (name, value) in &self.headers {
+        let p = self.parts();
+        let mut h = OwnedHeaders::new_with_capacity(p.headers.len());
+        for (name, value) in &p.headers {
             h = h.insert(Header {
                 key: name,
-                value: Some(value.as_slice()),
+                value: Some(value.as_ref()),
             });
         }
-        let (payload, key, topic) = (self.payload.clone(), self.key.clone(), self.topic.clone());
+        let (payload, key) = (p.payload.map(<[u8]>::to_vec), p.key.map(<[u8]>::to_vec));
+        let topic = p.topic.to_string();
         let msg = OwnedMessage::new(payload, key, topic, Timestamp::NotAvailable, 0, 0, Some(h));
         crate::kafka::decode::decode(&msg).ok()
     }
 
     /// What the outbox stores.
-    pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + self.payload.as_ref().map_or(0, Vec::len));
-        out.extend_from_slice(&[MAGIC, FORMAT]);
-        // (writing into a Vec cannot fail)
-        postcard::to_io(self, &mut out).expect("a record encodes");
-        out
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes
     }
 
-    /// Whether `bytes` are a record [`Produced::encode`] wrote (not JSON).
+    /// Whether `bytes` are a record [`Produced::as_bytes`] gave (not JSON).
     pub fn is_encoded(bytes: &[u8]) -> bool {
         bytes.first() == Some(&MAGIC)
     }
 
-    /// Reads what [`Produced::encode`] wrote.
-    pub fn decode(bytes: &[u8]) -> Result<Self, ProducedError> {
+    /// Takes stored bytes back, checked.
+    pub fn from_stored(bytes: Vec<u8>) -> Result<Self, ProducedError> {
+        Self::read(&bytes)?;
+        Ok(Produced { bytes })
+    }
+
+    fn read(bytes: &[u8]) -> Result<Parts<'_>, ProducedError> {
         match bytes {
             [MAGIC, FORMAT, rest @ ..] => {
                 postcard::from_bytes(rest).map_err(|e| ProducedError::Corrupt(e.to_string()))
@@ -132,52 +181,35 @@ impl Produced {
     }
 }
 
-/// Headers as a sequence of (name, bytes) pairs, the bytes length-prefixed.
-mod header_list {
-    use super::Headers;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(h: &Headers, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(
-            h.iter()
-                .map(|(n, v)| (n.as_ref(), serde_bytes::Bytes::new(v))),
-        )
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Headers, D::Error> {
-        let v: Vec<(String, serde_bytes::ByteBuf)> = Vec::deserialize(d)?;
-        Ok(v.into_iter()
-            .map(|(n, b)| (n.into(), b.into_vec()))
-            .collect())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn rec() -> Produced {
-        Produced {
-            topic: "t".into(),
-            label: "ty".into(),
-            key: Some(b"k".to_vec()),
-            headers: vec![("ce_id".into(), b"1".to_vec())],
-            payload: Some(b"{}".to_vec()),
-        }
+        Produced::raw(
+            "t",
+            Some(b"k"),
+            Some(b"{}"),
+            &[("ce_id".into(), b"1".to_vec())],
+        )
     }
 
     #[test]
     fn a_record_reads_back_as_written() {
         let r = rec();
-        let bytes = r.encode();
-        assert!(Produced::is_encoded(&bytes));
-        assert_eq!(Produced::decode(&bytes).unwrap(), r);
-        let none = Produced {
-            key: None,
-            payload: None,
-            ..rec()
-        };
-        assert_eq!(Produced::decode(&none.encode()).unwrap(), none);
+        assert!(Produced::is_encoded(r.as_bytes()));
+        let again = Produced::from_stored(r.as_bytes().to_vec()).unwrap();
+        assert_eq!(again, r);
+        let p = again.parts();
+        assert_eq!((p.topic, p.label), ("t", "dead-letter"));
+        assert_eq!((p.key, p.payload), (Some(&b"k"[..]), Some(&b"{}"[..])));
+        assert_eq!(p.headers, vec![("ce_id", Bytes::new(b"1"))]);
+        let none = Produced::raw("t", None, None, &[]);
+        let none = none.parts();
+        assert_eq!(
+            (none.key, none.payload, none.headers.len()),
+            (None, None, 0)
+        );
     }
 
     /// The bytes as brokers write them: a change of layout must come with a new [`FORMAT`].
@@ -186,20 +218,30 @@ mod tests {
         let want: Vec<u8> = [
             &[MAGIC, 1][..],
             &[1, b't'],
-            &[2, b't', b'y'],
+            &[11],
+            b"dead-letter",
             &[1, 1, b'k'],
             &[1, 5, b'c', b'e', b'_', b'i', b'd', 1, b'1'],
             &[1, 2, b'{', b'}'],
         ]
         .concat();
-        assert_eq!(rec().encode(), want);
+        assert_eq!(rec().as_bytes(), want);
     }
 
     #[test]
-    fn a_newer_format_is_refused_and_json_is_not_a_record() {
-        let mut b = rec().encode();
+    fn a_newer_format_or_a_cut_record_is_refused_and_json_is_not_a_record() {
+        let mut b = rec().as_bytes().to_vec();
         b[1] = FORMAT + 1;
-        assert!(matches!(Produced::decode(&b), Err(ProducedError::Newer(2))));
+        assert!(matches!(
+            Produced::from_stored(b),
+            Err(ProducedError::Newer(2))
+        ));
+        let b = rec().as_bytes().to_vec();
+        let cut = b[..b.len() - 1].to_vec();
+        assert!(matches!(
+            Produced::from_stored(cut),
+            Err(ProducedError::Corrupt(_))
+        ));
         assert!(!Produced::is_encoded(b"{\"kind\":\"event\"}"));
     }
 }

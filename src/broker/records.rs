@@ -125,28 +125,11 @@ enum Stored<W> {
 }
 
 impl OutRecord {
-    /// The topic it goes to (`work` stands for the configured work topic).
-    pub fn topic(&self) -> &str {
-        match self {
-            OutRecord::Kafka(p) => &p.topic,
-            OutRecord::Work { .. } => "work",
-        }
-    }
-
-    /// The event type for metrics (`dead-letter` for raw records, `work` for messages
-    /// between partitions).
-    pub fn label(&self) -> &str {
-        match self {
-            OutRecord::Kafka(p) => &p.label,
-            OutRecord::Work { .. } => "work",
-        }
-    }
-
     /// What the outbox stores: a Kafka record as [`Produced::encode`] writes it, a message
     /// between partitions as JSON.
     pub fn encode(&self) -> Vec<u8> {
         match self {
-            OutRecord::Kafka(p) => p.encode(),
+            OutRecord::Kafka(p) => p.as_bytes().to_vec(),
             OutRecord::Work { partition, work } => {
                 crate::store::Txn::encode(&Stored::Work::<&Work> {
                     partition: *partition,
@@ -161,13 +144,13 @@ impl OutRecord {
     /// cannot be becomes its dead letter ([`Produced::unencodable`]).
     pub fn decode(cfg: &KafkaConfig, key: &str, bytes: &[u8]) -> crate::store::Result<Self> {
         if Produced::is_encoded(bytes) {
-            return Produced::decode(bytes).map(OutRecord::Kafka).map_err(|e| {
-                crate::store::StoreError::Unreadable {
+            return Produced::from_stored(bytes.to_vec())
+                .map(OutRecord::Kafka)
+                .map_err(|e| crate::store::StoreError::Unreadable {
                     table: crate::store::Table::Outbox.name(),
                     key: key.to_string(),
                     why: e.to_string(),
-                }
-            });
+                });
         }
         let stored: Stored<Box<Work>> =
             crate::store::Txn::decode(crate::store::Table::Outbox, key, bytes)?;
@@ -182,13 +165,12 @@ impl OutRecord {
                 key,
                 payload,
                 headers,
-            } => OutRecord::Kafka(Produced {
-                topic,
-                label: "dead-letter".into(),
-                key,
-                headers: headers.into_iter().map(|(n, v)| (n.into(), v)).collect(),
-                payload,
-            }),
+            } => OutRecord::Kafka(Produced::raw(
+                &topic,
+                key.as_deref(),
+                payload.as_deref(),
+                &headers,
+            )),
             Stored::Work { partition, work } => OutRecord::Work { partition, work },
         })
     }
@@ -349,20 +331,16 @@ mod tests {
         else {
             panic!("a Kafka record");
         };
+        let dl = dl.parts();
         assert_eq!(dl.topic, cfg.dlq_topic);
-        let kind = dl.headers.iter().find(|(n, _)| n == "flowbroker-dlq-kind");
-        assert_eq!(kind.map(|(_, v)| v.as_slice()), Some(&b"unencodable"[..]));
+        let kind = dl.headers.iter().find(|(n, _)| *n == "flowbroker-dlq-kind");
+        assert_eq!(kind.map(|(_, v)| v.as_ref()), Some(&b"unencodable"[..]));
         // a dead letter copied as it was
         let old = json!({"kind": "raw", "topic": "dlq", "key": [107], "payload": [123, 125],
             "headers": [["flowbroker-dlq-kind", [120]]]});
         let rec = OutRecord::decode(&cfg, "k", old.to_string().as_bytes()).unwrap();
-        let want = Produced {
-            topic: "dlq".into(),
-            label: "dead-letter".into(),
-            key: Some(b"k".to_vec()),
-            headers: vec![("flowbroker-dlq-kind".into(), b"x".to_vec())],
-            payload: Some(b"{}".to_vec()),
-        };
+        let headers = [("flowbroker-dlq-kind".to_string(), b"x".to_vec())];
+        let want = Produced::raw("dlq", Some(b"k"), Some(b"{}"), &headers);
         assert_eq!(rec, OutRecord::Kafka(want));
     }
 

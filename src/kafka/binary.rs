@@ -17,15 +17,16 @@ use std::borrow::Cow;
 /// A header's name: the spec attributes' are static, an extension's is made for it.
 pub type HeaderName = Cow<'static, str>;
 
-/// Headers and payload of a record.
+/// Headers and payload of a record; header values borrow the event's strings where they
+/// can.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Binary {
-    pub headers: Vec<(HeaderName, Vec<u8>)>,
+pub struct Binary<'a> {
+    pub headers: Vec<(HeaderName, Cow<'a, [u8]>)>,
     pub payload: Option<Vec<u8>>,
 }
 
 /// The binary-mode record of `e`, or why it cannot be one.
-pub fn binary(e: &Event) -> Result<Binary, String> {
+pub fn binary(e: &Event) -> Result<Binary<'_>, String> {
     match direct(e) {
         Some(b) => b,
         None => through_sdk(e),
@@ -34,7 +35,7 @@ pub fn binary(e: &Event) -> Result<Binary, String> {
 
 /// The record written straight from `e`; `None` for an event the SDK refuses (an empty
 /// source, a time that is not RFC 3339), whose error only the SDK gives.
-fn direct(e: &Event) -> Option<Result<Binary, String>> {
+fn direct<'a>(e: &'a Event) -> Option<Result<Binary<'a>, String>> {
     let time = match e.time.as_deref().map(DateTime::parse_from_rfc3339) {
         None => None,
         Some(Ok(t)) => Some(DateTime::<Utc>::from(t).to_rfc3339()),
@@ -45,7 +46,9 @@ fn direct(e: &Event) -> Option<Result<Binary, String>> {
     }
     // the spec attributes (at most 7: a lifecycle event has them all), then the extensions
     let mut headers = Vec::with_capacity(7 + e.extensions.len());
-    let mut put = |name: HeaderName, value: &str| headers.push((name, value.as_bytes().to_vec()));
+    let mut put = |name: HeaderName, value: &'a str| {
+        headers.push((name, Cow::Borrowed(value.as_bytes())));
+    };
     put("ce_specversion".into(), "1.0");
     put("ce_id".into(), &e.id);
     put("ce_type".into(), &e.event_type);
@@ -59,14 +62,15 @@ fn direct(e: &Event) -> Option<Result<Binary, String>> {
     if let Some(s) = &e.subject {
         put("ce_subject".into(), s);
     }
-    if let Some(t) = &time {
-        put("ce_time".into(), t);
+    if let Some(t) = time {
+        headers.push(("ce_time".into(), Cow::Owned(t.into_bytes())));
     }
     for (k, v) in &e.extensions {
-        match v {
-            Value::String(s) => put(header(k), s),
-            other => put(header(k), &other.to_string()),
-        }
+        let value = match v {
+            Value::String(s) => Cow::Borrowed(s.as_bytes()),
+            other => Cow::Owned(other.to_string().into_bytes()),
+        };
+        headers.push((header(k), value));
     }
     let payload = match e.data.as_ref().map(serde_json::to_vec).transpose() {
         Ok(p) => p,
@@ -86,7 +90,7 @@ fn header(name: &str) -> HeaderName {
 }
 
 /// The SDK's record, for an event it refuses (its error) or would write in its own way.
-fn through_sdk(e: &Event) -> Result<Binary, String> {
+fn through_sdk(e: &Event) -> Result<Binary<'static>, String> {
     use cloudevents::binding::rdkafka::{FutureRecordExt, MessageRecord};
     use rdkafka::message::Headers;
     let ce = crate::cloudevent::to_sdk(e)?;
@@ -100,7 +104,7 @@ fn through_sdk(e: &Event) -> Result<Binary, String> {
                 .map(|h| {
                     (
                         h.key.to_string().into(),
-                        h.value.unwrap_or_default().to_vec(),
+                        Cow::Owned(h.value.unwrap_or_default().to_vec()),
                     )
                 })
                 .collect()
@@ -119,7 +123,7 @@ mod tests {
 
     /// `b` with its extension headers sorted (the SDK writes them in hash order): the spec
     /// attributes' headers, `spec` of them, stay in place.
-    fn sorted_extensions(mut b: Binary, spec: usize) -> Binary {
+    fn sorted_extensions(mut b: Binary<'_>, spec: usize) -> Binary<'_> {
         b.headers[spec..].sort();
         b
     }

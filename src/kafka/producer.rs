@@ -7,6 +7,7 @@
 //! task got to it.
 
 use super::{client_config, KafkaError};
+use crate::broker::produced::Produced;
 use crate::broker::records::OutRecord;
 use crate::broker::{Acked, Cmd, Delivery, LetOut, OutboxKey};
 use crate::config::KafkaConfig;
@@ -85,83 +86,120 @@ pub struct Topics {
     pub dead_letter: String,
 }
 
-/// Record headers as name and bytes.
-type HeaderList = Vec<(super::binary::HeaderName, Vec<u8>)>;
-
 /// A record as Kafka gets it.
 struct Encoded {
-    topic: String,
-    partition: Option<i32>,
     /// When the core let it out (ms since the epoch); `None`: when it is sent (after Kafka
     /// refused the first for being too old or too new).
     timestamp: Option<i64>,
-    key: Option<Vec<u8>>,
     body: Body,
 }
 
-/// Headers and payload (a binary-mode CloudEvent: `kafka::binary`).
-struct Body {
-    payload: Option<Vec<u8>>,
-    headers: HeaderList,
+enum Body {
+    /// An outbox record, sent from the buffer it was encoded into (`broker::produced`).
+    Stored(Produced),
+    /// A message to a state partition, or a dead-letter copy.
+    Owned {
+        topic: String,
+        partition: Option<i32>,
+        key: Option<Vec<u8>>,
+        payload: Option<Vec<u8>>,
+        headers: Vec<(String, Vec<u8>)>,
+    },
 }
 
+/// Copies of a record's key, payload and headers (for its dead-letter copy).
+type Copied = (Option<Vec<u8>>, Option<Vec<u8>>, Vec<(String, Vec<u8>)>);
+
 impl Encoded {
-    fn record(&self) -> FutureRecord<'_, [u8], Vec<u8>> {
-        let mut r = FutureRecord::<[u8], Vec<u8>>::to(&self.topic);
-        let mut h = OwnedHeaders::new_with_capacity(self.body.headers.len());
-        for (name, value) in &self.body.headers {
-            h = h.insert(Header {
-                key: name,
-                value: Some(value.as_slice()),
-            });
+    fn topic(&self) -> &str {
+        match &self.body {
+            Body::Stored(p) => p.parts().topic,
+            Body::Owned { topic, .. } => topic,
         }
-        r = r.headers(h);
-        if let Some(p) = &self.body.payload {
+    }
+
+    fn record(&self) -> FutureRecord<'_, [u8], [u8]> {
+        let (mut r, key, payload) = match &self.body {
+            Body::Stored(p) => {
+                let p = p.parts();
+                let mut h = OwnedHeaders::new_with_capacity(p.headers.len());
+                for (name, value) in &p.headers {
+                    h = h.insert(Header {
+                        key: name,
+                        value: Some(value.as_ref()),
+                    });
+                }
+                let r = FutureRecord::<[u8], [u8]>::to(p.topic).headers(h);
+                (r, p.key, p.payload)
+            }
+            Body::Owned {
+                topic,
+                partition,
+                key,
+                payload,
+                headers,
+            } => {
+                let mut h = OwnedHeaders::new_with_capacity(headers.len());
+                for (name, value) in headers {
+                    h = h.insert(Header {
+                        key: name,
+                        value: Some(value.as_slice()),
+                    });
+                }
+                let mut r = FutureRecord::<[u8], [u8]>::to(topic).headers(h);
+                if let Some(p) = partition {
+                    r = r.partition(*p);
+                }
+                (r, key.as_deref(), payload.as_deref())
+            }
+        };
+        if let Some(p) = payload {
             r = r.payload(p);
-        }
-        if let Some(p) = self.partition {
-            r = r.partition(p);
         }
         if let Some(t) = self.timestamp {
             r = r.timestamp(t);
         }
-        if let Some(k) = &self.key {
-            r = r.key(k.as_slice());
+        if let Some(k) = key {
+            r = r.key(k);
         }
         r
     }
 
-    /// Copies of the payload and headers (for a dead-letter copy).
-    fn parts(&self) -> (Option<Vec<u8>>, HeaderList) {
-        (self.body.payload.clone(), self.body.headers.clone())
+    /// Copies of the key, payload and headers (for a dead-letter copy).
+    fn copied(&self) -> Copied {
+        match &self.body {
+            Body::Stored(p) => {
+                let p = p.parts();
+                let headers = p.headers.iter().map(|(n, v)| (n.to_string(), v.to_vec()));
+                let to_vec = |b: &[u8]| b.to_vec();
+                (p.key.map(to_vec), p.payload.map(to_vec), headers.collect())
+            }
+            Body::Owned {
+                key,
+                payload,
+                headers,
+                ..
+            } => (key.clone(), payload.clone(), headers.clone()),
+        }
     }
 }
 
-/// The record as Kafka gets it: an outbox record's own parts, moved (it was encoded when it
-/// entered the outbox, `broker::produced`), or a message between partitions.
+/// The record as Kafka gets it: an outbox record as it was encoded when it entered the outbox
+/// (`broker::produced`), or a message between partitions.
 fn encode(work_topic: &str, rec: OutRecord, timestamp: i64) -> Encoded {
-    let timestamp = Some(timestamp);
-    match rec {
-        OutRecord::Kafka(p) => Encoded {
-            topic: p.topic,
-            partition: None,
-            timestamp,
-            key: p.key,
-            body: Body {
-                payload: p.payload,
-                headers: p.headers,
-            },
-        },
-        OutRecord::Work { partition, work } => Encoded {
+    let body = match rec {
+        OutRecord::Kafka(p) => Body::Stored(p),
+        OutRecord::Work { partition, work } => Body::Owned {
             topic: work_topic.to_string(),
             partition: Some(partition.kafka()),
-            timestamp,
             key: None,
-            body: Body {
-                payload: Some(work.encode()),
-                headers: vec![],
-            },
+            payload: Some(work.encode()),
+            headers: vec![],
         },
+    };
+    Encoded {
+        timestamp: Some(timestamp),
+        body,
     }
 }
 
@@ -198,8 +236,13 @@ async fn send(
     rec: OutRecord,
     timestamp: i64,
 ) -> Acked {
-    let label = rec.label().to_string();
-    let topic = rec.topic().to_string();
+    let (topic, label) = match &rec {
+        OutRecord::Kafka(p) => {
+            let p = p.parts();
+            (p.topic.to_string(), p.label.to_string())
+        }
+        OutRecord::Work { .. } => ("work".to_string(), "work".to_string()),
+    };
     let done = |delivery| Acked {
         key: key.clone(),
         topic: topic.clone(),
@@ -236,7 +279,7 @@ async fn deliver(producer: &FutureProducer, enc: &mut Encoded) -> Result<(), Ref
                 if e.rdkafka_error_code() == Some(C::InvalidTimestamp)
                     && enc.timestamp.is_some() =>
             {
-                tracing::warn!(topic = %enc.topic, error = %e,
+                tracing::warn!(topic = %enc.topic(), error = %e,
                     "Kafka refused the record's timestamp; sending it again stamped now");
                 enc.timestamp = None;
             }
@@ -249,7 +292,7 @@ async fn deliver(producer: &FutureProducer, enc: &mut Encoded) -> Result<(), Ref
                 return Err(Refused { why, too_large });
             }
             Err((e, _)) => {
-                tracing::warn!(topic = %enc.topic, error = %e, retry_in = ?pause, "produce failed; retrying");
+                tracing::warn!(topic = %enc.topic(), error = %e, retry_in = ?pause, "produce failed; retrying");
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_secs(10));
             }
@@ -266,26 +309,24 @@ fn dead_letter_copy(
     enc: &Encoded,
     refused: &Refused,
 ) -> Encoded {
-    let (payload, mut headers) = enc.parts();
-    headers.push((
-        "flowbroker-dlq-reason".into(),
-        refused.why.as_bytes().to_vec(),
-    ));
-    headers.push(("flowbroker-dlq-kind".into(), b"undeliverable".to_vec()));
-    headers.push(("flowbroker-dlq-topic".into(), topic.as_bytes().to_vec()));
-    headers.push(("flowbroker-dlq-type".into(), label.as_bytes().to_vec()));
+    let (key, payload, mut headers) = enc.copied();
+    let mut push = |name: &str, value: &[u8]| headers.push((name.to_string(), value.to_vec()));
+    push("flowbroker-dlq-reason", refused.why.as_bytes());
+    push("flowbroker-dlq-kind", b"undeliverable");
+    push("flowbroker-dlq-topic", topic.as_bytes());
+    push("flowbroker-dlq-type", label.as_bytes());
     if let Some(p) = &payload {
-        headers.push((
-            "flowbroker-dlq-payload-bytes".into(),
-            p.len().to_string().into_bytes(),
-        ));
+        push(
+            "flowbroker-dlq-payload-bytes",
+            p.len().to_string().as_bytes(),
+        );
     }
     Encoded {
-        topic: dlq.to_string(),
-        partition: None,
         timestamp: enc.timestamp,
-        key: enc.key.clone(),
-        body: Body {
+        body: Body::Owned {
+            topic: dlq.to_string(),
+            partition: None,
+            key,
             payload: payload.filter(|_| !refused.too_large),
             headers,
         },
@@ -304,7 +345,7 @@ async fn send_dead_letter(
     let mut copy = copy;
     match deliver(producer, &mut copy).await {
         Ok(()) => {
-            tracing::error!(topic, r#type = label, error = why, dead_letter = %copy.topic,
+            tracing::error!(topic, r#type = label, error = why, dead_letter = %copy.topic(),
                 "Kafka refuses this record for good; sent to the dead-letter topic instead");
             Delivery::DeadLettered
         }

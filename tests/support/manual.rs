@@ -116,9 +116,10 @@ impl Harness {
                     OutRecord::Kafka(p) => p.read_event(),
                     OutRecord::Work { .. } => None,
                 };
-                if let (Some(event), OutRecord::Kafka(p)) = (event, rec) {
-                    let key = String::from_utf8(p.key.unwrap_or_default()).unwrap();
-                    self.events.push((p.topic, key, event.clone()));
+                if let (Some(event), OutRecord::Kafka(p)) = (event, &rec) {
+                    let p = p.parts();
+                    let key = String::from_utf8(p.key.unwrap_or_default().to_vec()).unwrap();
+                    self.events.push((p.topic.to_string(), key, event.clone()));
                     if event.event_type == "flowbroker.instance.started" {
                         let d = event.data.unwrap();
                         self.started.push((
