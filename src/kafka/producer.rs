@@ -1,8 +1,10 @@
 //! The outbox sender: records are enqueued in outbox order, and every acknowledgement goes
 //! back to the core, which deletes the entry. A transient failure is retried with backoff
 //! until Kafka acknowledges; a record Kafka refuses for good (too large, invalid topic, not
-//! authorised) or that cannot be encoded goes to the dead-letter topic with the reason, so it
-//! never blocks the outbox. After a crash the core re-sends what is left, with the same ids.
+//! authorised) goes to the dead-letter topic with the reason, so it never blocks the outbox.
+//! Records arrive encoded (`broker::produced`: an event that could not be was dead-lettered
+//! when it entered the outbox) and are sent from their own buffers. After a crash the core
+//! re-sends what is left, with the same ids.
 //! Each record's Kafka timestamp is when the core let it out (`broker::LetOut`), not when this
 //! task got to it.
 
