@@ -79,7 +79,7 @@ impl Kept {
         let kept = [Table::Offsets, Table::Meta, Table::Versions];
         let rest = Table::ALL.into_iter().filter(|t| !kept.contains(t));
         for t in kept.into_iter().chain(rest) {
-            if tx.first::<serde::de::IgnoredAny>(t)?.is_some() {
+            if tx.first_key(t)?.is_some() {
                 return Ok(Kept::default());
             }
         }

@@ -47,7 +47,8 @@
 //! - [`history`]: instance history entries, their payloads kept beside them, and the cap on
 //!   entries per instance.
 //! - [`retention`]: forgetting finished instances after `retention`.
-//! - [`records`]: what the store's tables hold; [`entries`]: the typed entries of the
+//! - [`records`]: what the store's tables hold; [`produced`]: the outbox's Kafka records,
+//!   encoded once when they enter it; [`entries`]: the typed entries of the
 //!   tables keyed by one id (instances, calls, timer ids, schedules); [`counters`]: the
 //!   counters each partition keeps; [`positions`]: how far each source of a partition's inputs was applied (the
 //!   `offsets` table's two kinds of entry, typed as `store::Entry`s).
@@ -226,8 +227,9 @@ pub struct Acked {
 pub enum Delivery {
     /// Acknowledged by Kafka on its topic.
     Delivered,
-    /// Kafka refused it for good (too large, invalid topic, not authorised) or it could not be
-    /// encoded: a copy with the reason went to the dead-letter topic instead.
+    /// Kafka refused it for good (too large, invalid topic, not authorised): a copy with the
+    /// reason went to the dead-letter topic instead. (An event that cannot be encoded is
+    /// dead-lettered when it enters the outbox, `broker::produced`.)
     DeadLettered,
     /// Refused for good, and so was its dead-letter copy: logged with the reason.
     Dropped,

@@ -44,7 +44,10 @@ pub struct Parts<'a> {
 /// Why a stored record cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ProducedError {
-    #[error("an outbox record of format {0}, written by a newer flowbroker")]
+    #[error(
+        "an outbox record of format {0}, written by a newer flowbroker: upgrade every broker \
+         of the cluster to the version that wrote it"
+    )]
     Newer(u8),
     #[error("a corrupt outbox record: {0}")]
     Corrupt(String),

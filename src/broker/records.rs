@@ -157,6 +157,9 @@ impl OutRecord {
         Ok(match stored {
             Stored::Event { topic, key, event } => OutRecord::Kafka(
                 Produced::event(cfg.output_mode, &topic, &key, &event).unwrap_or_else(|why| {
+                    tracing::error!(topic, r#type = %event.event_type, error = %why,
+                        "an event an older broker left in the outbox cannot be encoded as a \
+                         CloudEvent; sent to the dead-letter topic instead");
                     Produced::unencodable(&cfg.dlq_topic, &topic, &event.event_type, &why)
                 }),
             ),

@@ -4,7 +4,8 @@
 //! offsets ([`Txn`]), fsynced at commit; readers (the admin API) see committed snapshots
 //! without blocking it.
 //!
-//! Every table maps a string key to JSON bytes. Keys that must sort by time or sequence carry
+//! Every table maps a string key to JSON bytes, but for the outbox's Kafka records
+//! (`broker::produced`, binary). Keys that must sort by time or sequence carry
 //! zero-padded numbers, so a range scan returns them in order. See `tables` for the layout,
 //! `entry` for typed keys (each names its table and its value's type), `pending` for the
 //! writes of rounds in flight, `due` for where each time-keyed table's
@@ -751,6 +752,18 @@ impl Txn<'_> {
         let hi = prefix_end(&self.prefix);
         let raw = self.merged(table, lo, hi, 1)?;
         Ok(Self::decoded(table, raw)?.into_iter().next())
+    }
+
+    /// The first key of `table` in this transaction's scope, its value not decoded (a table
+    /// whose values are not all JSON, such as the outbox, can be asked too).
+    pub fn first_key(&self, table: Table) -> Result<Option<String>> {
+        let lo = self.store.due.start(table, &self.prefix);
+        let hi = prefix_end(&self.prefix);
+        Ok(self
+            .merged(table, lo, hi, 1)?
+            .into_iter()
+            .next()
+            .map(|(k, _)| k))
     }
 
     /// What this transaction changed, in key order, keeping it (tests; the broker ends its
