@@ -2,6 +2,7 @@
 //! in step, and turning the engine's actions into stored effects (outbox, calls, timers,
 //! children). Nothing here talks to Kafka or HTTP; [`Effects`] says what to do after commit.
 
+use super::compound::VersionOf;
 use super::entries::{CallOf, InstanceOf};
 use super::hot::Hot;
 use super::index;
@@ -15,7 +16,7 @@ use crate::cluster::partition::{PartitionId, Partitions};
 use crate::cluster::work::{IndexChange, IndexEntry, Source, Work};
 use crate::config::{Config, Windows};
 use crate::engine::{self, Action, EngineError, ErrorInfo, Event, Input, Instance};
-use crate::store::{at, key, Table, Txn, SEP};
+use crate::store::{at, Table, Txn, SEP};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -232,9 +233,12 @@ impl<'a, 's> Batch<'a, 's> {
         };
         // the partition keeps the versions its instances run on: a broker that takes it over
         // runs them whatever its own workflows_dir holds (docs/scale.md)
-        let vk = key(&[&wf.id, &wf.version]);
-        if !self.tx.contains(Table::Versions, &vk)? {
-            self.tx.put(Table::Versions, &vk, &StoredVersion::of(wf))?;
+        let vk = VersionOf {
+            workflow: &wf.id,
+            version: &wf.version,
+        };
+        if !self.tx.holds(&vk)? {
+            self.tx.write(&vk, &StoredVersion::of(wf))?;
         }
         // applied as it is, not stored first and read back: the instance is written once,
         // after its start, and not at all when the engine refuses the start (the version row

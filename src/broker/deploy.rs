@@ -1,10 +1,11 @@
 //! Deploying the workflow directory: the registry diff, stored versions, first-deployment
 //! times (for interval schedules) and the view `GET /v1/workflows` shows.
 
+use super::compound::VersionOf;
 use super::core::Core;
 use super::records::StoredVersion;
 use super::registry::WorkflowView;
-use crate::store::{key, StoreError, Table, Txn};
+use crate::store::{StoreError, Txn};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -20,14 +21,17 @@ impl Core {
         let changes = self.reg.sync(files, now);
         let mut changed = Vec::new();
         for d in &changes.deployed {
-            let vk = key(&[&d.id, &d.version]);
-            if tx.get::<StoredVersion>(Table::Versions, &vk)?.is_none() {
+            let vk = VersionOf {
+                workflow: &d.id,
+                version: &d.version,
+            };
+            if !tx.holds(&vk)? {
                 let v = StoredVersion {
                     file: d.file.clone(),
                     source: d.source.clone(),
                     deployed: now,
                 };
-                tx.put(Table::Versions, &vk, &v)?;
+                tx.write(&vk, &v)?;
             }
             let fk = super::window::FirstDeployed(&d.id);
             match tx.read(&fk)? {

@@ -49,7 +49,8 @@
 //! - [`retention`]: forgetting finished instances after `retention`.
 //! - [`records`]: what the store's tables hold; [`produced`]: the outbox's Kafka records,
 //!   encoded once when they enter it; [`entries`]: the typed entries of the
-//!   tables keyed by one id (instances, calls, timer ids, schedules); [`counters`]: the
+//!   tables keyed by one id (instances, calls, timer ids, schedules); [`compound`]: those
+//!   keyed by several parts (versions, pending all-events starts, unpinned heads); [`counters`]: the
 //!   counters each partition keeps; [`positions`]: how far each source of a partition's inputs was applied (the
 //!   `offsets` table's two kinds of entry, typed as `store::Entry`s).
 //! - [`shared`]: what the HTTP side reads without asking the core (owned partitions, the
@@ -62,6 +63,7 @@ pub mod apply;
 pub mod batch;
 pub mod board;
 mod checkpoints;
+pub mod compound;
 pub mod core;
 pub mod counters;
 pub mod dedupe;

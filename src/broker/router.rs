@@ -17,15 +17,16 @@
 
 use super::answers::token_target;
 use super::batch::{Batch, Result};
+use super::compound::JoinOf;
 use super::index;
-use super::records::{Join, TimerEntry};
+use super::records::TimerEntry;
 use super::registry::event_start;
 use super::Stat;
 use crate::cluster::partition::{InstanceId, PartitionId};
 use crate::cluster::work::Work;
 use crate::definition::Body;
 use crate::engine::{EngineError, Event, Input};
-use crate::store::{key, Table, SEP};
+use crate::store::{key, Entry as _, Table, SEP};
 use std::collections::BTreeSet;
 
 /// What happened to an event.
@@ -314,8 +315,8 @@ impl Batch<'_, '_> {
         }
         let mut events = vec![event.clone()];
         if start.all {
-            let jk = key(&[workflow, k]);
-            let mut join: Join = self.tx.get(Table::Joins, &jk)?.unwrap_or_default();
+            let jk = JoinOf { workflow, key: k };
+            let mut join = self.tx.read(&jk)?.unwrap_or_default();
             if !join.names.iter().any(|n| n == name) {
                 join.names.push(name.to_string());
                 join.events.push(event.clone());
@@ -324,9 +325,9 @@ impl Batch<'_, '_> {
                 .names
                 .iter()
                 .all(|n| join.names.iter().any(|j| j == n));
-            let timer = format!("join{SEP}{jk}");
+            let timer = format!("join{SEP}{}", jk.key());
             if !complete {
-                self.tx.put(Table::Joins, &jk, &join)?;
+                self.tx.write(&jk, &join)?;
                 if let Some(gap) = start.timeout {
                     let due = gap.after(self.now);
                     let entry = TimerEntry::Join {
@@ -338,7 +339,7 @@ impl Batch<'_, '_> {
                 r.joined.push(format!("{workflow}/{k}"));
                 return Ok(true);
             }
-            self.tx.delete(Table::Joins, &jk)?;
+            self.tx.erase(&jk)?;
             self.disarm(&timer)?;
             events = join.events;
         }
@@ -353,7 +354,7 @@ impl Batch<'_, '_> {
 
     /// The gap timeout of a pending all-events start expired: drop it.
     pub fn expire_join(&mut self, workflow: &str, k: &str) -> Result<()> {
-        if self.tx.delete(Table::Joins, &key(&[workflow, k]))? {
+        if self.tx.erase(&JoinOf { workflow, key: k })? {
             tracing::info!(
                 workflow,
                 key = k,

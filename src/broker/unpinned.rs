@@ -17,15 +17,20 @@
 //! partition that keeps them complete (`broker::kept`); one with state from an older version
 //! has its heads counted afresh from its entries, once ([`rebuild`]).
 
+use super::compound::HeadOf;
 use super::index::{self, Entry};
-use crate::store::{key, Table, Txn, SEP};
+use crate::store::{Entry as _, Table, Txn, SEP};
 use std::collections::BTreeMap;
 
 pub type Result<T> = crate::store::Result<T>;
 
-/// The `Unpinned` key of waits key `wk` of `workflow`'s event `event`.
-fn head(workflow: &str, event: &str, wk: &str) -> String {
-    key(&[workflow, event, wk])
+/// The head of waits key `wk` of `workflow`'s event `event`.
+fn head<'a>(workflow: &'a str, event: &'a str, wk: &'a str) -> HeadOf<'a> {
+    HeadOf {
+        workflow,
+        event,
+        wait_key: wk,
+    }
 }
 
 /// Writes `Waits` entry `e`, and counts it in its key's head when the key has a value not
@@ -34,8 +39,8 @@ pub fn put(tx: &Txn<'_>, e: &Entry) -> Result<()> {
     let k = e.waits_key();
     if index::has_any(&e.key) && !tx.contains(Table::Waits, &k)? {
         let h = head(&e.workflow, &e.event, &e.key);
-        let n = tx.get::<u64>(Table::Unpinned, &h)?.unwrap_or(0);
-        tx.put(Table::Unpinned, &h, &(n + 1))?;
+        let n = tx.read(&h)?.unwrap_or(0);
+        tx.write(&h, &(n + 1))?;
     }
     tx.put(Table::Waits, &k, &())
 }
@@ -47,9 +52,9 @@ pub fn remove(tx: &Txn<'_>, e: &Entry) -> Result<()> {
     let k = e.waits_key();
     if index::has_any(&e.key) && tx.contains(Table::Waits, &k)? {
         let h = head(&e.workflow, &e.event, &e.key);
-        match tx.get::<u64>(Table::Unpinned, &h)?.unwrap_or(0) {
-            0 | 1 => tx.remove(Table::Unpinned, &h),
-            n => tx.put(Table::Unpinned, &h, &(n - 1))?,
+        match tx.read(&h)?.unwrap_or(0) {
+            0 | 1 => tx.remove(Table::Unpinned, &h.key()),
+            n => tx.write(&h, &(n - 1))?,
         }
     }
     tx.remove(Table::Waits, &k);
@@ -115,7 +120,7 @@ pub fn may_wait(
     if !complete || !index::has_any(wk) {
         return Ok(true);
     }
-    tx.contains(Table::Unpinned, &head(workflow, event, wk))
+    tx.holds(&head(workflow, event, wk))
 }
 
 #[cfg(test)]
@@ -192,15 +197,14 @@ mod tests {
         tx.put(Table::Waits, &entry("k9", "d").waits_key(), &())
             .unwrap();
         let stale = entry(&format!("k1{}{any}", '\u{1e}'), "x");
-        tx.put(Table::Unpinned, &head("w", "e", &stale.key), &7u64)
-            .unwrap();
+        tx.write(&head("w", "e", &stale.key), &7).unwrap();
         tx.commit().unwrap();
         let tx = store.scoped(Scope::Partition(1));
         assert_eq!(rebuild(&tx).unwrap(), Some(1));
         tx.commit().unwrap();
         let tx = store.scoped(Scope::Partition(1));
         let heads: Vec<(String, u64)> = tx.prefix(Table::Unpinned, "").unwrap();
-        assert_eq!(heads, vec![(head("w", "e", any), 2)]);
+        assert_eq!(heads, vec![(head("w", "e", any).key().into_owned(), 2)]);
         drop(tx);
         apply(&store, &a, false);
         apply(&store, &b, false);

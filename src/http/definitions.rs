@@ -3,10 +3,11 @@
 //! and the one it is in (`GET /v1/instances/{id}/graph`, called from [`super::query`]).
 
 use super::{ApiError, AppState};
-use crate::broker::records::{HistoryEntry, InstanceRecord, StoredVersion};
+use crate::broker::compound::VersionOf;
+use crate::broker::records::{HistoryEntry, InstanceRecord};
 use crate::definition::Body;
 use crate::graph::{Graph, Marks};
-use crate::store::{key, Scope, Snapshot, Table, SEP};
+use crate::store::{Scope, Snapshot, Table, SEP};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -68,10 +69,13 @@ pub fn instance_graph(
     format: Option<&str>,
 ) -> Result<Response, ApiError> {
     let wf = &rec.instance.workflow_id;
-    let vk = key(&[wf, &rec.version]);
-    let stored: Option<StoredVersion> = match tx.get_in(scope, Table::Versions, &vk)? {
+    let vk = VersionOf {
+        workflow: wf,
+        version: &rec.version,
+    };
+    let stored = match tx.read_in(scope, &vk)? {
         Some(v) => Some(v),
-        None => tx.get_in(Scope::Node, Table::Versions, &vk)?,
+        None => tx.read_in(Scope::Node, &vk)?,
     };
     let deployed = stored
         .and_then(|v| v.revive(wf, &rec.version))
