@@ -7,53 +7,41 @@ use super::records::{Join, StoredVersion};
 use crate::store::{key, Entry, Table};
 use std::borrow::Cow;
 
-/// The source of `workflow`'s version `version` (its content hash), kept with the instances
-/// that run on it (docs/scale.md).
-pub struct VersionOf<'a> {
-    pub workflow: &'a str,
-    pub version: &'a str,
+/// An entry kind keyed by the parts it names, joined with `store::key` in that order:
+/// `by_parts!(doc, Name, Table, Value, part, ..)`.
+macro_rules! by_parts {
+    ($(#[$doc:meta])* $name:ident, $table:ident, $value:ty, $($part:ident),+) => {
+        $(#[$doc])*
+        pub struct $name<'a> {
+            $(pub $part: &'a str),+
+        }
+
+        impl Entry for $name<'_> {
+            const TABLE: Table = Table::$table;
+            type Value = $value;
+
+            fn key(&self) -> Cow<'_, str> {
+                Cow::Owned(key(&[$(self.$part),+]))
+            }
+        }
+    };
 }
 
-impl Entry for VersionOf<'_> {
-    const TABLE: Table = Table::Versions;
-    type Value = StoredVersion;
-
-    fn key(&self) -> Cow<'_, str> {
-        Cow::Owned(key(&[self.workflow, self.version]))
-    }
-}
-
-/// The events an all-events start of `workflow` has seen so far for correlation key `key`.
-pub struct JoinOf<'a> {
-    pub workflow: &'a str,
-    pub key: &'a str,
-}
-
-impl Entry for JoinOf<'_> {
-    const TABLE: Table = Table::Joins;
-    type Value = Join;
-
-    fn key(&self) -> Cow<'_, str> {
-        Cow::Owned(key(&[self.workflow, self.key]))
-    }
-}
-
-/// How many `waits` entries of `workflow`'s event `event` wait under the unpinned waits key
-/// `wait_key` (`broker::unpinned`).
-pub struct HeadOf<'a> {
-    pub workflow: &'a str,
-    pub event: &'a str,
-    pub wait_key: &'a str,
-}
-
-impl Entry for HeadOf<'_> {
-    const TABLE: Table = Table::Unpinned;
-    type Value = u64;
-
-    fn key(&self) -> Cow<'_, str> {
-        Cow::Owned(key(&[self.workflow, self.event, self.wait_key]))
-    }
-}
+by_parts!(
+    /// The source of `workflow`'s version `version` (its content hash), kept with the
+    /// instances that run on it (docs/scale.md).
+    VersionOf, Versions, StoredVersion, workflow, version
+);
+by_parts!(
+    /// The events an all-events start of `workflow` has seen so far for correlation key
+    /// `key`.
+    JoinOf, Joins, Join, workflow, key
+);
+by_parts!(
+    /// How many `waits` entries of `workflow`'s event `event` wait under the unpinned waits
+    /// key `wait_key` (`broker::unpinned`).
+    HeadOf, Unpinned, u64, workflow, event, wait_key
+);
 
 #[cfg(test)]
 mod tests {
