@@ -233,10 +233,7 @@ impl<'a, 's> Batch<'a, 's> {
         };
         // the partition keeps the versions its instances run on: a broker that takes it over
         // runs them whatever its own workflows_dir holds (docs/scale.md)
-        let vk = VersionOf {
-            workflow: &wf.id,
-            version: &wf.version,
-        };
+        let vk = VersionOf::new(&wf.id, &wf.version);
         if !self.tx.holds(&vk)? {
             self.tx.write(&vk, &StoredVersion::of(wf))?;
         }

@@ -7,21 +7,30 @@ use super::records::{Join, StoredVersion};
 use crate::store::{key, Entry, Table};
 use std::borrow::Cow;
 
-/// An entry kind keyed by the parts it names, joined with `store::key` in that order:
+/// An entry kind keyed by the parts it names, joined with `store::key` in that order once,
+/// when it is made (`Name::new(part, ..)`), however often it is then read and written:
 /// `by_parts!(doc, Name, Table, Value, part, ..)`.
 macro_rules! by_parts {
     ($(#[$doc:meta])* $name:ident, $table:ident, $value:ty, $($part:ident),+) => {
         $(#[$doc])*
-        pub struct $name<'a> {
-            $(pub $part: &'a str),+
+        pub struct $name {
+            key: String,
         }
 
-        impl Entry for $name<'_> {
+        impl $name {
+            pub fn new($($part: &str),+) -> Self {
+                $name {
+                    key: key(&[$($part),+]),
+                }
+            }
+        }
+
+        impl Entry for $name {
             const TABLE: Table = Table::$table;
             type Value = $value;
 
             fn key(&self) -> Cow<'_, str> {
-                Cow::Owned(key(&[$(self.$part),+]))
+                Cow::Borrowed(&self.key)
             }
         }
     };
@@ -50,23 +59,13 @@ mod tests {
 
     #[test]
     fn keys_are_the_parts_joined_as_stores_hold_them() {
-        let v = VersionOf {
-            workflow: "order",
-            version: "7dcf3b76202b",
-        };
+        let v = VersionOf::new("order", "7dcf3b76202b");
         assert_eq!(v.key(), format!("order{SEP}7dcf3b76202b"));
         assert_eq!(<VersionOf as Entry>::TABLE, Table::Versions);
-        let j = JoinOf {
-            workflow: "w",
-            key: "k1",
-        };
+        let j = JoinOf::new("w", "k1");
         assert_eq!(j.key(), format!("w{SEP}k1"));
         assert_eq!(<JoinOf as Entry>::TABLE, Table::Joins);
-        let h = HeadOf {
-            workflow: "w",
-            event: "e",
-            wait_key: "k",
-        };
+        let h = HeadOf::new("w", "e", "k");
         assert_eq!(h.key(), format!("w{SEP}e{SEP}k"));
         assert_eq!(<HeadOf as Entry>::TABLE, Table::Unpinned);
     }

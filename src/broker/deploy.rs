@@ -21,10 +21,7 @@ impl Core {
         let changes = self.reg.sync(files, now);
         let mut changed = Vec::new();
         for d in &changes.deployed {
-            let vk = VersionOf {
-                workflow: &d.id,
-                version: &d.version,
-            };
+            let vk = VersionOf::new(&d.id, &d.version);
             if !tx.holds(&vk)? {
                 let v = StoredVersion {
                     file: d.file.clone(),

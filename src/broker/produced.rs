@@ -54,6 +54,19 @@ pub enum ProducedError {
 }
 
 impl Parts<'_> {
+    /// The headers as librdkafka takes them (copied into its record).
+    pub fn kafka_headers(&self) -> rdkafka::message::OwnedHeaders {
+        use rdkafka::message::{Header, OwnedHeaders};
+        let mut h = OwnedHeaders::new_with_capacity(self.headers.len());
+        for (name, value) in &self.headers {
+            h = h.insert(Header {
+                key: name,
+                value: Some(value.as_ref()),
+            });
+        }
+        h
+    }
+
     /// The record these parts make.
     pub fn encode(&self) -> Produced {
         let mut bytes = Vec::with_capacity(256 + self.payload.map_or(0, <[u8]>::len));
@@ -142,15 +155,9 @@ impl Produced {
     /// The CloudEvent this record carries, read back as a consumer of its topic reads it
     /// (`kafka::decode`); `None` for a record that is not one (a dead letter).
     pub fn read_event(&self) -> Option<Event> {
-        use rdkafka::message::{Header, OwnedHeaders, OwnedMessage, Timestamp};
+        use rdkafka::message::{OwnedMessage, Timestamp};
         let p = self.parts();
-        let mut h = OwnedHeaders::new_with_capacity(p.headers.len());
-        for (name, value) in &p.headers {
-            h = h.insert(Header {
-                key: name,
-                value: Some(value.as_ref()),
-            });
-        }
+        let h = p.kafka_headers();
         let (payload, key) = (p.payload.map(<[u8]>::to_vec), p.key.map(<[u8]>::to_vec));
         let topic = p.topic.to_string();
         let msg = OwnedMessage::new(payload, key, topic, Timestamp::NotAvailable, 0, 0, Some(h));

@@ -315,7 +315,7 @@ impl Batch<'_, '_> {
         }
         let mut events = vec![event.clone()];
         if start.all {
-            let jk = JoinOf { workflow, key: k };
+            let jk = JoinOf::new(workflow, k);
             let mut join = self.tx.read(&jk)?.unwrap_or_default();
             if !join.names.iter().any(|n| n == name) {
                 join.names.push(name.to_string());
@@ -354,7 +354,7 @@ impl Batch<'_, '_> {
 
     /// The gap timeout of a pending all-events start expired: drop it.
     pub fn expire_join(&mut self, workflow: &str, k: &str) -> Result<()> {
-        if self.tx.erase(&JoinOf { workflow, key: k })? {
+        if self.tx.erase(&JoinOf::new(workflow, k))? {
             tracing::info!(
                 workflow,
                 key = k,

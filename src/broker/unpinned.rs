@@ -25,12 +25,8 @@ use std::collections::BTreeMap;
 pub type Result<T> = crate::store::Result<T>;
 
 /// The head of waits key `wk` of `workflow`'s event `event`.
-fn head<'a>(workflow: &'a str, event: &'a str, wk: &'a str) -> HeadOf<'a> {
-    HeadOf {
-        workflow,
-        event,
-        wait_key: wk,
-    }
+fn head(workflow: &str, event: &str, wk: &str) -> HeadOf {
+    HeadOf::new(workflow, event, wk)
 }
 
 /// Writes `Waits` entry `e`, and counts it in its key's head when the key has a value not

@@ -69,10 +69,7 @@ pub fn instance_graph(
     format: Option<&str>,
 ) -> Result<Response, ApiError> {
     let wf = &rec.instance.workflow_id;
-    let vk = VersionOf {
-        workflow: wf,
-        version: &rec.version,
-    };
+    let vk = VersionOf::new(wf, &rec.version);
     let stored = match tx.read_in(scope, &vk)? {
         Some(v) => Some(v),
         None => tx.read_in(Scope::Node, &vk)?,

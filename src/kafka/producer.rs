@@ -124,14 +124,7 @@ impl Encoded {
         let (mut r, key, payload) = match &self.body {
             Body::Stored(p) => {
                 let p = p.parts();
-                let mut h = OwnedHeaders::new_with_capacity(p.headers.len());
-                for (name, value) in &p.headers {
-                    h = h.insert(Header {
-                        key: name,
-                        value: Some(value.as_ref()),
-                    });
-                }
-                let r = FutureRecord::<[u8], [u8]>::to(p.topic).headers(h);
+                let r = FutureRecord::<[u8], [u8]>::to(p.topic).headers(p.kafka_headers());
                 (r, p.key, p.payload)
             }
             Body::Owned {
