@@ -18,35 +18,30 @@
 //! messages by their source position): a second removal of an instance whose mark is gone
 //! would take its replacement's entry.
 
-use crate::store::{key, Table, Txn};
+use super::compound::ActiveOf;
+use crate::store::Txn;
 
 pub type Result<T> = crate::store::Result<T>;
 
-/// The `Superseded` key of `instance`'s entry under `Active` key `k`.
-fn mark(k: &str, instance: &str) -> String {
-    key(&[k, instance])
-}
-
-/// Makes `instance` the active instance of `Active` key `k`, marking the instance it
-/// replaces, if any.
-pub fn put(tx: &Txn<'_>, k: &str, instance: &str) -> Result<()> {
-    if let Some(before) = tx.get::<String>(Table::Active, k)? {
+/// Makes `instance` the active instance of `k`, marking the instance it replaces, if any.
+pub fn put(tx: &Txn<'_>, k: &ActiveOf, instance: &str) -> Result<()> {
+    if let Some(before) = tx.read(k)? {
         if before != instance {
-            tx.put(Table::Superseded, &mark(k, &before), &())?;
+            tx.write(&k.superseded(&before), &())?;
         }
     }
-    tx.put(Table::Active, k, &instance)
+    tx.write(k, &instance.to_string())
 }
 
-/// Removes `instance`'s entry under `Active` key `k`: the entry when it still names
-/// `instance`, else the mark its replacement left. `complete`: the partition's marks are
+/// Removes `instance`'s entry under `k`: the entry when it still names `instance`, else the
+/// mark its replacement left. `complete`: the partition's marks are
 /// ([`super::kept::Kept::marks`]); if not, the entry is read first.
-pub fn remove(tx: &Txn<'_>, complete: bool, k: &str, instance: &str) -> Result<()> {
-    let m = mark(k, instance);
-    if tx.contains(Table::Superseded, &m)? {
-        tx.remove(Table::Superseded, &m);
-    } else if complete || tx.get::<String>(Table::Active, k)?.as_deref() == Some(instance) {
-        tx.remove(Table::Active, k);
+pub fn remove(tx: &Txn<'_>, complete: bool, k: &ActiveOf, instance: &str) -> Result<()> {
+    let m = k.superseded(instance);
+    if tx.holds(&m)? {
+        tx.unset(&m);
+    } else if complete || tx.read(k)?.as_deref() == Some(instance) {
+        tx.unset(k);
     }
     Ok(())
 }
@@ -55,13 +50,14 @@ pub fn remove(tx: &Txn<'_>, complete: bool, k: &str, instance: &str) -> Result<(
 mod tests {
     use super::*;
     use crate::broker::kept::{Flag, Kept};
-    use crate::store::{Scope, Store};
+    use crate::store::{Scope, Store, Table};
 
-    fn active(store: &Store, k: &str) -> Option<String> {
-        store
-            .scoped(Scope::Partition(1))
-            .get(Table::Active, k)
-            .unwrap()
+    fn key() -> ActiveOf {
+        ActiveOf::new("w", "e", "k")
+    }
+
+    fn active(store: &Store) -> Option<String> {
+        store.scoped(Scope::Partition(1)).read(&key()).unwrap()
     }
 
     fn marks_left(store: &Store) -> usize {
@@ -74,16 +70,16 @@ mod tests {
         tx.holds(&Flag::Marked).unwrap()
     }
 
-    /// Applies `ops` (instance, put or remove) on key "k" of partition 1, a batch each, as
+    /// Applies `ops` (instance, put or remove) on one key of partition 1, a batch each, as
     /// the processor does (`Kept::at_start` first).
     fn run(store: &Store, ops: &[(&str, bool)]) {
         for (inst, present) in ops {
             let tx = store.scoped(Scope::Partition(1));
             let kept = Kept::at_start(&tx).unwrap();
             if *present {
-                put(&tx, "k", inst).unwrap();
+                put(&tx, &key(), inst).unwrap();
             } else {
-                remove(&tx, kept.marks, "k", inst).unwrap();
+                remove(&tx, kept.marks, &key(), inst).unwrap();
             }
             kept.seal(&tx).unwrap();
             tx.commit().unwrap();
@@ -101,16 +97,16 @@ mod tests {
             "a partition never written is marked complete"
         );
         run(&store, &[("y", true), ("x", false)]);
-        assert_eq!(active(&store, "k").as_deref(), Some("y"));
+        assert_eq!(active(&store).as_deref(), Some("y"));
         assert_eq!(marks_left(&store), 0, "x's mark went with its removal");
         run(&store, &[("y", false)]);
-        assert_eq!(active(&store, "k"), None);
+        assert_eq!(active(&store), None);
         // the replacement ends first: the key is free, and the older one's end changes nothing
         run(&store, &[("x", true), ("y", true), ("y", false)]);
-        assert_eq!(active(&store, "k"), None);
+        assert_eq!(active(&store), None);
         assert_eq!(marks_left(&store), 1);
         run(&store, &[("z", true), ("x", false)]);
-        assert_eq!(active(&store, "k").as_deref(), Some("z"));
+        assert_eq!(active(&store).as_deref(), Some("z"));
         assert_eq!(marks_left(&store), 0);
         // a put of the instance that has the key marks nothing
         run(&store, &[("z", true)]);
@@ -124,13 +120,13 @@ mod tests {
         // as an older broker left it: y replaced x without a mark, x still runs (on another
         // partition: the messages that put x and y left their positions)
         let tx = store.scoped(Scope::Partition(1));
-        tx.put(Table::Active, "k", &"y").unwrap();
+        tx.write(&key(), &"y".to_string()).unwrap();
         tx.put(Table::Offsets, "p0002", &(3, 7)).unwrap();
         tx.commit().unwrap();
         // y ends, leaving no entry; u takes the key; then x ends
         run(&store, &[("y", false), ("u", true), ("x", false)]);
         assert_eq!(
-            active(&store, "k").as_deref(),
+            active(&store).as_deref(),
             Some("u"),
             "x's end read the entry, and left u's"
         );

@@ -2,7 +2,7 @@
 //! in step, and turning the engine's actions into stored effects (outbox, calls, timers,
 //! children). Nothing here talks to Kafka or HTTP; [`Effects`] says what to do after commit.
 
-use super::compound::VersionOf;
+use super::compound::{BufferedAt, VersionOf};
 use super::entries::{CallOf, InstanceOf};
 use super::hot::Hot;
 use super::index;
@@ -16,7 +16,7 @@ use crate::cluster::partition::{PartitionId, Partitions};
 use crate::cluster::work::{IndexChange, IndexEntry, Source, Work};
 use crate::config::{Config, Windows};
 use crate::engine::{self, Action, EngineError, ErrorInfo, Event, Input, Instance};
-use crate::store::{at, Table, Txn, SEP};
+use crate::store::{at, Entry as _, Table, Txn};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -64,7 +64,7 @@ struct Queued {
     instance: String,
     input: Input,
     /// The buffer entry this event came from (deleted when applied).
-    buffered: Option<String>,
+    buffered: Option<BufferedAt>,
 }
 
 /// Entries this batch added to tables that expire, so that the batch's sweeps remove at
@@ -266,8 +266,7 @@ impl<'a, 's> Batch<'a, 's> {
             domain: domain.into(),
             workflow_id: workflow_id.into(),
         };
-        let k = index::swf_run_entry(&key, "").active_key();
-        let open: Option<String> = self.tx.get(Table::Active, &k)?;
+        let open = self.tx.read(&index::open_run(&key))?;
         Ok(open.filter(|o| parent.is_none_or(|p| p.id != *o)))
     }
 
@@ -286,7 +285,7 @@ impl<'a, 's> Batch<'a, 's> {
             match self.apply_now(&w.instance, w.input)? {
                 Ok(()) => {
                     if let Some(k) = w.buffered {
-                        if let Some(b) = self.tx.get::<Buffered>(Table::Buffer, &k)? {
+                        if let Some(b) = self.tx.read(&k)? {
                             self.delete_buffered(&k, &b)?;
                         }
                         self.fx.stats.push(Stat::BufferDelivered);
@@ -457,7 +456,7 @@ impl<'a, 's> Batch<'a, 's> {
                             entry: kind,
                             key: match kind {
                                 IndexEntry::Waits => e.waits_key(),
-                                IndexEntry::Active => e.active_key(),
+                                IndexEntry::Active => e.active().key().into_owned(),
                             },
                             instance: e.instance.clone(),
                             present,
@@ -487,10 +486,10 @@ impl<'a, 's> Batch<'a, 's> {
             // already gone, leaves a tombstone that changes nothing)
             (IndexEntry::Waits, false) => super::unpinned::remove(self.tx, e)?,
             (IndexEntry::Active, false) => {
-                super::active::remove(self.tx, self.kept.marks, &e.active_key(), &e.instance)?
+                super::active::remove(self.tx, self.kept.marks, &e.active(), &e.instance)?
             }
             (IndexEntry::Active, true) => {
-                let k = e.active_key();
+                let k = e.active();
                 super::active::put(self.tx, &k, &e.instance)?;
                 self.adopt_held(&k, &e.instance)?;
             }
@@ -792,11 +791,9 @@ impl<'a, 's> Batch<'a, 's> {
         if !self.may_have_buffered()? {
             return Ok(());
         }
-        for (k, b) in self
-            .tx
-            .prefix::<Buffered>(Table::Buffer, &format!("{}{SEP}", rec.instance.id))?
-        {
-            self.delete_buffered(&k, &b)?;
+        let prefix = BufferedAt::instance_prefix(&rec.instance.id);
+        for (k, b) in self.tx.prefix::<Buffered>(Table::Buffer, &prefix)? {
+            self.delete_buffered(&BufferedAt::found(k), &b)?;
             self.fx.stats.push(Stat::BufferDropped);
         }
         Ok(())
@@ -815,13 +812,11 @@ impl<'a, 's> Batch<'a, 's> {
         let queued: Vec<&str> = self
             .queue
             .iter()
-            .filter_map(|w| w.buffered.as_deref())
+            .filter_map(|w| w.buffered.as_ref().map(BufferedAt::as_str))
             .collect();
         let mut offers = Vec::new();
-        for (k, b) in self
-            .tx
-            .prefix::<Buffered>(Table::Buffer, &format!("{}{SEP}", inst.id))?
-        {
+        let prefix = BufferedAt::instance_prefix(&inst.id);
+        for (k, b) in self.tx.prefix::<Buffered>(Table::Buffer, &prefix)? {
             if queued.contains(&k.as_str()) {
                 continue;
             }
@@ -835,7 +830,7 @@ impl<'a, 's> Batch<'a, 's> {
                 offers.push(Queued {
                     instance: inst.id.clone(),
                     input: Input::Event { event: b.event },
-                    buffered: Some(k),
+                    buffered: Some(BufferedAt::found(k)),
                 });
                 break; // one at a time: the first may change what the instance waits for
             }

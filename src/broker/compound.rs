@@ -1,10 +1,12 @@
 //! The typed entries of tables keyed by several parts: a deployed version a partition's
-//! instances run on, a pending all-events start, and the head of an unpinned waits key. Each
-//! names its table and its value's type ([`Entry`]); the keys are the parts joined as stores
-//! have always held them (`store::key`).
+//! instances run on, a pending all-events start, the head of an unpinned waits key, the
+//! active instance of a correlation key and the marks of the instances it replaced, and the
+//! events buffered for an instance or held for a key. Each names its table and its value's
+//! type ([`Entry`]); the keys are the parts joined as stores have always held them
+//! (`store::key`, `store::num`).
 
-use super::records::{Join, StoredVersion};
-use crate::store::{key, Entry, Table};
+use super::records::{Buffered, Join, StoredVersion};
+use crate::store::{key, push_num, Entry, Table, SEP};
 use std::borrow::Cow;
 
 /// An entry kind keyed by the parts it names, joined with `store::key` in that order once,
@@ -52,10 +54,97 @@ by_parts!(
     HeadOf, Unpinned, u64, workflow, event, wait_key
 );
 
+by_parts!(
+    /// The active instance of `workflow`'s keyed event `event` for correlation key `key`
+    /// (`broker::active`); the value is the instance's id.
+    ActiveOf, Active, String, workflow, event, key
+);
+by_parts!(
+    /// The mark a put of `active` left on `instance`, the instance it replaced there
+    /// (`broker::active`).
+    SupersededOf, Superseded, (), active, instance
+);
+
+impl ActiveOf {
+    /// The mark for `instance` replaced under this key.
+    pub fn superseded(&self, instance: &str) -> SupersededOf {
+        SupersededOf::new(&self.key, instance)
+    }
+}
+
+/// An event in `buffer`: buffered for an instance that does not wait for it yet
+/// (`instance SEP seq`), or held for a correlation key no instance has yet (`@`, the key's
+/// [`ActiveOf`] key, `SEP seq`). `seq` (the partition's `buffer.seq` counter) keeps them in
+/// arrival order under their prefix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BufferedAt {
+    key: String,
+}
+
+impl BufferedAt {
+    /// The `seq`th event buffered for `instance`.
+    pub fn for_instance(instance: &str, seq: u64) -> Self {
+        let mut key = BufferedAt::instance_prefix(instance);
+        push_num(&mut key, seq);
+        BufferedAt { key }
+    }
+
+    /// The `seq`th event held for the key `active` names.
+    pub fn held(active: &ActiveOf, seq: u64) -> Self {
+        let mut key = BufferedAt::held_prefix(active);
+        push_num(&mut key, seq);
+        BufferedAt { key }
+    }
+
+    /// An entry's key as the table or its expiry index gave it back.
+    pub fn found(key: String) -> Self {
+        BufferedAt { key }
+    }
+
+    /// The prefix of every event buffered for `instance`.
+    pub fn instance_prefix(instance: &str) -> String {
+        let mut k = String::with_capacity(instance.len() + 21);
+        k.push_str(instance);
+        k.push(SEP);
+        k
+    }
+
+    /// The prefix of every event held for the key `active` names.
+    pub fn held_prefix(active: &ActiveOf) -> String {
+        let mut k = String::with_capacity(active.key.len() + 22);
+        k.push('@');
+        k.push_str(&active.key);
+        k.push(SEP);
+        k
+    }
+
+    /// What it waits for: the instance, or `@` and the correlation key (the key without its
+    /// sequence number).
+    pub fn waiting_for(&self) -> &str {
+        self.key
+            .rsplit_once(SEP)
+            .map(|(w, _)| w)
+            .unwrap_or_default()
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.key
+    }
+}
+
+impl Entry for BufferedAt {
+    const TABLE: Table = Table::Buffer;
+    type Value = Buffered;
+
+    fn key(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.key)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::SEP;
+    use crate::store::num;
 
     #[test]
     fn keys_are_the_parts_joined_as_stores_hold_them() {
@@ -68,5 +157,30 @@ mod tests {
         let h = HeadOf::new("w", "e", "k");
         assert_eq!(h.key(), format!("w{SEP}e{SEP}k"));
         assert_eq!(<HeadOf as Entry>::TABLE, Table::Unpinned);
+        let a = ActiveOf::new("w", "e", "k1");
+        assert_eq!(a.key(), format!("w{SEP}e{SEP}k1"));
+        assert_eq!(<ActiveOf as Entry>::TABLE, Table::Active);
+        let m = a.superseded("p1-i");
+        assert_eq!(m.key(), format!("w{SEP}e{SEP}k1{SEP}p1-i"));
+        assert_eq!(<SupersededOf as Entry>::TABLE, Table::Superseded);
+    }
+
+    #[test]
+    fn buffered_events_are_keyed_by_what_they_wait_for_then_arrival() {
+        let b = BufferedAt::for_instance("p1-i", 7);
+        assert_eq!(b.key(), format!("p1-i{SEP}{}", num(7)));
+        assert!(b.as_str().starts_with(&BufferedAt::instance_prefix("p1-i")));
+        assert_eq!(b.waiting_for(), "p1-i");
+        let a = ActiveOf::new("w", "e", "k1");
+        let h = BufferedAt::held(&a, 12);
+        assert_eq!(h.key(), format!("@w{SEP}e{SEP}k1{SEP}{}", num(12)));
+        assert!(h.as_str().starts_with(&BufferedAt::held_prefix(&a)));
+        assert_eq!(h.waiting_for(), format!("@w{SEP}e{SEP}k1"));
+        assert_eq!(BufferedAt::found(h.as_str().to_string()), h);
+        assert_eq!(<BufferedAt as Entry>::TABLE, Table::Buffer);
+        // arrival order is key order under a prefix
+        assert!(
+            BufferedAt::for_instance("i", 9).as_str() < BufferedAt::for_instance("i", 10).as_str()
+        );
     }
 }

@@ -3,6 +3,7 @@
 //! goes.
 
 use super::batch::{Batch, Result};
+use super::compound::{ActiveOf, BufferedAt};
 use super::counters::Counter;
 use super::entries::TimerIdOf;
 use super::lifecycle::{self, Lifecycle};
@@ -11,7 +12,7 @@ use super::records::{Buffered, InstanceRecord, OutRecord, TimerEntry};
 use super::Stat;
 use crate::cluster::work::Work;
 use crate::engine::{Event, Status};
-use crate::store::{at, key, num, Table};
+use crate::store::{at, num, Table};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -49,46 +50,37 @@ impl Batch<'_, '_> {
             event,
             expires: self.now + ttl,
         };
-        self.put_buffered(&key(&[instance, &num(seq as u64)]), &b)?;
+        self.put_buffered(&BufferedAt::for_instance(instance, seq as u64), &b)?;
         self.fx.stats.push(Stat::Buffered);
         Ok(())
     }
 
-    /// Holds an event for a key no instance has yet (`@workflow SEP event SEP key SEP seq` in
-    /// the buffer); [`Batch::adopt_held`] hands it over when an instance takes the key.
-    pub fn hold(
-        &mut self,
-        workflow: &str,
-        event_name: &str,
-        k: &str,
-        event: Event,
-        ttl: chrono::Duration,
-    ) -> Result<()> {
+    /// Holds an event for a key no instance has yet ([`BufferedAt::held`]);
+    /// [`Batch::adopt_held`] hands it over when an instance takes the key.
+    pub fn hold(&mut self, active: &ActiveOf, event: Event, ttl: chrono::Duration) -> Result<()> {
         let seq = Counter::BufferSeq.bump(self.tx, 1)?;
         let b = Buffered {
             event,
             expires: self.now + ttl,
         };
-        let at = format!("@{}", key(&[workflow, event_name, k, &num(seq as u64)]));
-        self.put_buffered(&at, &b)?;
+        self.put_buffered(&BufferedAt::held(active, seq as u64), &b)?;
         self.fx.stats.push(Stat::Held);
         Ok(())
     }
 
-    /// Moves events held for active key `active` (`workflow SEP event SEP key`) to `instance`'s
-    /// buffer, oldest first.
-    pub(super) fn adopt_held(&mut self, active: &str, instance: &str) -> Result<()> {
+    /// Moves events held for `active` to `instance`'s buffer, oldest first.
+    pub(super) fn adopt_held(&mut self, active: &ActiveOf, instance: &str) -> Result<()> {
         if !self.may_have_buffered()? {
             return Ok(());
         }
         let held: Vec<(String, Buffered)> = self
             .tx
-            .prefix(Table::Buffer, &format!("@{active}{}", crate::store::SEP))?;
+            .prefix(Table::Buffer, &BufferedAt::held_prefix(active))?;
         for (k, b) in held {
-            self.delete_buffered(&k, &b)?;
+            self.delete_buffered(&BufferedAt::found(k), &b)?;
             if self.is_here(instance) {
                 let seq = Counter::BufferSeq.bump(self.tx, 1)?;
-                self.put_buffered(&key(&[instance, &num(seq as u64)]), &b)?;
+                self.put_buffered(&BufferedAt::for_instance(instance, seq as u64), &b)?;
             } else if let Ok(to) = self.parts.of_instance(instance) {
                 // the instance lives on another partition: it applies or buffers the event
                 self.send(to, |source| Work::Deliver {
@@ -103,11 +95,12 @@ impl Batch<'_, '_> {
     }
 
     /// Stores a buffered event with its expiry index entry.
-    fn put_buffered(&mut self, k: &str, b: &Buffered) -> Result<()> {
-        self.tx.put(Table::Buffer, k, b)?;
+    fn put_buffered(&mut self, k: &BufferedAt, b: &Buffered) -> Result<()> {
+        self.tx.write(k, b)?;
         Counter::Buffered.bump(self.tx, 1)?;
         self.added.buffered += 1;
-        self.tx.put(Table::BufferExpiry, &at(b.expires, k), &())
+        self.tx
+            .put(Table::BufferExpiry, &at(b.expires, k.as_str()), &())
     }
 
     /// Whether the partition may have buffered or held events: its count of them
@@ -118,12 +111,13 @@ impl Batch<'_, '_> {
     }
 
     /// Removes a buffered event and its expiry index entry.
-    pub(super) fn delete_buffered(&mut self, k: &str, b: &Buffered) -> Result<()> {
-        if self.tx.delete(Table::Buffer, k)? {
+    pub(super) fn delete_buffered(&mut self, k: &BufferedAt, b: &Buffered) -> Result<()> {
+        if self.tx.erase(k)? {
             Counter::Buffered.bump(self.tx, -1)?;
         }
         // (an entry kept beside the event: removed unread, that table keeps no bloom filters)
-        self.tx.remove(Table::BufferExpiry, &at(b.expires, k));
+        self.tx
+            .remove(Table::BufferExpiry, &at(b.expires, k.as_str()));
         Ok(())
     }
 

@@ -14,6 +14,7 @@
 //! - rules whose value is an expression add a guard: the value the expression gives on the
 //!   instance's data (`!` when it does not evaluate), matched against the event's attribute.
 
+use super::compound::ActiveOf;
 use crate::cluster::partition::{PartitionId, Partitions};
 use crate::definition::Definition;
 use crate::engine::{expected, waits_for, Event, Instance};
@@ -193,9 +194,9 @@ impl Entry {
         key(&[&self.workflow, &self.event, &self.key, &self.instance])
     }
 
-    /// The key in `Active`: `workflow SEP event SEP key`.
-    pub fn active_key(&self) -> String {
-        key(&[&self.workflow, &self.event, &self.key])
+    /// The entry in `Active`: `workflow SEP event SEP key`.
+    pub fn active(&self) -> ActiveOf {
+        ActiveOf::new(&self.workflow, &self.event, &self.key)
     }
 
     /// The partitions that keep this entry: its key's (without the guard), or all for an
@@ -271,6 +272,11 @@ pub fn swf_run_entry(key: &crate::swf::RunKey, instance: &str) -> Entry {
         key: key.index_key(),
         instance: instance.to_string(),
     }
+}
+
+/// The `Active` entry of the open run of an SWF workflow id: its value is the run's instance.
+pub fn open_run(key: &crate::swf::RunKey) -> ActiveOf {
+    ActiveOf::new(crate::swf::EXECUTIONS, SWF_RUN, &key.index_key())
 }
 
 /// The event name of SWF runs' `Active` entries.

@@ -17,7 +17,7 @@
 
 use super::answers::token_target;
 use super::batch::{Batch, Result};
-use super::compound::JoinOf;
+use super::compound::{ActiveOf, JoinOf};
 use super::index;
 use super::records::TimerEntry;
 use super::registry::event_start;
@@ -170,9 +170,9 @@ impl Batch<'_, '_> {
                 if got {
                     continue;
                 }
-                if index::keyed(ed) {
-                    let a = key(&[&m.workflow, &m.event, &k]);
-                    if let Some(inst) = self.tx.get::<String>(Table::Active, &a)? {
+                let active = index::keyed(ed).then(|| ActiveOf::new(&m.workflow, &m.event, &k));
+                if let Some(a) = &active {
+                    if let Some(inst) = self.tx.read(a)? {
                         if seen.insert(inst.clone()) {
                             if self.is_here(&inst) {
                                 tracing::debug!(instance = %inst, event = %event.id,
@@ -188,10 +188,10 @@ impl Batch<'_, '_> {
                     }
                 }
                 let started = self.maybe_start(&m.workflow, &m.event, &k, &event, &mut r)?;
-                if !started && index::keyed(ed) {
+                if let (false, Some(a)) = (started, &active) {
                     // no instance has this key yet: hold the event for the one that will
                     let ttl = self.ttl(ed);
-                    self.hold(&m.workflow, &m.event, &k, event.clone(), ttl)?;
+                    self.hold(a, event.clone(), ttl)?;
                     r.held.push(format!("{}/{}/{k}", m.workflow, m.event));
                 }
             }

@@ -1,11 +1,12 @@
 //! Time-driven work each batch does: firing due timers and sweeping expired buffered events.
 
 use super::batch::{Added, Batch};
+use super::compound::BufferedAt;
 use super::entries::TimerIdOf;
-use super::records::{Buffered, TimerEntry};
+use super::records::TimerEntry;
 use super::Stat;
 use crate::engine::Input;
-use crate::store::{StoreError, Table, SEP};
+use crate::store::{StoreError, Table};
 
 /// Entries a batch fires at most per due-timer pass.
 const TIMERS_PER_BATCH: usize = 1000;
@@ -39,13 +40,13 @@ pub(super) fn sweep_buffer(b: &mut Batch<'_, '_>, periodic: bool) -> Result<(), 
     }
     let due: Vec<(String, ())> = b.tx.take_due(Table::BufferExpiry, b.now, limit)?;
     for (k, ()) in due {
-        let k = k.as_str();
-        let Some(e) = b.tx.get::<Buffered>(Table::Buffer, k)? else {
+        let k = BufferedAt::found(k);
+        let Some(e) = b.tx.read(&k)? else {
             continue;
         };
-        b.delete_buffered(k, &e)?;
+        b.delete_buffered(&k, &e)?;
         tracing::info!(event = %e.event.id, r#type = %e.event.event_type,
-            waiting_for = k.rsplit_once(SEP).map(|(w, _)| w).unwrap_or_default(),
+            waiting_for = k.waiting_for(),
             "buffered event expired before an instance waited for it");
         b.fx.stats.push(Stat::BufferExpired);
     }

@@ -12,13 +12,12 @@
 //! event's rejection, so it is dead-lettered with the reason.
 
 use super::batch::{Batch, Result};
-use super::index::swf_run_entry;
+use super::index::open_run;
 use super::router::Routed;
 use crate::cluster::partition::{PartitionId, Partitions};
 use crate::cluster::work::{Source, Work};
 use crate::engine::swf::{domain_of, start_attributes, Call};
 use crate::engine::{Event, Input};
-use crate::store::Table;
 use crate::swf::registry::{TypeId, TypeKind};
 use crate::swf::RunKey;
 use serde_json::Value;
@@ -180,9 +179,7 @@ impl Batch<'_, '_> {
             Some(run) => uuid::Uuid::parse_str(run)
                 .ok()
                 .map(|u| key.instance(self.parts, u).to_string()),
-            None => self
-                .tx
-                .get::<String>(Table::Active, &swf_run_entry(key, "").active_key())?,
+            None => self.tx.read(&open_run(key))?,
         };
         let took = match id {
             Some(id) => self.apply_now(&id, Input::Swf { call })?.is_ok(),
@@ -209,9 +206,7 @@ impl Batch<'_, '_> {
                 Ok(u) => Some(key.instance(self.parts, u).to_string()),
                 Err(_) => None,
             },
-            None => self
-                .tx
-                .get::<String>(Table::Active, &swf_run_entry(&key, "").active_key())?,
+            None => self.tx.read(&open_run(&key))?,
         };
         let Some(id) = id else {
             return Ok(Err(format!(

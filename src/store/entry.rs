@@ -49,6 +49,11 @@ impl Txn<'_> {
         self.delete(E::TABLE, &entry.key())
     }
 
+    /// Removes `entry` without looking whether it is there ([`Txn::remove`]).
+    pub fn unset<E: Entry>(&self, entry: &E) {
+        self.remove(E::TABLE, &entry.key())
+    }
+
     /// Whether `entry` is there (its value is not decoded).
     pub fn holds<E: Entry>(&self, entry: &E) -> Result<bool> {
         self.contains(E::TABLE, &entry.key())

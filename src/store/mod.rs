@@ -28,7 +28,7 @@ pub use export::Export;
 pub use pending::Pending;
 pub use stats::{StoreStats, TableStats};
 
-pub use tables::{at, key, num, split_at, Table, SEP};
+pub use tables::{at, key, num, push_num, split_at, Table, SEP};
 
 use fjall::{Keyspace, PartitionHandle, PersistMode};
 use serde::{de::DeserializeOwned, Serialize};

@@ -5,12 +5,12 @@
 
 use super::gather::{from_peers, local_instances};
 use super::{apply, invalid, ok, relay, start_instance, unknown, Answer, Fault, Req};
-use crate::broker::index::swf_run_entry;
+use crate::broker::index::open_run;
 use crate::broker::records::InstanceRecord;
 use crate::engine::swf::{execution_of, start_attributes, Call, DecisionTask, Execution};
 use crate::engine::Input;
 use crate::http::{ApiError, AppState};
-use crate::store::{Scope, Table};
+use crate::store::Scope;
 use crate::swf::registry::{RegistrationStatus, TypeId, TypeKind};
 use crate::swf::{run_id_of, RunKey};
 use serde_json::{json, Value};
@@ -71,8 +71,7 @@ fn resolve(s: &AppState, key: &RunKey, run_id: Option<&str>) -> Result<InstanceR
         }
         None => {
             let tx = crate::http::snapshot::read(&s.store).map_err(ApiError::from)?;
-            let k = swf_run_entry(key, "").active_key();
-            tx.get_in::<String>(Scope::Partition(p.0), Table::Active, &k)
+            tx.read_in(Scope::Partition(p.0), &open_run(key))
                 .map_err(ApiError::from)?
                 .ok_or_else(missing)?
         }
