@@ -17,6 +17,7 @@ use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 /// What one append acknowledged: the offset each partition's record got.
 pub(super) type Appended = Result<Vec<(PartitionId, i64)>, LogError>;
@@ -25,7 +26,9 @@ pub(super) type Appended = Result<Vec<(PartitionId, i64)>, LogError>;
 pub(super) struct Step {
     /// The step's number: its pending writes carry it.
     pub seq: u64,
-    pub changed: Vec<(PartitionId, Vec<Write>)>,
+    /// Each partition's writes, shared with its pending writes while the append is on its
+    /// way.
+    pub changed: Vec<(PartitionId, Arc<Vec<Write>>)>,
     pub effects: Vec<(PartitionId, Effects)>,
     /// Input records applied directly, per partition: sent to the partition's new owner if
     /// the batch turns out void.

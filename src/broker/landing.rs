@@ -15,6 +15,7 @@ use crate::cluster::partition::PartitionId;
 use crate::store::Entry as _;
 use crate::store::Write;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// A store commit that takes this long is logged as a warning (all are in
 /// `flowbroker_store_commit_seconds`).
@@ -136,13 +137,17 @@ impl Core {
                 continue;
             }
             if let Some(pending) = self.pending.get_mut(&p) {
-                pending.settle(seq, &w);
+                pending.settle(seq);
             }
             // (counted once the batch stands: a void one is not in the changelog's state)
             if let Some(plan) = self.snapshots.as_mut() {
                 plan.grew(p, &w);
             }
-            writes.extend(w);
+            // (the pending writes let go of them above)
+            match Arc::try_unwrap(w) {
+                Ok(w) => writes.extend(w),
+                Err(w) => writes.extend(w.iter().cloned()),
+            }
         }
         // a void batch lets nothing out; its requests are told to retry and its direct input
         // records go to the new owner (work topic records are read again there). A batch that

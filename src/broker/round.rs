@@ -18,6 +18,7 @@ use crate::cluster::work::Work;
 use crate::store::{Pending, Scope, StoreError};
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 impl Core {
     /// Moves the inputs of partitions owned elsewhere into `forward`: they go through the
@@ -147,7 +148,7 @@ impl Core {
                     inputs.insert(p, applied.rest);
                 }
                 if !applied.writes.is_empty() {
-                    step.changed.push((p, applied.writes));
+                    step.changed.push((p, Arc::new(applied.writes)));
                 }
                 step.effects.push((p, applied.effects));
             }
@@ -163,6 +164,7 @@ impl Core {
                         .into_iter()
                         .map(|(p, writes)| {
                             let fence = step.fences.get(&p).copied().unwrap_or(-1);
+                            let writes = Arc::try_unwrap(writes).unwrap_or_else(|w| (*w).clone());
                             (p, Entry::Batch { fence, writes })
                         })
                         .collect();
@@ -171,7 +173,12 @@ impl Core {
                     landed.push(log.send(&entries)?);
                     for (p, e) in entries {
                         if let Entry::Batch { writes, .. } = e {
-                            self.pending.entry(p).or_default().add(step.seq, &writes);
+                            // (shared with the step, which lands them)
+                            let writes = Arc::new(writes);
+                            self.pending
+                                .entry(p)
+                                .or_default()
+                                .add(step.seq, writes.clone());
                             step.changed.push((p, writes));
                         }
                     }

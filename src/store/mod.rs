@@ -987,7 +987,7 @@ mod tests {
         round.delete(Table::Meta, "c").unwrap();
         round.put(Table::Meta, "e", &"pending e").unwrap();
         let mut pending = Pending::default();
-        pending.add(7, &round.writes());
+        pending.add(7, std::sync::Arc::new(round.writes()));
         drop(round);
         let next = store.scoped_over(Scope::Partition(1), &pending);
         next.put(Table::Meta, "d", &"mine d").unwrap();
