@@ -56,14 +56,11 @@ impl Pending {
     }
 
     /// Step `step`'s append was acknowledged and its writes are in the store: they go (a later
-    /// step's writes of the same keys stay).
+    /// step's writes of the same keys stay). Steps land oldest first, so an older step still
+    /// here was void (not stored): it goes too.
     pub fn settle(&mut self, step: u64) {
-        debug_assert!(
-            self.steps.front().is_none_or(|(s, _)| *s >= step),
-            "pending steps settle oldest first"
-        );
-        if let Some(i) = self.steps.iter().position(|(s, _)| *s == step) {
-            self.steps.remove(i);
+        while self.steps.front().is_some_and(|(s, _)| *s <= step) {
+            self.steps.pop_front();
         }
     }
 
@@ -168,6 +165,13 @@ mod tests {
         assert_eq!(p.get(Table::Instances, "b"), Some(Some(&b"2"[..])));
         p.settle(2);
         assert!(p.is_empty());
+        // an older step left unsettled (its batch void) goes with a later one
+        p.add(3, step(vec![put("v", "3")]));
+        p.add(4, step(vec![put("w", "4")]));
+        p.add(5, step(vec![put("x", "5")]));
+        p.settle(4);
+        assert_eq!(p.get(Table::Instances, "v"), None);
+        assert_eq!(p.get(Table::Instances, "x"), Some(Some(&b"5"[..])));
     }
 
     #[test]
