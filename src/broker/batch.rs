@@ -16,7 +16,7 @@ use crate::cluster::partition::{PartitionId, Partitions};
 use crate::cluster::work::{IndexChange, IndexEntry, Source, Work};
 use crate::config::{Config, Windows};
 use crate::engine::{self, Action, EngineError, ErrorInfo, Event, Input, Instance};
-use crate::store::{at, Entry as _, Table, Txn};
+use crate::store::{at, Table, Txn};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -456,7 +456,7 @@ impl<'a, 's> Batch<'a, 's> {
                             entry: kind,
                             key: match kind {
                                 IndexEntry::Waits => e.waits_key(),
-                                IndexEntry::Active => e.active().key().into_owned(),
+                                IndexEntry::Active => e.active().into_key(),
                             },
                             instance: e.instance.clone(),
                             present,

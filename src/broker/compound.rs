@@ -25,6 +25,12 @@ macro_rules! by_parts {
                     key: key(&[$($part),+]),
                 }
             }
+
+            /// The full key, taken without a copy.
+            #[allow(dead_code)]
+            pub fn into_key(self) -> String {
+                self.key
+            }
         }
 
         impl Entry for $name {

@@ -15,7 +15,7 @@ use super::tickets::{self, Ticket};
 use crate::cluster::changelog::Entry;
 use crate::cluster::partition::PartitionId;
 use crate::cluster::work::Work;
-use crate::store::{Pending, Scope, StoreError};
+use crate::store::{Pending, Scope, StoreError, Write};
 use chrono::{DateTime, Utc};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -129,6 +129,9 @@ impl Core {
                 jobs.push(self.job(p, batch));
             }
             self.apply_jobs(&mut jobs, now, first && sweep);
+            // each partition's writes, wrapped to be shared with the pending reads only once
+            // the changelog entry has been built from them
+            let mut changed: Vec<(PartitionId, Vec<Write>)> = Vec::with_capacity(jobs.len());
             for job in jobs {
                 let applied = job.applied.expect("every job was applied")?;
                 let p = job.p;
@@ -148,7 +151,7 @@ impl Core {
                     inputs.insert(p, applied.rest);
                 }
                 if !applied.writes.is_empty() {
-                    step.changed.push((p, Arc::new(applied.writes)));
+                    changed.push((p, applied.writes));
                 }
                 step.effects.push((p, applied.effects));
             }
@@ -160,11 +163,10 @@ impl Core {
                     // (nothing in a step lands a round, so every batch's partition is still
                     // held under the fence it was built with; a later change of owner makes
                     // the batch void when it lands: `landing`)
-                    let entries: Vec<(PartitionId, Entry)> = std::mem::take(&mut step.changed)
+                    let entries: Vec<(PartitionId, Entry)> = changed
                         .into_iter()
                         .map(|(p, writes)| {
                             let fence = step.fences.get(&p).copied().unwrap_or(-1);
-                            let writes = Arc::try_unwrap(writes).unwrap_or_else(|w| (*w).clone());
                             (p, Entry::Batch { fence, writes })
                         })
                         .collect();
@@ -185,6 +187,7 @@ impl Core {
                     steps.push(step);
                 }
                 false => {
+                    step.changed = changed.into_iter().map(|(p, w)| (p, Arc::new(w))).collect();
                     self.land_step(step, Ok(Vec::new()), finish, &mut inputs)?;
                     for (p, i) in std::mem::take(&mut self.loopback) {
                         inputs.entry(p).or_default().push(i);

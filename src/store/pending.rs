@@ -9,6 +9,7 @@
 //! step, newest first, and a landed step is dropped whole.
 
 use super::{Table, Write};
+use smallvec::SmallVec;
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::ops::Bound;
@@ -86,7 +87,7 @@ impl Pending {
         hi: &Bound<String>,
     ) -> impl Iterator<Item = (&'a str, Option<&'a [u8]>)> + 'a {
         // newest first, so that among equal keys the first head wins
-        let heads: Vec<&'a [Write]> = self
+        let heads: Heads<'a> = self
             .steps
             .iter()
             .rev()
@@ -105,10 +106,13 @@ impl Pending {
     }
 }
 
+/// The runs a range merges: one per step in flight, rarely more than two.
+type Heads<'a> = SmallVec<[&'a [Write]; 4]>;
+
 /// The entries of several key-ordered runs of writes in key order, a key once: from the
 /// first run that has it.
 struct Merged<'a> {
-    heads: Vec<&'a [Write]>,
+    heads: Heads<'a>,
 }
 
 impl<'a> Iterator for Merged<'a> {
