@@ -43,7 +43,8 @@ pub struct Registry {
     invalid: BTreeMap<String, Vec<Diagnostic>>,
     /// file -> the workflow id it deployed.
     files: BTreeMap<String, String>,
-    by_type: HashMap<(String, String), Vec<EventMatch>>,
+    /// source -> type -> the event definitions that match (looked up by `&str`, no copy).
+    by_type: HashMap<String, HashMap<String, Vec<EventMatch>>>,
     /// Every consumed event type a deployed definition names: the metric labels allowed.
     types: std::collections::HashSet<String>,
     /// Definitions of sub-workflow instances with what they inherit, by lineage.
@@ -173,7 +174,8 @@ impl Registry {
 
     pub fn matching(&self, source: &str, event_type: &str) -> &[EventMatch] {
         self.by_type
-            .get(&(source.to_string(), event_type.to_string()))
+            .get(source)
+            .and_then(|types| types.get(event_type))
             .map(Vec::as_slice)
             .unwrap_or(&[])
     }
@@ -312,7 +314,9 @@ impl Registry {
             self.types.insert(e.ce_type().to_string());
             let list = self
                 .by_type
-                .entry((source.clone(), e.ce_type().to_string()))
+                .entry(source.clone())
+                .or_default()
+                .entry(e.ce_type().to_string())
                 .or_default();
             for child in &children {
                 if !list

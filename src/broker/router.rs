@@ -83,7 +83,12 @@ impl Batch<'_, '_> {
     /// workflow whose key for the event this partition owns (`only`: just that workflow).
     /// Instances of other partitions found in the index get the event as a message, except
     /// those with values not pinned yet when the event was `returned` by one of them.
-    pub fn route(&mut self, event: Event, only: Option<&str>, returned: bool) -> Result<Routed> {
+    pub fn route(
+        &mut self,
+        mut event: Event,
+        only: Option<&str>,
+        returned: bool,
+    ) -> Result<Routed> {
         let mut r = Routed {
             delivered: vec![],
             buffered: vec![],
@@ -106,9 +111,11 @@ impl Batch<'_, '_> {
             if only.is_none() {
                 self.start_addressed(&event, &mut r)?;
             }
-            let matches = self.reg.matching(&event.source, &event.event_type).to_vec();
+            // (the registry outlives the batch: its matches are borrowed, not copied)
+            let reg = self.reg;
+            let matches = reg.matching(&event.source, &event.event_type);
             let mut seen = BTreeSet::new();
-            for m in matches {
+            for (i, m) in matches.iter().enumerate() {
                 if only.is_some_and(|w| w != m.workflow) {
                     continue;
                 }
@@ -187,11 +194,16 @@ impl Batch<'_, '_> {
                         continue;
                     }
                 }
-                let started = self.maybe_start(&m.workflow, &m.event, &k, &event, &mut r)?;
-                if let (false, Some(a)) = (started, &active) {
+                // the last match takes the event itself (one match is the usual case)
+                let this = match i + 1 == matches.len() {
+                    true => std::mem::take(&mut event),
+                    false => event.clone(),
+                };
+                let not_started = self.maybe_start(&m.workflow, &m.event, &k, this, &mut r)?;
+                if let (Some(this), Some(a)) = (not_started, &active) {
                     // no instance has this key yet: hold the event for the one that will
                     let ttl = self.ttl(ed);
-                    self.hold(a, event.clone(), ttl)?;
+                    self.hold(a, this, ttl)?;
                     r.held.push(format!("{}/{}/{k}", m.workflow, m.event));
                 }
             }
@@ -289,37 +301,37 @@ impl Batch<'_, '_> {
         Ok(())
     }
 
-    /// Starts `workflow` on event `name` if its current version starts on it; false when it
-    /// does not start on that event.
+    /// Starts `workflow` on event `name` if its current version starts on it (or takes the
+    /// event into a pending all-events start, or refuses it); gives the event back when that
+    /// version does not start on it.
     fn maybe_start(
         &mut self,
         workflow: &str,
         name: &str,
         k: &str,
-        event: &Event,
+        event: Event,
         r: &mut Routed,
-    ) -> Result<bool> {
+    ) -> Result<Option<Event>> {
         let Some(wf) = self.reg.current(workflow).cloned() else {
-            return Ok(false);
+            return Ok(Some(event));
         };
         let Some(start) = event_start(&wf.def) else {
-            return Ok(false);
+            return Ok(Some(event));
         };
         if !start.names.contains(&name) {
-            return Ok(false);
+            return Ok(Some(event));
         }
         if let Some(why) = self.start_refused(&wf) {
             self.fx.stats.push(Stat::StartRejected(wf.id.clone()));
             r.rejected = Some(why);
-            return Ok(true);
+            return Ok(None);
         }
-        let mut events = vec![event.clone()];
-        if start.all {
+        let events = if start.all {
             let jk = JoinOf::new(workflow, k);
             let mut join = self.tx.read(&jk)?.unwrap_or_default();
             if !join.names.iter().any(|n| n == name) {
                 join.names.push(name.to_string());
-                join.events.push(event.clone());
+                join.events.push(event);
             }
             let complete = start
                 .names
@@ -337,19 +349,21 @@ impl Batch<'_, '_> {
                     self.arm(&timer, due, &entry)?;
                 }
                 r.joined.push(format!("{workflow}/{k}"));
-                return Ok(true);
+                return Ok(None);
             }
             self.tx.erase(&jk)?;
             self.disarm(&timer)?;
-            events = join.events;
-        }
+            join.events
+        } else {
+            vec![event]
+        };
         let id = start_id(self.p, workflow, &events);
         match self.create(&id, &wf, serde_json::json!({}), events, None, None)? {
             Ok(true) => r.started.push(id),
             Ok(false) => r.delivered.push(id),
             Err(e) => r.rejected = Some(e.to_string()),
         }
-        Ok(true)
+        Ok(None)
     }
 
     /// The gap timeout of a pending all-events start expired: drop it.

@@ -69,8 +69,9 @@ impl ErrorInfo {
     }
 }
 
-/// A CloudEvent as the engine sees it (consumed or produced).
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+/// A CloudEvent as the engine sees it (consumed or produced). (`Default` is an empty event,
+/// what a value moved out leaves behind.)
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Event {
     pub id: String,
     pub source: String,
