@@ -19,8 +19,9 @@
 //! `RATIO_FETCH_WAIT_MS` every consumer's fetch wait (default 100, flowbroker's),
 //! `RATIO_BROKER_ENV="K=V K=V"` and `RATIO_BASELINE_ENV` add variables to the environment of
 //! the build measured and of the baseline (a setting compared with itself: the same binary
-//! as `RATIO_BASELINE`, another value in each). Results:
-//! docs/performance.md.
+//! as `RATIO_BASELINE`, another value in each). Each throughput phase also prints, on stderr,
+//! the broker's rounds, its CPU and tansu's per instance, and what the broker committed to
+//! each table of its store per instance. Results: docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -280,8 +281,16 @@ fn throughput(bin: &str, n: usize, baseline: bool) -> (f64, f64, i64, i64) {
         fanned / raw
     );
     let lifecycle = reader(&kafka.brokers(), "flowbroker.lifecycle");
+    let kafka_before = kafka.cpu_secs();
     let broker = start(&kafka, bin, baseline);
     let ours = drain(&lifecycle, b"flowbroker.instance.completed", n).rate;
+    if let (Some(before), Some(after)) = (kafka_before, kafka.cpu_secs()) {
+        // (the bench's reader of the lifecycle topic included)
+        eprintln!(
+            "tansu CPU during the broker's phase: {:.0} us per instance",
+            1e6 * (after - before) / n as f64
+        );
+    }
     let (direct, hop) = routed(&broker);
     rounds(&broker);
     // the broker's CPU time for the whole run, start-up included
@@ -291,6 +300,7 @@ fn throughput(bin: &str, n: usize, baseline: bool) -> (f64, f64, i64, i64) {
             1e6 * cpu / n as f64
         );
     }
+    stored(&broker, n);
     (raw, ours, direct, hop)
 }
 
@@ -309,6 +319,28 @@ fn rounds(broker: &Broker) {
         inputs as f64 / count.max(1) as f64,
         1000.0 * secs / appends.max(1) as f64,
         1000.0 * commit_secs / commits.max(1) as f64
+    );
+}
+
+/// What the broker stored per instance (whole run), on stderr: the bytes committed to each
+/// table of its store (keys and values, deletions' keys included) and the bytes it wrote
+/// to files (the store's journal and segments, its logs).
+fn stored(broker: &Broker, n: usize) {
+    let m = broker.metrics();
+    let mut tables = support::by_table(&m, "flowbroker_store_written_bytes_total");
+    tables.retain(|(_, b)| *b > 0.0);
+    tables.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let n = n.max(1) as f64;
+    let total: f64 = tables.iter().map(|(_, b)| b).sum();
+    let each: Vec<String> = tables
+        .iter()
+        .map(|(t, b)| format!("{t} {:.0}", b / n))
+        .collect();
+    eprintln!(
+        "committed to the store per instance: {:.0} B ({}); written to files: {:.1} KiB",
+        total / n,
+        each.join(", "),
+        broker.written_bytes().unwrap_or(0) as f64 / 1024.0 / n
     );
 }
 

@@ -182,19 +182,6 @@ struct Phase {
     flushes: Vec<(String, f64)>,
 }
 
-/// Each table's figure of the `/metrics` family `name` (`..._total{table="..."}`).
-fn by_table(metrics: &str, name: &str) -> Vec<(String, f64)> {
-    let prefix = format!("{name}{{table=\"");
-    metrics
-        .lines()
-        .filter_map(|line| {
-            let rest = line.strip_prefix(&prefix)?;
-            let (table, n) = rest.split_once("\"} ")?;
-            Some((table.to_string(), n.parse().ok()?))
-        })
-        .collect()
-}
-
 /// `now - before`, table by table.
 fn minus(now: &[(String, f64)], before: &[(String, f64)]) -> Vec<(String, f64)> {
     now.iter()
@@ -225,8 +212,8 @@ impl Phase {
             cpu_secs: b.cpu_secs().unwrap_or(0.0),
             kafka_cpu_secs: kafka.cpu_secs().unwrap_or(0.0),
             written: b.written_bytes().unwrap_or(0) as f64,
-            committed: by_table(&m, "flowbroker_store_written_bytes_total"),
-            flushes: by_table(&m, "flowbroker_store_flushes_total"),
+            committed: support::by_table(&m, "flowbroker_store_written_bytes_total"),
+            flushes: support::by_table(&m, "flowbroker_store_flushes_total"),
         }
     }
 

@@ -1188,6 +1188,19 @@ pub fn metric_sum(text: &str, name: &str, with: &str) -> i64 {
     metric_sum_f64(text, name, with) as i64
 }
 
+/// Each table's figure of the `/metrics` family `name` (`..._total{table="..."}`).
+pub fn by_table(metrics: &str, name: &str) -> Vec<(String, f64)> {
+    let prefix = format!("{name}{{table=\"");
+    metrics
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix(&prefix)?;
+            let (table, n) = rest.split_once("\"} ")?;
+            Some((table.to_string(), n.parse().ok()?))
+        })
+        .collect()
+}
+
 /// [`metric_sum`] without rounding (histogram sums in seconds).
 pub fn metric_sum_f64(text: &str, name: &str, with: &str) -> f64 {
     text.lines()
