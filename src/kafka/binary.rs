@@ -80,12 +80,21 @@ fn direct<'a>(e: &'a Event) -> Option<Result<Binary<'a>, String>> {
 }
 
 /// The header of extension attribute `name` (`datacontenttype` is a spec attribute, but an
-/// extension of that name is written as the SDK writes it).
+/// extension of that name is written as the SDK writes it). The extensions the broker itself
+/// stamps on every event it produces have static names; any other is made for it.
 fn header(name: &str) -> HeaderName {
+    const STAMPED: [(&str, &str); 4] = [
+        ("workflowid", "ce_workflowid"),
+        ("workflowinstanceid", "ce_workflowinstanceid"),
+        ("traceparent", "ce_traceparent"),
+        ("tracestate", "ce_tracestate"),
+    ];
     if name == "datacontenttype" {
-        "content-type".into()
-    } else {
-        format!("ce_{name}").into()
+        return "content-type".into();
+    }
+    match STAMPED.iter().find(|(n, _)| *n == name) {
+        Some((_, h)) => Cow::Borrowed(h),
+        None => format!("ce_{name}").into(),
     }
 }
 
@@ -174,7 +183,8 @@ mod tests {
             Some("application/xml"),
         ];
         let mut extensions = Map::new();
-        // extension names a definition may give, some the same as a spec attribute's
+        // extension names a definition may give, some the same as a spec attribute's, and
+        // those the broker stamps (their headers have static names)
         let names = [
             "ext",
             "subject",
@@ -182,6 +192,10 @@ mod tests {
             "dataschema",
             "datacontenttype",
             "id",
+            "workflowid",
+            "workflowinstanceid",
+            "traceparent",
+            "tracestate",
         ];
         for i in 0..r.next(4) {
             let name = names[r.next(names.len() as u64) as usize];
