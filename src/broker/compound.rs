@@ -25,12 +25,6 @@ macro_rules! by_parts {
                     key: key(&[$($part),+]),
                 }
             }
-
-            /// The full key, taken without a copy.
-            #[allow(dead_code)]
-            pub fn into_key(self) -> String {
-                self.key
-            }
         }
 
         impl Entry for $name {
@@ -72,6 +66,11 @@ by_parts!(
 );
 
 impl ActiveOf {
+    /// The full key, taken without a copy (a remote index change carries it).
+    pub fn into_key(self) -> String {
+        self.key
+    }
+
     /// The mark for `instance` replaced under this key.
     pub fn superseded(&self, instance: &str) -> SupersededOf {
         SupersededOf::new(&self.key, instance)
