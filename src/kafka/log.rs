@@ -14,6 +14,7 @@ use crate::cluster::{Log, LogError};
 use crate::config::Config;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
+use rdkafka::ClientConfig;
 use std::time::Duration;
 
 pub struct KafkaLog {
@@ -124,6 +125,17 @@ fn appender(
     what: &'static str,
     forced: &[(&str, &str)],
 ) -> Result<FutureProducer, KafkaError> {
+    appender_config(k, forced)
+        .create()
+        .map_err(|source| KafkaError::Client {
+            what,
+            brokers: k.brokers.clone(),
+            source,
+        })
+}
+
+/// [`appender`]'s settings.
+fn appender_config(k: &crate::config::KafkaConfig, forced: &[(&str, &str)]) -> ClientConfig {
     let settings: Vec<(&str, String)> = vec![
         ("enable.idempotence", "true".into()),
         // a record that fails for good fails every later one too: with rounds pipelined, no
@@ -136,16 +148,15 @@ fn appender(
         // librdkafka's own retries keep the record unique
         ("message.timeout.ms", "0".into()),
         ("message.max.bytes", CHANGELOG_RECORD_MAX.to_string()),
+        // only brokers read these records back; a batch's values repeat each other's names,
+        // topics and ids, and compressed they cost Kafka less than half (docs/kafka.md)
+        ("compression.type", super::INTERNAL_COMPRESSION.into()),
     ];
     let mut c = client_config(k, &settings);
     for (key, value) in forced {
         c.set(*key, *value);
     }
-    c.create().map_err(|source| KafkaError::Client {
-        what,
-        brokers: k.brokers.clone(),
-        source,
-    })
+    c
 }
 
 impl KafkaLog {
@@ -259,5 +270,26 @@ impl Log for KafkaLog {
 
     fn owner(&self) -> String {
         self.owner.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::KafkaConfig;
+
+    #[test]
+    fn appends_are_lz4_unless_the_properties_say_otherwise_and_forced_settings_win() {
+        let mut k = KafkaConfig::default();
+        let c = appender_config(&k, &[("batch.num.messages", "1")]);
+        assert_eq!(c.get("compression.type"), Some("lz4"));
+        assert_eq!(c.get("acks"), Some("all"));
+        k.properties
+            .insert("compression.type".into(), "none".into());
+        k.properties
+            .insert("batch.num.messages".into(), "100".into());
+        let c = appender_config(&k, &[("batch.num.messages", "1")]);
+        assert_eq!(c.get("compression.type"), Some("none"));
+        assert_eq!(c.get("batch.num.messages"), Some("1"));
     }
 }

@@ -39,6 +39,12 @@ pub enum KafkaError {
     Topic { topic: String, message: String },
 }
 
+/// `compression.type` of the records only brokers read (changelog records and fences, work
+/// records, snapshot chunks). A changelog record's values repeat each other's names, topics
+/// and ids, so Kafka stores and serves them in well under half the bytes (docs/kafka.md).
+/// `kafka.properties` can change it, for these clients and every other.
+pub const INTERNAL_COMPRESSION: &str = "lz4";
+
 /// Settings shared by every client, then the client's own `settings`, then the user's
 /// `kafka.properties` (which win over both).
 pub fn client_config(cfg: &KafkaConfig, settings: &[(&str, String)]) -> ClientConfig {

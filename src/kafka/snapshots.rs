@@ -91,6 +91,7 @@ pub fn start(cfg: &Config, broker: String, shared: Arc<Shared>) -> Result<Snapsh
             ("enable.idempotence", "true".into()),
             ("acks", "all".into()),
             ("message.timeout.ms", "60000".into()),
+            ("compression.type", super::INTERNAL_COMPRESSION.into()),
         ],
     )
     .create()
