@@ -148,8 +148,7 @@ fn appender_config(k: &crate::config::KafkaConfig, forced: &[(&str, &str)]) -> C
         // librdkafka's own retries keep the record unique
         ("message.timeout.ms", "0".into()),
         ("message.max.bytes", CHANGELOG_RECORD_MAX.to_string()),
-        // only brokers read these records back; a batch's values repeat each other's names,
-        // topics and ids, and compressed they cost Kafka less than half (docs/kafka.md)
+        // only brokers read these records back (docs/broker.md "Compression")
         ("compression.type", super::INTERNAL_COMPRESSION.into()),
     ];
     let mut c = client_config(k, &settings);
