@@ -464,6 +464,11 @@ pub struct ClusterConfig {
     /// (docs/broker.md "Partition processors"); 0: one per core less one (1 on 2 cores);
     /// 1: the core thread applies every partition in turn.
     pub processor_threads: usize,
+    /// Producers the changelog's appends and fences go through, each state partition always
+    /// through the same one, each with its own connections (docs/broker.md "Changelog
+    /// producers"); 0: enough that every partition's pipelined appends fit in what one
+    /// connection keeps in flight (5 with 12 partitions).
+    pub changelog_producers: usize,
 }
 
 impl Default for ClusterConfig {
@@ -482,6 +487,7 @@ impl Default for ClusterConfig {
             resume_on_restart: true,
             standby_replicas: 0,
             processor_threads: 0,
+            changelog_producers: 0,
         }
     }
 }

@@ -146,7 +146,7 @@ impl Queues {
 
 /// At most this many rounds wait for their changelog appends at once; intake waits beyond.
 /// One round is built while the one before it is appended.
-const MAX_FLIGHTS: usize = 2;
+pub const MAX_FLIGHTS: usize = 2;
 
 /// A round takes no more commands once they hold this many inputs: a round lands (its
 /// effects leave) only after the next one is built, so rounds stay short.

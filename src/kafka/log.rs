@@ -1,5 +1,6 @@
 //! The cluster's [`Log`] on Kafka: changelog appends and fences are produced with `acks=all`
-//! and idempotence, one record per state partition, and waited for; a changelog partition is
+//! and idempotence, one record per state partition, and waited for, each state partition always
+//! through the same one of a few producers (see [`changelog_producers`]); a changelog partition is
 //! read back with a consumer of its own (no group) from an offset through an offset; work
 //! records are forwarded to their work topic partition the same way, by a producer of their
 //! own (which batches: only the changelog's records go one per produce batch).
@@ -18,8 +19,9 @@ use rdkafka::ClientConfig;
 use std::time::Duration;
 
 pub struct KafkaLog {
-    /// Changelog appends and fences.
-    producer: FutureProducer,
+    /// Changelog appends and fences: state partition `p` always through `producers[p % len]`,
+    /// so each partition's records keep their order and idempotence's sequence.
+    producers: Vec<FutureProducer>,
     /// Work records forwarded to their owners' partitions.
     forwarder: FutureProducer,
     reader: BaseConsumer,
@@ -42,7 +44,9 @@ impl KafkaLog {
         // which tansu reports the partition's end as the batch's base offset + 1
         // (docs/kafka.md), and the resume after a restart and the check for a newer fence read
         // that end
-        let producer = appender(k, "changelog producer", &[("batch.num.messages", "1")])?;
+        let producers = (0..changelog_producers(&cfg.cluster))
+            .map(|_| appender(k, "changelog producer", &[("batch.num.messages", "1")]))
+            .collect::<Result<Vec<_>, _>>()?;
         let forwarder = appender(k, "work producer", &[])?;
         let reader: BaseConsumer = client_config(
             k,
@@ -61,7 +65,7 @@ impl KafkaLog {
             source,
         })?;
         Ok(KafkaLog {
-            producer,
+            producers,
             forwarder,
             reader,
             changelog: cfg.cluster.changelog_topic.clone(),
@@ -97,14 +101,19 @@ impl KafkaLog {
         }
     }
 
-    fn produce(
-        producer: &FutureProducer,
+    /// The producer state partition `p`'s changelog records and fences go through.
+    fn producer(&self, p: PartitionId) -> &FutureProducer {
+        &self.producers[usize::from(p.0) % self.producers.len()]
+    }
+
+    fn produce<'p>(
+        producer: &dyn Fn(PartitionId) -> &'p FutureProducer,
         topic: &str,
         records: Vec<(PartitionId, Vec<u8>)>,
     ) -> Result<Vec<(PartitionId, i64)>, (PartitionId, String)> {
         let pending: Vec<(PartitionId, DeliveryFuture)> = records
             .iter()
-            .map(|(p, bytes)| Self::enqueue(producer, topic, *p, bytes).map(|f| (*p, f)))
+            .map(|(p, bytes)| Self::enqueue(producer(*p), topic, *p, bytes).map(|f| (*p, f)))
             .collect::<Result<_, _>>()?;
         let mut out = Vec::with_capacity(pending.len());
         for (p, f) in pending {
@@ -116,6 +125,24 @@ impl KafkaLog {
         }
         Ok(out)
     }
+}
+
+/// How many changelog producers a broker runs: `cluster.changelog_producers`, or (0) enough
+/// that every state partition's pipelined appends fit in the requests one connection has in
+/// flight. librdkafka sends one partition's batch per produce request and an idempotent
+/// producer keeps at most 5 requests in flight per broker connection, so with one producer a
+/// round's appends to 12 partitions queued behind each other on the connection (50 ms from
+/// append to landing at 1,000 inputs/s, docs/performance.md); a producer per few partitions
+/// gives each group a connection of its own.
+pub fn changelog_producers(c: &crate::config::ClusterConfig) -> usize {
+    /// librdkafka's cap on `max.in.flight.requests.per.connection` with idempotence.
+    const IN_FLIGHT: usize = 5;
+    let partitions = c.partitions.max(1);
+    let n = match c.changelog_producers {
+        0 => (partitions * crate::broker::core::MAX_FLIGHTS).div_ceil(IN_FLIGHT),
+        n => n,
+    };
+    n.clamp(1, partitions)
 }
 
 /// A producer of records the core waits for: idempotent, `acks=all`, sent at once; `forced`
@@ -177,7 +204,7 @@ impl Log for KafkaLog {
         entries: &[(PartitionId, Entry)],
     ) -> Result<Vec<(PartitionId, i64)>, LogError> {
         let records = entries.iter().map(|(p, e)| (*p, e.encode())).collect();
-        Self::produce(&self.producer, &self.changelog, records)
+        Self::produce(&|p| self.producer(p), &self.changelog, records)
             .map_err(|(partition, why)| LogError::Changelog { partition, why })
     }
 
@@ -189,7 +216,9 @@ impl Log for KafkaLog {
         let fail = |(partition, why)| LogError::Changelog { partition, why };
         let pending: Vec<(PartitionId, DeliveryFuture)> = entries
             .iter()
-            .map(|(p, e)| Self::enqueue(&self.producer, &topic, *p, &e.encode()).map(|f| (*p, f)))
+            .map(|(p, e)| {
+                Self::enqueue(self.producer(*p), &topic, *p, &e.encode()).map(|f| (*p, f))
+            })
             .collect::<Result<_, _>>()
             .map_err(fail)?;
         Ok(Box::pin(async move {
@@ -263,7 +292,7 @@ impl Log for KafkaLog {
         work: Vec<(PartitionId, Work)>,
     ) -> Result<Vec<(PartitionId, i64)>, LogError> {
         let records = work.iter().map(|(p, w)| (*p, w.encode())).collect();
-        Self::produce(&self.forwarder, &self.work, records)
+        Self::produce(&|_| &self.forwarder, &self.work, records)
             .map_err(|(partition, why)| LogError::Work { partition, why })
     }
 
@@ -290,5 +319,22 @@ mod tests {
         let c = appender_config(&k, &[("batch.num.messages", "1")]);
         assert_eq!(c.get("compression.type"), Some("none"));
         assert_eq!(c.get("batch.num.messages"), Some("1"));
+    }
+
+    #[test]
+    fn enough_changelog_producers_for_two_appends_per_partition_at_five_per_connection() {
+        let cluster = |partitions, changelog_producers| crate::config::ClusterConfig {
+            partitions,
+            changelog_producers,
+            ..Default::default()
+        };
+        assert_eq!(changelog_producers(&cluster(12, 0)), 5);
+        assert_eq!(changelog_producers(&cluster(3, 0)), 2);
+        assert_eq!(changelog_producers(&cluster(1, 0)), 1);
+        assert_eq!(changelog_producers(&cluster(64, 0)), 26);
+        // as set, but never more than one per partition
+        assert_eq!(changelog_producers(&cluster(12, 1)), 1);
+        assert_eq!(changelog_producers(&cluster(12, 7)), 7);
+        assert_eq!(changelog_producers(&cluster(4, 7)), 4);
     }
 }
