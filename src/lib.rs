@@ -76,7 +76,8 @@
 //! - [`kafka`]: the input consumer (input records in batches, in the `kafka.group_id` group),
 //!   the state partition group (`kafka::membership`: which state partitions this broker
 //!   owns, balanced apart from the inputs), the work reader, the producer (outbox -> Kafka, acks back to the core), the
-//!   changelog log ([`cluster::Log`]), the owners topic (claims and snapshot manifests
+//!   changelog log ([`cluster::Log`]; its appends through a few producers, a state
+//!   partition always the same one), the owners topic (claims and snapshot manifests
 //!   published and read), the snapshot writer ([`kafka::snapshots`]), resuming after a
 //!   restart (`kafka::resume`), standby copies (`kafka::standby`, started from a snapshot
 //!   where the changelog was trimmed), reading a partition's range in order (the changelog,
