@@ -19,7 +19,8 @@ use crate::cluster::partition::PartitionId;
 use crate::store::{Table, Write};
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use std::collections::{BTreeMap, BTreeSet};
+use foldhash::HashMap;
+use std::collections::{BTreeMap, VecDeque};
 
 /// An entry older than this goes to the store at its partition's next landing.
 pub(super) const SETTLE_AFTER: chrono::Duration = chrono::Duration::seconds(2);
@@ -37,32 +38,59 @@ struct Held {
 /// One partition's held entries.
 #[derive(Default)]
 struct Part {
-    /// By full store key.
-    entries: BTreeMap<String, Held>,
-    /// The same keys by the changelog record that put them, oldest first: the first is the
-    /// checkpoint's, and records land in order, so it is also the longest held.
-    order: BTreeSet<(i64, String)>,
+    /// By full store key (hashed, with foldhash: outbox keys share long prefixes, which a
+    /// sorted map compares again at every level, and SipHash cost more than the rest).
+    entries: HashMap<String, Held>,
+    /// The keys in the order their records landed, oldest first (records land in order, so
+    /// the first is also the longest held, and the checkpoint's). An entry removed or put
+    /// again leaves its old place here behind, skipped when it comes first ([`Part::trim`]);
+    /// after every change the first place is a held entry's.
+    order: VecDeque<(i64, String)>,
 }
 
 impl Part {
     fn insert(&mut self, key: String, held: Held) {
-        self.remove(&key);
-        self.order.insert((held.offset, key.clone()));
+        self.order.push_back((held.offset, key.clone()));
         self.entries.insert(key, held);
     }
 
     fn remove(&mut self, key: &str) -> Option<Held> {
-        let (key, held) = self.entries.remove_entry(key)?;
-        self.order.remove(&(held.offset, key));
-        Some(held)
+        self.entries.remove(key)
     }
 
-    /// The oldest entry's key, if it landed at least [`SETTLE_AFTER`] before `now` (or
+    /// Whether `order`'s place (`offset`, `key`) is still that entry's.
+    fn holds(entries: &HashMap<String, Held>, offset: i64, key: &str) -> bool {
+        entries.get(key).is_some_and(|h| h.offset == offset)
+    }
+
+    /// Drops the places left behind at the front of `order` (and everywhere, once they
+    /// outnumber the entries, so it stays proportional to what is held).
+    fn trim(&mut self) {
+        while let Some((offset, key)) = self.order.front() {
+            if Self::holds(&self.entries, *offset, key) {
+                break;
+            }
+            self.order.pop_front();
+        }
+        if self.order.len() > 2 * self.entries.len() + 64 {
+            let entries = &self.entries;
+            self.order
+                .retain(|(offset, key)| Self::holds(entries, *offset, key));
+        }
+    }
+
+    /// The oldest entry, taken out, if it landed at least [`SETTLE_AFTER`] before `now` (or
     /// whatever its age, `any`).
-    fn oldest(&self, now: DateTime<Utc>, any: bool) -> Option<String> {
-        let (_, key) = self.order.first()?;
+    fn pop_oldest(&mut self, now: DateTime<Utc>, any: bool) -> Option<(String, Held)> {
+        self.trim();
+        let (_, key) = self.order.front()?;
         let held = self.entries.get(key)?;
-        (any || now - held.since >= SETTLE_AFTER).then(|| key.clone())
+        if !any && now - held.since < SETTLE_AFTER {
+            return None;
+        }
+        let (_, key) = self.order.pop_front()?;
+        let held = self.entries.remove(&key)?;
+        Some((key, held))
     }
 }
 
@@ -102,8 +130,8 @@ impl Young {
                 }
             }
         }
-        while let Some(k) = part.oldest(now, false) {
-            Self::settle(part, k, out);
+        while let Some((key, held)) = part.pop_oldest(now, false) {
+            out.push(Self::settled(key, held));
         }
         for (key, value) in put {
             let since = now;
@@ -117,30 +145,29 @@ impl Young {
             );
         }
         while part.entries.len() > MAX_HELD {
-            let Some(k) = part.oldest(now, true) else {
+            let Some((key, held)) = part.pop_oldest(now, true) else {
                 break;
             };
-            Self::settle(part, k, out);
+            out.push(Self::settled(key, held));
         }
+        part.trim();
         if part.entries.is_empty() {
             self.parts.remove(&p);
         }
     }
 
-    /// Moves held entry `key` into the store's writes.
-    fn settle(part: &mut Part, key: String, out: &mut Vec<Write>) {
-        if let Some(h) = part.remove(&key) {
-            out.push(Write {
-                table: Table::Outbox,
-                key,
-                value: Some(h.value),
-            });
+    /// Held entry `key` as a write for the store.
+    fn settled(key: String, held: Held) -> Write {
+        Write {
+            table: Table::Outbox,
+            key,
+            value: Some(held.value),
         }
     }
 
     /// The changelog record of `p`'s oldest held entry: its checkpoint must not pass it.
     pub fn first(&self, p: PartitionId) -> Option<i64> {
-        self.parts.get(&p)?.order.first().map(|(o, _)| *o)
+        self.parts.get(&p)?.order.front().map(|(o, _)| *o)
     }
 
     /// Every entry held for `p`, as writes for the store (its fence is about to change).
@@ -150,11 +177,7 @@ impl Young {
         };
         part.entries
             .into_iter()
-            .map(|(key, h)| Write {
-                table: Table::Outbox,
-                key,
-                value: Some(h.value),
-            })
+            .map(|(key, held)| Self::settled(key, held))
             .collect()
     }
 
@@ -238,6 +261,44 @@ mod tests {
         let left = y.take(P);
         assert_eq!(keys(&left), [("b", true)]);
         assert_eq!(y.first(P), None);
+    }
+
+    #[test]
+    fn an_entry_put_again_or_deleted_leaves_the_checkpoint_at_the_oldest_still_held() {
+        let mut y = Young::default();
+        let mut out = Vec::new();
+        y.land(P, 10, [put(Table::Outbox, "a")], at(0), &mut out);
+        y.land(P, 11, [put(Table::Outbox, "b")], at(0), &mut out);
+        // `a` put again by a later record: the checkpoint may pass its first record
+        y.land(P, 12, [put(Table::Outbox, "a")], at(0), &mut out);
+        assert_eq!((y.first(P), y.len(P)), (Some(11), 2));
+        y.land(P, 13, [del("b")], at(1), &mut out);
+        assert_eq!((y.first(P), y.len(P)), (Some(12), 1));
+        assert!(out.is_empty(), "nothing stored: {:?}", keys(&out));
+        // and `a` settles once, from its latest record
+        y.land(P, 14, [], at(2), &mut out);
+        assert_eq!(keys(&out), [("a", true)]);
+        assert_eq!((y.first(P), y.len(P)), (None, 0));
+    }
+
+    #[test]
+    fn places_left_behind_do_not_pile_up_behind_an_old_entry() {
+        let mut y = Young::default();
+        let mut out = Vec::new();
+        y.land(P, 1, [put(Table::Outbox, "old")], at(0), &mut out);
+        for i in 0..10_000 {
+            let key = format!("k{i}");
+            y.land(P, 2 * i + 2, [put(Table::Outbox, &key)], at(0), &mut out);
+            y.land(P, 2 * i + 3, [del(&key)], at(0), &mut out);
+        }
+        assert!(out.is_empty());
+        assert_eq!((y.first(P), y.len(P)), (Some(1), 1));
+        let part = &y.parts[&P];
+        assert!(
+            part.order.len() <= 2 + 64,
+            "{} places kept",
+            part.order.len()
+        );
     }
 
     #[test]
