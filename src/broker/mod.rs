@@ -107,7 +107,6 @@ mod swf_tasks;
 mod tickets;
 mod unpinned;
 pub mod window;
-mod young;
 
 use crate::engine::Event;
 use chrono::{DateTime, Utc};

@@ -166,12 +166,8 @@ impl Core {
             next: fence + 1,
             fence: Some(fence),
         };
-        // outbox entries held in memory were put under the provisional fence: a checkpoint
-        // under the new one cannot point back at them, so they go to the store with it
-        let mut writes = self.young.take(p);
-        writes.push(CheckpointOf(p).node_write(&cp));
-        self.store.apply(&writes, false)?;
-        self.shared.held_outbox([(p, 0)]);
+        self.store
+            .apply(&[CheckpointOf(p).node_write(&cp)], false)?;
         self.publish_owned();
         Ok(())
     }

@@ -103,22 +103,20 @@ impl Plan {
         grown.saturating_mul(100) >= l.bytes.saturating_mul(self.min_growth_percent)
     }
 
-    /// Hands every owned partition that is due to the writer: `next` is where a snapshot of
-    /// one taken now starts its changelog (its checkpoint: after its last record, or at the
-    /// record of an outbox entry the store does not hold yet, `broker::young`), `fences` its
-    /// fence, `latest` looks up its latest snapshot announced (only for a partition whose
-    /// interval has passed, or that is handed over).
+    /// Hands every owned partition that is due to the writer: `tail` is each one's last
+    /// changelog offset, `fences` its fence, `latest` looks up its latest snapshot announced
+    /// (only for a partition whose interval has passed, or that is handed over).
     pub fn due(
         &mut self,
         owned: &BTreeSet<PartitionId>,
-        next: &dyn Fn(PartitionId) -> Option<i64>,
+        tail: &BTreeMap<PartitionId, i64>,
         fences: &BTreeMap<PartitionId, i64>,
         store: &Store,
         latest: &dyn Fn(PartitionId) -> Option<Latest>,
         now: DateTime<Utc>,
     ) {
         for p in owned {
-            let Some(next) = next(*p) else {
+            let Some(next) = tail.get(p).map(|t| t + 1) else {
                 continue;
             };
             let (last, at) = self.last.get(p).copied().unwrap_or((0, now));
@@ -323,7 +321,7 @@ mod tests {
         let owned: BTreeSet<_> = [p, q].into();
         let fences = BTreeMap::new();
         let due = |plan: &mut Plan, tail: i64, next: i64, bytes: u64, at: i64| {
-            let next_of = |_: PartitionId| Some(tail + 1);
+            let tail: BTreeMap<_, _> = [(p, tail), (q, tail)].into();
             let latest = Latest {
                 next,
                 bytes,
@@ -331,7 +329,7 @@ mod tests {
             };
             let latest = |of: PartitionId| (of == p).then_some(latest);
             let now = t0 + chrono::Duration::seconds(at);
-            plan.due(&owned, &next_of, &fences, &store, &latest, now);
+            plan.due(&owned, &tail, &fences, &store, &latest, now);
             std::mem::take(&mut *jobs.0.lock().unwrap())
         };
         plan.grew(p, &batch(10, 0));
@@ -396,8 +394,8 @@ mod tests {
         let owned: BTreeSet<_> = [p].into();
         // none announced: every one is remembered, up to the bound
         for tail in 0..20 {
-            let next = |_: PartitionId| Some(tail + 1);
-            plan.due(&owned, &next, &BTreeMap::new(), &store, &|_| None, t0);
+            let tail: BTreeMap<_, _> = [(p, tail)].into();
+            plan.due(&owned, &tail, &BTreeMap::new(), &store, &|_| None, t0);
         }
         let marks: Vec<i64> = plan.marks[&p].keys().copied().collect();
         assert_eq!(marks, (13..=20).collect::<Vec<_>>());
