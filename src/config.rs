@@ -91,6 +91,11 @@ pub struct KafkaConfig {
     /// `fetch.wait.max.ms`: the longest a fetch waits for records (latency vs. requests).
     pub fetch_wait_max_ms: u32,
     pub session_timeout_ms: u32,
+    /// The shortest time between two input offset commits to the group; one commit is in
+    /// flight at a time. Commits say where the group's next reader starts; positions stored
+    /// with each batch decide what is applied, so a longer interval means more read again
+    /// after a failover, never more applied. 0: after every landed round, still one at a time.
+    pub commit_interval_ms: u64,
     /// Leave the consumer group when the broker stops (SIGTERM, Ctrl-C), so its partitions
     /// move at once instead of after `session_timeout_ms`. Off by default: tansu wedges a
     /// group for good when its leader leaves while the group is still forming (a broker
@@ -289,6 +294,7 @@ impl Default for KafkaConfig {
             auto_offset_reset: "earliest".into(),
             fetch_wait_max_ms: 100,
             session_timeout_ms: 10_000,
+            commit_interval_ms: 1000,
             leave_group_on_stop: false,
             static_membership: false,
             assignment_strategy: "cooperative-sticky".into(),

@@ -32,6 +32,8 @@ pub struct Metrics {
     pub schedule_lag: HistogramVec,
     pub schedule_ticks: IntCounterVec,
     pub consumer_lag: IntGaugeVec,
+    /// Input offset commits to the group (`kafka::commits`), by outcome (`ok`, `failed`).
+    pub input_commits: IntCounterVec,
     /// Input records routed to their state partitions, by path (`direct`, `work_topic`).
     pub routed: IntCounterVec,
     /// 1 while the consumer reaches a Kafka broker, 0 while it reaches none (`GET /health`).
@@ -105,6 +107,7 @@ impl Metrics {
             landing_seconds: plain(&r, "flowbroker_round_landing_seconds", "Per changelog append (one record per partition a round changed; a large round appends more than once): from its records sent to the changelog topic until its round landed, that is, Kafka acknowledged them and the core took the round up (after the round it was building meanwhile).", fast.clone()),
             round_inputs: plain(&r, "flowbroker_round_inputs", "Inputs taken per round that took any (records, requests, call results, produce acknowledgements).", vec![1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0]),
             schedule_lag: histogram(&r, "flowbroker_schedule_lag_seconds", "Cron firing lag: commit time minus tick time.", &["workflow"], fast),
+            input_commits: counter(&r, "flowbroker_input_offset_commits_total", "Input offset commits to the consumer group (one at a time, at most one per kafka.commit_interval_ms), by outcome: ok or failed (the next one carries the offsets again; stored positions decide what is applied).", &["outcome"]),
             routed: counter(&r, "flowbroker_input_records_routed_total", "Input records routed to a state partition, by path: direct (the partition is owned by this broker and applied the record without the work topic) or work_topic.", &["path"]),
             schedule_ticks: counter(&r, "flowbroker_schedule_ticks_total", "Cron ticks by outcome: fired, catch_up (fired late after downtime) or skipped (by the catch-up policy).", &["workflow", "outcome"]),
             consumer_lag: {

@@ -194,6 +194,11 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     let (prod_tx, prod_rx) = mpsc::unbounded_channel();
     let (inv_tx, inv_rx) = mpsc::unbounded_channel();
     let (reader_tx, reader_rx) = mpsc::unbounded_channel();
+    let commits = crate::kafka::commits::Commits::start(
+        consumer.clone(),
+        Duration::from_millis(k.commit_interval_ms),
+        metrics.clone(),
+    );
     let mut core = Core::new(
         store.clone(),
         cfg.clone(),
@@ -202,7 +207,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         Outlets {
             produce: prod_tx,
             invoke: inv_tx,
-            commit_offsets: crate::kafka::consumer::committer(consumer.clone()),
+            commit_offsets: commits.outlet(),
             spans: spans.clone(),
             intake: intake_tx,
         },
@@ -397,6 +402,8 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
                 if control_tx.send(Cmd::Revoked(all, Some(done))).is_ok() {
                     let _ = stopped.recv_timeout(Duration::from_secs(30));
                 }
+                // what the last rounds landed, before the group moves the partitions
+                commits.flush(Duration::from_secs(5));
                 if leave {
                     // librdkafka revokes the assignment, then sends LeaveGroup from its own
                     // thread: wait for the revocations so the leaves are on their way before

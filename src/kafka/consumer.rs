@@ -1,15 +1,15 @@
 //! The input consumer: membership in the consumer group (`kafka.group_id`), which assigns this
 //! broker input topic partitions. Records are decoded here, off the core, and handed over in
 //! batches; the core applies them on the state partitions it owns or forwards them to the work
-//! topic, and commits their offsets once the changelog holds the batches and Kafka acknowledged
-//! the forwarded records. State partitions are assigned by a group of their own
+//! topic, and commits their offsets ([`super::commits`]) once the changelog holds the batches
+//! and Kafka acknowledged the forwarded records. State partitions are assigned by a group of their own
 //! ([`super::membership`]).
 
 use super::{client_config, decode::decode, KafkaError};
 use crate::broker::{Cmd, Record};
 use crate::cluster::node::{InputPartition, Inputs, NodeId};
 use crate::config::KafkaConfig;
-use rdkafka::consumer::{CommitMode, Consumer, ConsumerContext, Rebalance, StreamConsumer};
+use rdkafka::consumer::{Consumer, ConsumerContext, Rebalance, StreamConsumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use std::sync::Arc;
@@ -256,32 +256,6 @@ fn pause_inputs(consumer: &KafkaConsumer, pause: bool) -> bool {
             false
         }
     }
-}
-
-/// A function that commits offsets to the group (asynchronously, best effort).
-pub fn committer(consumer: Arc<KafkaConsumer>) -> crate::broker::core::CommitOffsets {
-    Box::new(move |offsets| {
-        // only what the group assigned this member now: records read outside the group
-        // (after a restart, `kafka::resume`) are read again by it and dropped by position,
-        // and a commit from a member that does not own them is refused (Apache Kafka answers
-        // UNKNOWN_MEMBER_ID, which makes librdkafka rejoin)
-        let Ok(assigned) = consumer.assignment() else {
-            return;
-        };
-        let mut tpl = TopicPartitionList::new();
-        for (t, p, o) in offsets {
-            if assigned.find_partition(t, *p).is_some() {
-                let _ = tpl.add_partition_offset(t, *p, Offset::Offset(*o));
-            }
-        }
-        drop(assigned);
-        if tpl.count() == 0 {
-            return;
-        }
-        if let Err(e) = consumer.commit(&tpl, CommitMode::Async) {
-            tracing::debug!(error = %e, "offset commit to the group failed (stored offsets decide)");
-        }
-    })
 }
 
 /// Reads records until the core goes away, in batches of at most `batch_size`; a record over

@@ -1,5 +1,5 @@
 //! Kafka at the edges: the input consumer (records -> decoded [`crate::broker::Record`]s in
-//! batches), the state partition group ([`membership`]: which state partitions this broker
+//! batches; their offsets committed by [`commits`], one commit at a time), the state partition group ([`membership`]: which state partitions this broker
 //! owns), the producer (outbox -> records, acknowledged back to the core; [`binary`]: an
 //! event as a binary-mode record), the changelog
 //! ([`log`]), the work reader ([`work`]), partition claims ([`owners`]), snapshots
@@ -8,6 +8,7 @@
 //! creation, and the client settings built from [`crate::config::KafkaConfig`].
 
 pub mod binary;
+pub mod commits;
 pub mod consumer;
 pub mod decode;
 pub mod definitions;

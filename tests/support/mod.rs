@@ -267,6 +267,31 @@ impl Kafka {
             .unwrap_or_else(|e| panic!("watermarks of {topic}/{partition}: {e}"))
     }
 
+    /// The offsets `group` has committed for partitions 0..`partitions` of `topic` (-1 where
+    /// none), read with an OffsetFetch (no membership).
+    pub fn committed(&self, group: &str, topic: &str, partitions: i32) -> Vec<i64> {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.brokers())
+            .set("group.id", group)
+            .set("enable.auto.commit", "false")
+            .create()
+            .unwrap();
+        let mut tpl = TopicPartitionList::new();
+        for p in 0..partitions {
+            tpl.add_partition(topic, p);
+        }
+        let got = c
+            .committed_offsets(tpl, Duration::from_secs(10))
+            .unwrap_or_else(|e| panic!("committed offsets of {group} on {topic}: {e}"));
+        (0..partitions)
+            .map(|p| match got.find_partition(topic, p).map(|e| e.offset()) {
+                Some(Offset::Offset(o)) => o,
+                _ => -1,
+            })
+            .collect()
+    }
+
     /// [`Kafka::watermarks`] of every partition of `topic` (none when it does not exist yet).
     pub fn all_watermarks(&self, topic: &str) -> Vec<(i64, i64)> {
         use rdkafka::consumer::{BaseConsumer, Consumer};
