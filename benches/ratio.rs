@@ -73,13 +73,17 @@ fn publish(kafka: &Kafka, tag: &str, n: usize, pace: Option<Duration>) {
 }
 
 /// Publishes a paced stream from another thread, so its outputs are read as they arrive.
+/// Idempotent, so at most five requests are in flight and records waiting for an answer go
+/// out together: librdkafka's default sends each record alone with no bound on requests in
+/// flight, and tansu answers a connection's requests one at a time, so once it took over a
+/// millisecond per request the publisher's own queue grew to seconds (docs/performance.md).
 fn publish_paced(
     kafka: &Kafka,
     tag: &'static str,
     n: usize,
     gap: Duration,
 ) -> std::thread::JoinHandle<()> {
-    let p = kafka.producer_lingering(1);
+    let p = kafka.producer_with(1, &[("enable.idempotence", "true")]);
     std::thread::spawn(move || publish_to(p, tag, n, Some(gap)))
 }
 

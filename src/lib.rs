@@ -58,7 +58,8 @@
 //!   ([`broker::processor`]; a step's partitions at once, on the processor threads) ->
 //!   changelog -> effects after commit. Rounds are pipelined: the
 //!   next is built while the changelog acknowledges the last, which lands (is stored, lets
-//!   its effects out) once it has. Inside: the ingress (input records for owned partitions
+//!   its effects out) once it has; landed outbox entries wait in memory for Kafka and reach
+//!   the store only if not acknowledged soon (`broker::young`). Inside: the ingress (input records for owned partitions
 //!   applied without the work topic, a backlog held behind each run's first forward until it
 //!   is read back), correlation router and index, messages between partitions, registry of
 //!   deployed versions, cron schedules and interval windows.

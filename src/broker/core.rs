@@ -97,6 +97,9 @@ pub struct Core {
     pub(super) direct: super::direct::Direct,
     /// Per owned partition: instance records kept decoded between rounds (`broker::hot`).
     pub(super) hot: BTreeMap<PartitionId, super::hot::Hot<super::records::InstanceRecord>>,
+    /// Landed outbox entries Kafka has not acknowledged yet, kept out of the store while they
+    /// are young (`broker::young`).
+    pub(super) young: super::young::Young,
     /// The processor threads (`broker::pool`).
     pub(super) pool: super::pool::Pool,
     /// Input records that were to be applied here directly, of partitions let go since: they
@@ -216,6 +219,7 @@ impl Core {
             strays: Vec::new(),
             held_strays: Vec::new(),
             hot: BTreeMap::new(),
+            young: Default::default(),
             pool,
             held: Default::default(),
             flights: Default::default(),

@@ -15,7 +15,12 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 /// The store-kept gauges for `/metrics`, one series per owned partition.
-pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError> {
+/// `held` says how many outbox entries a partition holds in memory (`broker::young`).
+pub fn gauges(
+    store: &Store,
+    owned: &[PartitionId],
+    held: &dyn Fn(PartitionId) -> usize,
+) -> Result<String, StoreError> {
     let tx = store.read()?;
     let mut counters: BTreeMap<(u16, String), i64> = BTreeMap::new();
     for (p, k, v) in tx.partitioned::<serde_json::Value>(Table::Meta)? {
@@ -62,7 +67,7 @@ pub fn gauges(store: &Store, owned: &[PartitionId]) -> Result<String, StoreError
     family(
         "flowbroker_outbox_pending",
         "Events committed but not yet acknowledged by Kafka.",
-        per(&|p| Ok(tx.len_in(Scope::Partition(p.0), Table::Outbox)? as i64))?,
+        per(&|p| Ok((tx.len_in(Scope::Partition(p.0), Table::Outbox)? + held(p) as u64) as i64))?,
     );
     family(
         "flowbroker_buffered_events",

@@ -202,6 +202,9 @@ impl Core {
         }
         self.pending.remove(&p);
         self.hot.remove(&p);
+        // the changelog has them, and the checkpoint is not past them
+        self.young.release(p);
+        self.shared.held_outbox([(p, 0)]);
         // void batches' takes never reach the store
         self.store.forget_due(Scope::Partition(p.0));
         let dropped = inputs.remove(&p).unwrap_or_default();

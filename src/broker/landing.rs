@@ -96,6 +96,8 @@ impl Core {
         let checkpoints = appended.len();
         let mut writes: Vec<Write> =
             Vec::with_capacity(checkpoints + changed.iter().map(|(_, w)| w.len()).sum::<usize>());
+        // the changelog record each partition's batch got
+        let mut landed: BTreeMap<PartitionId, i64> = BTreeMap::new();
         if let Some(log) = self.log.as_mut() {
             for (p, offset) in appended {
                 if void.contains(&p) {
@@ -125,13 +127,10 @@ impl Core {
                     }
                 }
                 self.tail.insert(p, offset);
-                let cp = Checkpoint {
-                    next: offset + 1,
-                    fence: self.fences.get(&p).copied(),
-                };
-                writes.push(CheckpointOf(p).node_write(&cp));
+                landed.insert(p, offset);
             }
         }
+        let now = self.clock.now();
         for (p, w) in changed {
             if void.contains(&p) || lost.contains(&p) {
                 continue;
@@ -144,11 +143,23 @@ impl Core {
                 plan.grew(p, &w);
             }
             // (the pending writes let go of them above)
-            match Arc::try_unwrap(w) {
-                Ok(w) => writes.extend(w),
-                Err(w) => writes.extend(w.iter().cloned()),
+            let w = Arc::try_unwrap(w).unwrap_or_else(|w| (*w).clone());
+            match landed.get(&p) {
+                // outbox entries wait in memory for Kafka (`broker::young`)
+                Some(&offset) => self.young.land(p, offset, w, now, &mut writes),
+                None => writes.extend(w),
             }
         }
+        for (&p, &offset) in &landed {
+            // not past the record of an outbox entry the store does not have yet
+            let cp = Checkpoint {
+                next: self.young.first(p).unwrap_or(offset + 1),
+                fence: self.fences.get(&p).copied(),
+            };
+            writes.push(CheckpointOf(p).node_write(&cp));
+        }
+        self.shared
+            .held_outbox(landed.keys().map(|&p| (p, self.young.len(p))));
         // a void batch lets nothing out; its requests are told to retry and its direct input
         // records go to the new owner (work topic records are read again there). A batch that
         // stood lets nothing out either; its requests keep their answers
@@ -329,14 +340,12 @@ impl Core {
                     keys: m.keys,
                 })
             };
-            plan.due(
-                &self.owned,
-                &self.tail,
-                &self.fences,
-                &self.store,
-                &latest,
-                now,
-            );
+            let (tail, young) = (&self.tail, &self.young);
+            let next = |p: PartitionId| {
+                let t = tail.get(&p)?;
+                Some(young.first(p).unwrap_or(t + 1))
+            };
+            plan.due(&self.owned, &next, &self.fences, &self.store, &latest, now);
         }
     }
 }

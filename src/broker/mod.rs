@@ -107,6 +107,7 @@ mod swf_tasks;
 mod tickets;
 mod unpinned;
 pub mod window;
+mod young;
 
 use crate::engine::Event;
 use chrono::{DateTime, Utc};

@@ -166,8 +166,12 @@ impl Core {
             next: fence + 1,
             fence: Some(fence),
         };
-        self.store
-            .apply(&[CheckpointOf(p).node_write(&cp)], false)?;
+        // outbox entries held in memory were put under the provisional fence: a checkpoint
+        // under the new one cannot point back at them, so they go to the store with it
+        let mut writes = self.young.take(p);
+        writes.push(CheckpointOf(p).node_write(&cp));
+        self.store.apply(&writes, false)?;
+        self.shared.held_outbox([(p, 0)]);
         self.publish_owned();
         Ok(())
     }

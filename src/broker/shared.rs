@@ -38,6 +38,9 @@ pub struct Shared {
     /// Signalled after every batch the core applied (requests that wait to read their
     /// writes look again).
     pub applied: Notify,
+    /// How many outbox entries each owned partition holds in memory (`broker::young`): the
+    /// store does not count them.
+    pub held_outbox: RwLock<BTreeMap<PartitionId, usize>>,
 }
 
 impl Shared {
@@ -53,6 +56,25 @@ impl Shared {
 
     pub fn owns(&self, p: PartitionId) -> bool {
         self.owned.read().is_ok_and(|o| o.contains_key(&p))
+    }
+
+    /// Records how many outbox entries these partitions hold in memory now.
+    pub(super) fn held_outbox(&self, counts: impl IntoIterator<Item = (PartitionId, usize)>) {
+        if let Ok(mut h) = self.held_outbox.write() {
+            for (p, n) in counts {
+                match n {
+                    0 => h.remove(&p),
+                    n => h.insert(p, n),
+                };
+            }
+        }
+    }
+
+    /// How many outbox entries partition `p` holds in memory.
+    pub fn outbox_held(&self, p: PartitionId) -> usize {
+        self.held_outbox
+            .read()
+            .map_or(0, |h| h.get(&p).copied().unwrap_or(0))
     }
 
     pub(super) fn set_owned(&self, owned: BTreeMap<PartitionId, i64>) {

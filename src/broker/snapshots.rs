@@ -103,20 +103,22 @@ impl Plan {
         grown.saturating_mul(100) >= l.bytes.saturating_mul(self.min_growth_percent)
     }
 
-    /// Hands every owned partition that is due to the writer: `tail` is each one's last
-    /// changelog offset, `fences` its fence, `latest` looks up its latest snapshot announced
-    /// (only for a partition whose interval has passed, or that is handed over).
+    /// Hands every owned partition that is due to the writer: `next` is where a snapshot of
+    /// one taken now starts its changelog (its checkpoint: after its last record, or at the
+    /// record of an outbox entry the store does not hold yet, `broker::young`), `fences` its
+    /// fence, `latest` looks up its latest snapshot announced (only for a partition whose
+    /// interval has passed, or that is handed over).
     pub fn due(
         &mut self,
         owned: &BTreeSet<PartitionId>,
-        tail: &BTreeMap<PartitionId, i64>,
+        next: &dyn Fn(PartitionId) -> Option<i64>,
         fences: &BTreeMap<PartitionId, i64>,
         store: &Store,
         latest: &dyn Fn(PartitionId) -> Option<Latest>,
         now: DateTime<Utc>,
     ) {
         for p in owned {
-            let Some(next) = tail.get(p).map(|t| t + 1) else {
+            let Some(next) = next(*p) else {
                 continue;
             };
             let (last, at) = self.last.get(p).copied().unwrap_or((0, now));
@@ -321,7 +323,7 @@ mod tests {
         let owned: BTreeSet<_> = [p, q].into();
         let fences = BTreeMap::new();
         let due = |plan: &mut Plan, tail: i64, next: i64, bytes: u64, at: i64| {
-            let tail: BTreeMap<_, _> = [(p, tail), (q, tail)].into();
+            let next_of = |_: PartitionId| Some(tail + 1);
             let latest = Latest {
                 next,
                 bytes,
@@ -329,7 +331,7 @@ mod tests {
             };
             let latest = |of: PartitionId| (of == p).then_some(latest);
             let now = t0 + chrono::Duration::seconds(at);
-            plan.due(&owned, &tail, &fences, &store, &latest, now);
+            plan.due(&owned, &next_of, &fences, &store, &latest, now);
             std::mem::take(&mut *jobs.0.lock().unwrap())
         };
         plan.grew(p, &batch(10, 0));
@@ -394,8 +396,8 @@ mod tests {
         let owned: BTreeSet<_> = [p].into();
         // none announced: every one is remembered, up to the bound
         for tail in 0..20 {
-            let tail: BTreeMap<_, _> = [(p, tail)].into();
-            plan.due(&owned, &tail, &BTreeMap::new(), &store, &|_| None, t0);
+            let next = |_: PartitionId| Some(tail + 1);
+            plan.due(&owned, &next, &BTreeMap::new(), &store, &|_| None, t0);
         }
         let marks: Vec<i64> = plan.marks[&p].keys().copied().collect();
         assert_eq!(marks, (13..=20).collect::<Vec<_>>());

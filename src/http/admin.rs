@@ -261,15 +261,17 @@ pub async fn metrics(State(s): State<AppState>) -> Result<impl IntoResponse, Api
     let latest = crate::broker::gauges::latest_snapshots(&s.shared.directory, &owned);
     // counting tables and waiting out a tombstone merge are for a blocking thread
     let store = s.store.clone();
-    let mut gauges =
-        tokio::task::spawn_blocking(move || crate::broker::gauges::gauges(&store, &owned))
-            .await
-            .map_err(|e| {
-                ApiError(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("the metrics task failed: {e}"),
-                )
-            })??;
+    let shared = s.shared.clone();
+    let mut gauges = tokio::task::spawn_blocking(move || {
+        crate::broker::gauges::gauges(&store, &owned, &|p| shared.outbox_held(p))
+    })
+    .await
+    .map_err(|e| {
+        ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the metrics task failed: {e}"),
+        )
+    })??;
     gauges.push_str(&latest);
     Ok((
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

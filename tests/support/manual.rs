@@ -215,10 +215,11 @@ impl Harness {
         rx.try_recv().unwrap().unwrap();
     }
 
-    /// The store-kept gauges as `/metrics` shows them (one process owns every partition).
+    /// The store-kept gauges as `/metrics` shows them (one process owns every partition;
+    /// without a changelog no outbox entry is held in memory).
     pub fn gauges(&self) -> String {
         let all: Vec<_> = self.cfg.cluster.parts().all().collect();
-        flowbroker::broker::gauges::gauges(self.store.as_ref().unwrap(), &all).unwrap()
+        flowbroker::broker::gauges::gauges(self.store.as_ref().unwrap(), &all, &|_| 0).unwrap()
     }
 
     /// The instances-by-status gauge for `status`, summed over the partitions.

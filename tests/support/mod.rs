@@ -424,12 +424,21 @@ impl Kafka {
 
     /// A publisher whose records wait up to `ms` to be batched (a busy producer's setting).
     pub fn producer_lingering(&self, ms: u32) -> Publisher {
-        let p: FutureProducer = ClientConfig::new()
-            .set("bootstrap.servers", self.brokers())
-            .set("linger.ms", ms.to_string())
-            .create()
-            .unwrap();
-        Publisher { p }
+        self.producer_with(ms, &[])
+    }
+
+    /// [`Kafka::producer_lingering`] with more librdkafka settings (`enable.idempotence`:
+    /// at most five requests in flight, so what waits goes out together).
+    pub fn producer_with(&self, ms: u32, settings: &[(&str, &str)]) -> Publisher {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", self.brokers())
+            .set("linger.ms", ms.to_string());
+        for (k, v) in settings {
+            c.set(*k, *v);
+        }
+        Publisher {
+            p: c.create().unwrap(),
+        }
     }
 
     /// Collects every record of `topics` from the beginning, in a background thread.
