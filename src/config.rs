@@ -92,9 +92,10 @@ pub struct KafkaConfig {
     pub fetch_wait_max_ms: u32,
     pub session_timeout_ms: u32,
     /// The shortest time between two input offset commits to the group; one commit is in
-    /// flight at a time. Commits say where the group's next reader starts; positions stored
-    /// with each batch decide what is applied, so a longer interval means more read again
-    /// after a failover, never more applied. 0: after every landed round, still one at a time.
+    /// flight at a time, and a graceful stop commits once more. Commits say where the group's
+    /// next reader starts; positions stored with each batch decide what is applied, so a
+    /// longer interval means more read again after a failover, never more applied. 0: one
+    /// commit after another, each with what landed while the one before was out.
     pub commit_interval_ms: u64,
     /// Leave the consumer group when the broker stops (SIGTERM, Ctrl-C), so its partitions
     /// move at once instead of after `session_timeout_ms`. Off by default: tansu wedges a

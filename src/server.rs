@@ -198,7 +198,11 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         consumer.clone(),
         Duration::from_millis(k.commit_interval_ms),
         metrics.clone(),
-    );
+    )
+    .map_err(|source| ServeError::Thread {
+        what: "offset commit",
+        source,
+    })?;
     let mut core = Core::new(
         store.clone(),
         cfg.clone(),
