@@ -66,7 +66,8 @@ fn input_offsets_are_committed_at_most_once_per_interval_and_once_more_at_a_stop
 }
 
 /// The next offset of each partition of `flowbroker.in`, summed, read back once `sent`
-/// records are there (tansu's ListOffsets can name less than what was read: seen here).
+/// records are there (tansu's high watermark after a batch of several records is its base
+/// offset + 1: docs/kafka.md).
 fn input_end(kafka: &Kafka, sent: usize) -> i64 {
     let c = reader(&kafka.brokers(), &["flowbroker.in"], 10);
     let (mut next, mut read) = ([0i64; 3], 0);
