@@ -74,7 +74,8 @@
 //!   JSON still read, and manifests), the directory of which broker owns which partition and
 //!   where its latest snapshot is, a broker's lasting node id (resuming after a
 //!   restart) and which partitions it keeps standby copies of.
-//! - [`kafka`]: the input consumer (input records in batches, in the `kafka.group_id` group),
+//! - [`kafka`]: the input consumer (input records in batches, in the `kafka.group_id` group;
+//!   their offsets committed one at a time, at most once per interval: `kafka::commits`),
 //!   the state partition group (`kafka::membership`: which state partitions this broker
 //!   owns, balanced apart from the inputs), the work reader, the producer (outbox -> Kafka, acks back to the core), the
 //!   changelog log ([`cluster::Log`]; its appends through a few producers, a state
