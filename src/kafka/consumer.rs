@@ -2,8 +2,8 @@
 //! broker input topic partitions. Records are decoded here, off the core, and handed over in
 //! batches; the core applies them on the state partitions it owns or forwards them to the work
 //! topic, and commits their offsets ([`super::commits`]) once the changelog holds the batches
-//! and Kafka acknowledged the forwarded records. State partitions are assigned by a group of their own
-//! ([`super::membership`]).
+//! and Kafka acknowledged the forwarded records. State partitions are assigned by a group of
+//! their own ([`super::membership`]).
 
 use super::{client_config, decode::decode, KafkaError};
 use crate::broker::{Cmd, Record};
