@@ -172,7 +172,13 @@ impl Core {
                         .collect();
                     step.sent = (std::time::Instant::now(), self.clock.now());
                     let log = self.log.as_mut().expect("a changelog");
-                    landed.push(log.send(&entries)?);
+                    let appending = log.send(&entries)?;
+                    let (sent, took) = (step.sent.0, self.metrics.append_seconds.clone());
+                    landed.push(Box::pin(async move {
+                        let appended = appending.await;
+                        took.observe(sent.elapsed().as_secs_f64());
+                        appended
+                    }));
                     for (p, e) in entries {
                         if let Entry::Batch { writes, .. } = e {
                             // (shared with the step, which lands them)
