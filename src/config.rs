@@ -95,7 +95,8 @@ pub struct KafkaConfig {
     /// flight at a time, and a graceful stop commits once more. Commits say where the group's
     /// next reader starts; positions stored with each batch decide what is applied, so a
     /// longer interval means more read again after a failover, never more applied. 0: one
-    /// commit after another, each with what landed while the one before was out.
+    /// commit after another, each with what landed while the one before was out. More than
+    /// a day acts as a day.
     pub commit_interval_ms: u64,
     /// Leave the consumer group when the broker stops (SIGTERM, Ctrl-C), so its partitions
     /// move at once instead of after `session_timeout_ms`. Off by default: tansu wedges a

@@ -36,7 +36,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// Commits `(topic, partition, next offset)` to the Kafka group.
-pub type CommitOffsets = Box<dyn Fn(&[(String, i32, i64)]) + Send>;
+pub type CommitOffsets = Box<dyn Fn(Vec<(String, i32, i64)>) + Send>;
 
 /// Where effects go after commit.
 pub struct Outlets {

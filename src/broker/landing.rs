@@ -321,7 +321,7 @@ impl Core {
         if !offsets.is_empty() {
             let list: Vec<(String, i32, i64)> =
                 offsets.into_iter().map(|((t, p), o)| (t, p, o)).collect();
-            (self.out.commit_offsets)(&list);
+            (self.out.commit_offsets)(list);
         }
         self.count(stats);
         self.backpressure();

@@ -86,7 +86,7 @@ impl Commits {
         let tx = self.tx.clone();
         Box::new(move |offsets| {
             if !offsets.is_empty() {
-                let _ = tx.send(Msg::Offsets(offsets.to_vec()));
+                let _ = tx.send(Msg::Offsets(offsets));
             }
         })
     }
@@ -107,21 +107,22 @@ impl Commits {
     }
 }
 
+/// The longest time between two commits: a longer `kafka.commit_interval_ms` acts as this.
+const LONGEST_INTERVAL: Duration = Duration::from_secs(24 * 60 * 60);
+
 /// Commits whenever something waits, one commit at a time, at most once per `interval`
 /// (a flush at once), until every sender is gone.
 fn run(rx: &mpsc::Receiver<Msg>, consumer: &KafkaConsumer, interval: Duration, metrics: &Metrics) {
+    // (so that a commit's due time is always an instant)
+    let interval = interval.min(LONGEST_INTERVAL);
     let mut pending = Pending::default();
     let mut last: Option<Instant> = None;
     loop {
-        let due = last.map(|l| l.checked_add(interval));
+        let due = last.map(|l| l + interval);
         let msg = match (pending.is_empty(), due) {
-            (true, _) | (false, Some(None)) => {
-                rx.recv().map_err(|_| RecvTimeoutError::Disconnected)
-            }
+            (true, _) => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
             (false, None) => Err(RecvTimeoutError::Timeout),
-            (false, Some(Some(at))) => {
-                rx.recv_timeout(at.saturating_duration_since(Instant::now()))
-            }
+            (false, Some(at)) => rx.recv_timeout(at.saturating_duration_since(Instant::now())),
         };
         let mut flushes = Vec::new();
         match msg {
@@ -143,11 +144,7 @@ fn run(rx: &mpsc::Receiver<Msg>, consumer: &KafkaConsumer, interval: Duration, m
             }
         }
         let now = Instant::now();
-        let is_due = match due {
-            None => true,
-            Some(Some(at)) => now >= at,
-            Some(None) => false,
-        };
+        let is_due = due.is_none_or(|at| now >= at);
         if !pending.is_empty() && (is_due || !flushes.is_empty()) {
             match commit(consumer, pending.take(), metrics) {
                 Sent::Nothing => {}
