@@ -4,7 +4,9 @@
 //! (`kafka.max_in_flight`) memory follows what is in flight, not the backlog.
 //!
 //! `cargo bench --bench backlog` queues 300,000; under `cargo test` a 3,000-event smoke run.
-//! `BACKLOG_N` overrides it. Results: docs/performance.md.
+//! `BACKLOG_N` overrides it, `BACKLOG_BIN=<path>` drains with another build and
+//! `BACKLOG_BROKER_ENV="K=V K=V"` adds variables to the broker's environment (a setting
+//! compared with itself). Results: docs/performance.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -25,7 +27,12 @@ fn main() {
         .producer()
         .send_pings("q", n, None, |i| json!({"i": i}));
     let queued = t.elapsed().as_secs_f64();
-    let broker = Broker::start(&kafka, &[("echo.yaml", ECHO)], &[support::DEFAULT_THREADS]);
+    let bin = std::env::var("BACKLOG_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_flowbroker").to_string());
+    let extra = support::env_pairs("BACKLOG_BROKER_ENV");
+    let mut env = vec![support::DEFAULT_THREADS];
+    env.extend(extra.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let broker = Broker::start_bin(&bin, &kafka, &[("echo.yaml", ECHO)], &env);
     let t0 = Instant::now();
     let mut peak_kib = 0u64;
     let mut samples = Vec::new();
