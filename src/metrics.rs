@@ -26,8 +26,9 @@ pub struct Metrics {
     /// From a changelog append sent to its round landed (acknowledged by Kafka and taken up
     /// by the core); a round may append more than once.
     pub landing_seconds: prometheus::Histogram,
-    /// From a changelog append sent until Kafka acknowledged every record of it (Kafka's
-    /// share of `landing_seconds`).
+    /// From a changelog append sent until the core saw Kafka acknowledge every record of it
+    /// (Kafka's share of `landing_seconds`, plus any step the core was applying when the
+    /// acknowledgement came, since the core reads it between steps).
     pub append_seconds: prometheus::Histogram,
     /// Inputs (records, requests, call results, acknowledgements) taken per round.
     pub round_inputs: prometheus::Histogram,
@@ -108,7 +109,7 @@ impl Metrics {
             function_seconds: histogram(&r, "flowbroker_function_duration_seconds", "Function call latency, by function and outcome.", &["function", "outcome"], fast.clone()),
             commit_seconds: histogram(&r, "flowbroker_store_commit_seconds", "Store transaction commit latency.", &[], fast.clone()),
             landing_seconds: plain(&r, "flowbroker_round_landing_seconds", "Per changelog append (one record per partition a round changed; a large round appends more than once): from its records sent to the changelog topic until its round landed, that is, Kafka acknowledged them and the core took the round up (after the round it was building meanwhile).", fast.clone()),
-            append_seconds: plain(&r, "flowbroker_changelog_append_seconds", "Per changelog append: from its records sent to the changelog topic until Kafka acknowledged all of them (Kafka's share of flowbroker_round_landing_seconds).", fast.clone()),
+            append_seconds: plain(&r, "flowbroker_changelog_append_seconds", "Per changelog append: from its records sent to the changelog topic until the core saw Kafka acknowledge all of them (Kafka's share of flowbroker_round_landing_seconds; read between the core's steps, so a step being applied when the acknowledgement came adds to it).", fast.clone()),
             round_inputs: plain(&r, "flowbroker_round_inputs", "Inputs taken per round that took any (records, requests, call results, produce acknowledgements).", vec![1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0]),
             schedule_lag: histogram(&r, "flowbroker_schedule_lag_seconds", "Cron firing lag: commit time minus tick time.", &["workflow"], fast),
             input_commits: counter(&r, "flowbroker_input_offset_commits_total", "Input offset commits to the consumer group (one at a time, at most one per kafka.commit_interval_ms), by outcome: ok or failed (the next one carries the offsets again; stored positions decide what is applied).", &["outcome"]),
