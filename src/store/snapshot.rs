@@ -25,9 +25,7 @@ impl<'s> Snapshot<'s> {
             _reading: reading,
         }
     }
-}
 
-impl Snapshot<'_> {
     fn snap(&self, table: Table) -> &fjall::Snapshot {
         &self.snaps[table as usize]
     }

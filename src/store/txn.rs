@@ -115,9 +115,7 @@ impl<'s> Txn<'s> {
             written: std::cell::Cell::new(0),
         }
     }
-}
 
-impl Txn<'_> {
     fn full(&self, key: &str) -> String {
         let mut full = String::with_capacity(self.prefix.len() + key.len());
         full.push_str(&self.prefix);
