@@ -162,7 +162,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     tracing::info!(brokers = %k.brokers, group = %k.group_id, topics = ?k.input_topics,
         partitions = cfg.cluster.partitions, broker = %owner, node = %node, advertised = %url,
         data = %cfg.store_path().display(), workflows = %cfg.workflows_dir.display(), "starting flowbroker");
-    let producer = crate::kafka::producer::create(k)?;
+    let (producer, reports) = crate::kafka::sender::Sender::create(k)?;
     let (control_tx, control_rx) = mpsc::unbounded_channel::<Cmd>();
     // backpressure: the core says when intake must pause (too much handed to the producer and
     // the invoker and not heard back about); both consumers follow it
@@ -254,6 +254,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
 
     tokio::spawn(crate::kafka::producer::run(
         producer.clone(),
+        reports,
         crate::kafka::producer::Topics {
             work: cfg.cluster.work_topic.clone(),
             dead_letter: k.dlq_topic.clone(),
@@ -400,7 +401,6 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
             let all = cfg.cluster.parts().all().collect();
             let _ = tokio::task::spawn_blocking(move || {
                 use rdkafka::consumer::Consumer;
-                use rdkafka::producer::Producer;
                 // stop writing first, then leave: the next owners fence and restore
                 let (done, stopped) = std::sync::mpsc::sync_channel(1);
                 if control_tx.send(Cmd::Revoked(all, Some(done))).is_ok() {

@@ -5,6 +5,7 @@
 //! every definition published before it arrived is deployed here, so an event is never
 //! matched against definitions older than ones already published.
 
+use super::sender::{Record, Sender};
 use super::{client_config, KafkaError};
 use crate::broker::Cmd;
 use crate::cluster::definitions::Published;
@@ -12,7 +13,6 @@ use crate::config::KafkaConfig;
 use crate::rollout::Rollout;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
-use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -240,17 +240,17 @@ fn fold(rollout: &mut Rollout, topic: &str, r: Incoming) {
 }
 
 /// Publishes this broker's unsent changes; those Kafka acknowledges are marked sent.
-pub async fn publish(producer: &FutureProducer, topic: &str, rollout: &mut Rollout) {
+pub async fn publish(producer: &Sender, topic: &str, rollout: &mut Rollout) {
     for (name, p) in rollout.unsent() {
         let (key, payload) = (name.as_str().to_string(), p.encode());
-        let record = FutureRecord::to(topic).key(&key).payload(&payload);
+        let record = Record::to(topic).key(key.as_bytes()).payload(&payload[..]);
         match producer.send(record, Duration::from_secs(5)).await {
             Ok(_) => {
                 tracing::info!(file = %name, topic = %topic,
                     deleted = p.text.is_none(), "published to the other brokers");
                 rollout.sent(&name, &p.text);
             }
-            Err((e, _)) => tracing::warn!(file = %name, topic = %topic, error = %e,
+            Err(e) => tracing::warn!(file = %name, topic = %topic, error = %e,
                 "could not publish a workflow file to the other brokers; retrying"),
         }
     }
@@ -262,7 +262,7 @@ pub async fn publish(producer: &FutureProducer, topic: &str, rollout: &mut Rollo
 pub async fn run(
     mut reader: Reader,
     mut rollout: Rollout,
-    producer: FutureProducer,
+    producer: Sender,
     dir: PathBuf,
     every: Duration,
     mut deployed: std::collections::BTreeMap<String, String>,

@@ -1,8 +1,8 @@
 //! Kafka at the edges: the input consumer (records -> decoded [`crate::broker::Record`]s in
 //! batches; their offsets committed by [`commits`], one commit at a time), the state
 //! partition group ([`membership`]: which state partitions this broker owns), the producer
-//! (outbox -> records, acknowledged back to the core; [`binary`]: an event as a binary-mode
-//! record), the changelog ([`log`]), the work reader ([`work`]), partition claims
+//! (outbox -> records, acknowledged back to the core; [`sender`]: the producer client and its
+//! delivery reports; [`binary`]: an event as a binary-mode record), the changelog ([`log`]), the work reader ([`work`]), partition claims
 //! ([`owners`]), snapshots ([`snapshots`]), resuming after a restart before the group assigns
 //! ([`resume`]), standby replicas ([`standby`]), topic creation, and the client settings built
 //! from [`crate::config::KafkaConfig`].
@@ -18,6 +18,7 @@ pub mod owners;
 pub mod producer;
 pub mod resume;
 mod scan;
+pub mod sender;
 pub mod snapshots;
 pub mod standby;
 pub mod work;

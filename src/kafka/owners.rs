@@ -4,6 +4,7 @@
 //! API forwards by. Claims are small and keyed by partition (the topic is compacted where the
 //! Kafka broker compacts).
 
+use super::sender::{Record, Sender};
 use super::{client_config, KafkaError};
 use crate::broker::shared::Shared;
 use crate::cluster::directory::Claim;
@@ -13,7 +14,6 @@ use crate::cluster::snapshot::Manifest;
 use crate::config::KafkaConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
-use rdkafka::producer::{FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,7 +26,7 @@ const RECHECK: Duration = Duration::from_secs(10);
 /// Publishes a claim for every partition this broker owns under a fence it has not claimed
 /// yet, until the process ends.
 pub async fn publish(
-    producer: FutureProducer,
+    producer: Sender,
     topic: String,
     shared: Arc<Shared>,
     broker: String,
@@ -50,12 +50,12 @@ pub async fn publish(
             };
             let key = p.0.to_string();
             let payload = claim.encode();
-            let record = FutureRecord::to(&topic).key(&key).payload(&payload);
+            let record = Record::to(&topic).key(key.as_bytes()).payload(&payload[..]);
             match producer.send(record, Duration::from_secs(5)).await {
                 Ok(_) => {
                     claimed.insert(p, fence);
                 }
-                Err((e, _)) => {
+                Err(e) => {
                     tracing::warn!(partition = %p, topic = %topic, error = %e,
                         "could not publish the partition claim; other brokers forward to the \
                          previous owner until it is published");

@@ -3,80 +3,163 @@
 //! until Kafka acknowledges; a record Kafka refuses for good (too large, invalid topic, not
 //! authorised) goes to the dead-letter topic with the reason, so it never blocks the outbox.
 //! Records arrive encoded (`broker::produced`: an event that could not be was dead-lettered
-//! when it entered the outbox) and are sent from their own buffers. After a crash the core
-//! re-sends what is left, with the same ids.
+//! when it entered the outbox); librdkafka copies each as it is queued, so the buffer is freed
+//! then, and a record that must be sent again is read back from its delivery report. Delivery
+//! reports arrive through the client's context ([`super::sender`]), not as a future per
+//! record. After a crash the core re-sends what is left, with the same ids.
 //! Each record's Kafka timestamp is when the core let it out (`broker::LetOut`), not when this
 //! task got to it.
 
-use super::{client_config, KafkaError};
+use super::sender::{ticketed, Pending, Record, Report, Sender, Ticket};
 use crate::broker::produced::Produced;
 use crate::broker::records::OutRecord;
 use crate::broker::{Acked, Cmd, Delivery, LetOut, OutboxKey};
-use crate::config::KafkaConfig;
-use futures::stream::{FuturesUnordered, StreamExt};
-use rdkafka::message::{Header, OwnedHeaders};
-use rdkafka::producer::{FutureProducer, FutureRecord};
+use rdkafka::message::{Header, Headers, Message, OwnedHeaders, OwnedMessage};
+use rdkafka::producer::BaseRecord;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
 
-pub fn create(cfg: &KafkaConfig) -> Result<FutureProducer, KafkaError> {
-    let c = client_config(
-        cfg,
-        &[
-            ("enable.idempotence", "true".into()),
-            ("linger.ms", "5".into()),
-            // librdkafka retries a record for as long as Kafka is away, in order: a record
-            // that timed out and was sent again could be overtaken by a later record of its
-            // key that was already queued (docs/broker.md "Topics and records")
-            ("message.timeout.ms", "0".into()),
-            // kafka.max_in_flight bounds what the core hands over; librdkafka's queue must
-            // take all of it, or every record in FutureProducer::send retries `QueueFull`
-            // every 100 ms (out of order)
-            (
-                "queue.buffering.max.messages",
-                (cfg.max_in_flight + 1000).max(100_000).to_string(),
-            ),
-        ],
-    );
-    c.create().map_err(|source| KafkaError::Client {
-        what: "producer",
-        brokers: cfg.brokers.clone(),
-        source,
-    })
-}
+/// How many delivery reports one acknowledgement to the core carries at most.
+const ACKS_AT_ONCE: usize = 4096;
 
-/// Sends outbox batches until the core goes away.
+/// Sends outbox batches until the core goes away. Each record is queued with its [`Pending`]
+/// ticket; delivery reports come back through `reports` and go to the core in batches. A
+/// record librdkafka did not take, or that Kafka refused, is handed to a task of its own that
+/// retries it, restamps it or dead-letters it ([`resend`]) and acknowledges it alone.
 pub async fn run(
-    producer: FutureProducer,
+    sender: Sender,
+    mut reports: mpsc::UnboundedReceiver<Report>,
     topics: Topics,
     mut rx: mpsc::UnboundedReceiver<LetOut>,
     core: mpsc::UnboundedSender<Cmd>,
 ) {
-    let topics = std::sync::Arc::new(topics);
-    let mut inflight = FuturesUnordered::new();
-    let mut acks: Vec<Acked> = Vec::new();
+    let topics = Arc::new(topics);
+    let mut got: Vec<Report> = Vec::new();
     loop {
         tokio::select! {
             batch = rx.recv() => match batch {
                 Some(batch) => {
                     let at = batch.at.timestamp_millis();
                     for (k, rec) in batch {
-                        inflight.push(send(producer.clone(), topics.clone(), k, rec, at));
+                        enqueue(&sender, &topics, k, rec, at, &core);
                     }
                 }
                 None => return,
             },
-            Some(ack) = inflight.next(), if !inflight.is_empty() => {
-                acks.push(ack);
-                while let Some(Some(more)) = futures::FutureExt::now_or_never(inflight.next()) {
-                    acks.push(more);
+            n = reports.recv_many(&mut got, ACKS_AT_ONCE) => {
+                if n == 0 {
+                    return; // the client is gone
                 }
-                if core.send(Cmd::Acked(std::mem::take(&mut acks))).is_err() {
+                let mut acks = Vec::with_capacity(n);
+                for r in got.drain(..) {
+                    match r.result {
+                        Ok(()) => acks.push(Acked {
+                            topic: counted_topic(&r.pending, r.topic),
+                            key: r.pending.key,
+                            label: r.pending.label,
+                            delivery: Delivery::Delivered,
+                        }),
+                        Err((e, msg)) => {
+                            let enc = Encoded::reported(msg, r.pending.partition);
+                            let topic = counted_topic(&r.pending, r.topic);
+                            let Pending { key, label, .. } = r.pending;
+                            let to = Resend { key, topic, label, enc, first: Some(e) };
+                            tokio::spawn(resend(sender.clone(), topics.clone(), to, core.clone()));
+                        }
+                    }
+                }
+                if !acks.is_empty() && core.send(Cmd::Acked(acks)).is_err() {
                     return;
                 }
             }
         }
     }
+}
+
+/// Queues one outbox record; one librdkafka does not take goes to [`resend`].
+fn enqueue(
+    sender: &Sender,
+    topics: &Arc<Topics>,
+    key: OutboxKey,
+    rec: OutRecord,
+    at: i64,
+    core: &mpsc::UnboundedSender<Cmd>,
+) {
+    let (label, partition) = match &rec {
+        OutRecord::Kafka(p) => (p.parts().label.to_string(), None),
+        OutRecord::Work { partition, .. } => ("work".to_string(), Some(partition.kafka())),
+    };
+    let enc = encode(&topics.work, rec, at);
+    let pending = Pending {
+        key,
+        label,
+        partition,
+    };
+    let refused = match sender.enqueue(ticketed(enc.record(), Ticket::Outbox(pending))) {
+        Ok(()) => return,
+        Err((e, back)) => match *back.delivery_opaque {
+            Ticket::Outbox(p) => (e, p),
+            Ticket::Wait(_) => unreachable!("an outbox record carries its pending entry"),
+        },
+    };
+    let (e, p) = refused;
+    let topic = counted_topic(&p, enc.topic().to_string());
+    let Pending { key, label, .. } = p;
+    let to = Resend {
+        key,
+        topic,
+        label,
+        enc,
+        first: Some(e),
+    };
+    tokio::spawn(resend(sender.clone(), topics.clone(), to, core.clone()));
+}
+
+/// The topic a record's acknowledgement counts under (`flowbroker_events_produced_total`):
+/// its own, or `work` for a message between partitions.
+fn counted_topic(p: &Pending, topic: String) -> String {
+    match p.partition {
+        Some(_) => "work".to_string(),
+        None => topic,
+    }
+}
+
+/// A record for [`resend`], with the error that sent it there.
+struct Resend {
+    key: OutboxKey,
+    /// The topic it counts under ([`counted_topic`]).
+    topic: String,
+    label: String,
+    enc: Encoded,
+    first: Option<rdkafka::error::KafkaError>,
+}
+
+/// A record librdkafka did not take, or Kafka refused: sent again until Kafka acknowledges it
+/// (a full queue or a transient error waited out, a refused timestamp replaced), or
+/// dead-lettered when Kafka refuses it for good; then acknowledged to the core alone.
+async fn resend(sender: Sender, topics: Arc<Topics>, r: Resend, core: mpsc::UnboundedSender<Cmd>) {
+    let Resend {
+        key,
+        topic,
+        label,
+        mut enc,
+        first,
+    } = r;
+    let delivery = match deliver(&sender, &mut enc, first).await {
+        Ok(()) => Delivery::Delivered,
+        Err(refused) => {
+            let copy = dead_letter_copy(&topics.dead_letter, &topic, &label, &enc, &refused);
+            send_dead_letter(&sender, copy, &topic, &label, &refused.why).await
+        }
+    };
+    let acked = Acked {
+        key,
+        topic,
+        label,
+        delivery,
+    };
+    let _ = core.send(Cmd::Acked(vec![acked]));
 }
 
 /// The internal topics the sender writes besides the records' own.
@@ -120,11 +203,38 @@ impl Encoded {
         }
     }
 
-    fn record(&self) -> FutureRecord<'_, [u8], [u8]> {
+    /// The record's content read back from a failed delivery report, to be sent again.
+    fn reported(m: OwnedMessage, partition: Option<i32>) -> Encoded {
+        let headers = m
+            .headers()
+            .map(|h| {
+                h.iter()
+                    .map(|x| {
+                        (
+                            x.key.to_string(),
+                            x.value.map(<[u8]>::to_vec).unwrap_or_default(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        Encoded {
+            timestamp: m.timestamp().to_millis(),
+            body: Body::Owned {
+                topic: m.topic().to_string(),
+                partition,
+                key: m.key().map(<[u8]>::to_vec),
+                payload: m.payload().map(<[u8]>::to_vec),
+                headers,
+            },
+        }
+    }
+
+    fn record(&self) -> Record<'_> {
         let (mut r, key, payload) = match &self.body {
             Body::Stored(p) => {
                 let p = p.parts();
-                let r = FutureRecord::<[u8], [u8]>::to(p.topic).headers(p.kafka_headers());
+                let r = BaseRecord::<[u8], [u8]>::to(p.topic).headers(p.kafka_headers());
                 (r, p.key, p.payload)
             }
             Body::Owned {
@@ -141,7 +251,7 @@ impl Encoded {
                         value: Some(value.as_slice()),
                     });
                 }
-                let mut r = FutureRecord::<[u8], [u8]>::to(topic).headers(h);
+                let mut r = BaseRecord::<[u8], [u8]>::to(topic).headers(h);
                 if let Some(p) = partition {
                     r = r.partition(*p);
                 }
@@ -220,39 +330,6 @@ fn permanent(e: &rdkafka::error::KafkaError) -> bool {
     )
 }
 
-/// Sends one record: librdkafka retries transient errors itself, in order, without a time
-/// limit (`message.timeout.ms = 0`); what it gives back before the record was queued (its
-/// queue stayed full) is retried here with backoff; a record Kafka refuses for good goes to the
-/// dead-letter topic with the reason.
-async fn send(
-    producer: FutureProducer,
-    topics: std::sync::Arc<Topics>,
-    key: OutboxKey,
-    rec: OutRecord,
-    timestamp: i64,
-) -> Acked {
-    let (topic, label) = match &rec {
-        OutRecord::Kafka(p) => {
-            let p = p.parts();
-            (p.topic.to_string(), p.label.to_string())
-        }
-        OutRecord::Work { .. } => ("work".to_string(), "work".to_string()),
-    };
-    let done = |delivery| Acked {
-        key: key.clone(),
-        topic: topic.clone(),
-        label: label.clone(),
-        delivery,
-    };
-    let mut enc = encode(&topics.work, rec, timestamp);
-    let refused = match deliver(&producer, &mut enc).await {
-        Ok(()) => return done(Delivery::Delivered),
-        Err(refused) => refused,
-    };
-    let copy = dead_letter_copy(&topics.dead_letter, &topic, &label, &enc, &refused);
-    done(send_dead_letter(&producer, copy, &topic, &label, &refused.why).await)
-}
-
 /// Why Kafka (or the client) refuses a record for good.
 struct Refused {
     why: String,
@@ -263,14 +340,22 @@ struct Refused {
 /// Sends until Kafka acknowledges, retrying transient errors with backoff (up to 10 s between
 /// tries); returns a permanent refusal. A record refused for its timestamp (a topic that bounds
 /// how old or new a `CreateTime` may be, and a record held back longer) is sent again stamped
-/// when it is sent.
-async fn deliver(producer: &FutureProducer, enc: &mut Encoded) -> Result<(), Refused> {
+/// when it is sent. `first`: the error its first try already got.
+async fn deliver(
+    sender: &Sender,
+    enc: &mut Encoded,
+    mut first: Option<rdkafka::error::KafkaError>,
+) -> Result<(), Refused> {
     use rdkafka::types::RDKafkaErrorCode as C;
     let mut pause = Duration::from_millis(100);
     loop {
-        match producer.send(enc.record(), Duration::from_secs(30)).await {
-            Ok(_) => return Ok(()),
-            Err((e, _))
+        let sent = match first.take() {
+            Some(e) => Err(e),
+            None => sender.send(enc.record(), Duration::from_secs(30)).await,
+        };
+        match sent {
+            Ok(()) => return Ok(()),
+            Err(e)
                 if e.rdkafka_error_code() == Some(C::InvalidTimestamp)
                     && enc.timestamp.is_some() =>
             {
@@ -278,7 +363,7 @@ async fn deliver(producer: &FutureProducer, enc: &mut Encoded) -> Result<(), Ref
                     "Kafka refused the record's timestamp; sending it again stamped now");
                 enc.timestamp = None;
             }
-            Err((e, _)) if permanent(&e) => {
+            Err(e) if permanent(&e) => {
                 let too_large = matches!(
                     e.rdkafka_error_code(),
                     Some(C::MessageSizeTooLarge | C::MessageBatchTooLarge | C::InvalidMessageSize)
@@ -286,7 +371,7 @@ async fn deliver(producer: &FutureProducer, enc: &mut Encoded) -> Result<(), Ref
                 let why = e.to_string();
                 return Err(Refused { why, too_large });
             }
-            Err((e, _)) => {
+            Err(e) => {
                 tracing::warn!(topic = %enc.topic(), error = %e, retry_in = ?pause, "produce failed; retrying");
                 tokio::time::sleep(pause).await;
                 pause = (pause * 2).min(Duration::from_secs(10));
@@ -331,14 +416,14 @@ fn dead_letter_copy(
 /// Sends a dead-letter copy; if Kafka refuses that for good too, the record is dropped and
 /// logged with both reasons.
 async fn send_dead_letter(
-    producer: &FutureProducer,
+    sender: &Sender,
     copy: Encoded,
     topic: &str,
     label: &str,
     why: &str,
 ) -> Delivery {
     let mut copy = copy;
-    match deliver(producer, &mut copy).await {
+    match deliver(sender, &mut copy, None).await {
         Ok(()) => {
             tracing::error!(topic, r#type = label, error = why, dead_letter = %copy.topic(),
                 "Kafka refuses this record for good; sent to the dead-letter topic instead");
@@ -349,5 +434,90 @@ async fn send_dead_letter(
                 "Kafka refuses this record and its dead-letter copy for good; dropped");
             Delivery::Dropped
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdkafka::message::Timestamp;
+
+    fn sent_headers(r: &Record<'_>) -> Vec<(String, Vec<u8>)> {
+        let h = r.headers.as_ref().expect("headers");
+        h.iter()
+            .map(|x| (x.key.to_string(), x.value.unwrap_or_default().to_vec()))
+            .collect()
+    }
+
+    /// A record whose delivery failed is sent again as Kafka had it: read back from the
+    /// report, it makes the record that was queued.
+    #[test]
+    fn a_failed_report_gives_the_record_back_as_it_was_sent() {
+        let headers = OwnedHeaders::new()
+            .insert(Header {
+                key: "ce_type",
+                value: Some(b"order.placed".as_slice()),
+            })
+            .insert(Header {
+                key: "ce_id",
+                value: Some(b"e-1".as_slice()),
+            });
+        let msg = OwnedMessage::new(
+            Some(b"{\"a\":1}".to_vec()),
+            Some(b"k1".to_vec()),
+            "flowbroker.out".into(),
+            Timestamp::CreateTime(1_700_000_000_123),
+            2,
+            41,
+            Some(headers),
+        );
+        let enc = Encoded::reported(msg, Some(2));
+        assert_eq!(enc.topic(), "flowbroker.out");
+        assert_eq!(enc.timestamp, Some(1_700_000_000_123));
+        let r = enc.record();
+        assert_eq!(r.topic, "flowbroker.out");
+        assert_eq!(r.partition, Some(2));
+        assert_eq!(r.key, Some(b"k1".as_slice()));
+        assert_eq!(r.payload, Some(b"{\"a\":1}".as_slice()));
+        assert_eq!(r.timestamp, Some(1_700_000_000_123));
+        assert_eq!(
+            sent_headers(&r),
+            vec![
+                ("ce_type".to_string(), b"order.placed".to_vec()),
+                ("ce_id".to_string(), b"e-1".to_vec()),
+            ]
+        );
+        // sent by its key (an outbox event): no partition named, as the first time
+        let by_key = OwnedMessage::new(
+            None,
+            Some(b"k1".to_vec()),
+            "flowbroker.out".into(),
+            Timestamp::NotAvailable,
+            5,
+            0,
+            None,
+        );
+        let enc = Encoded::reported(by_key, None);
+        let r = enc.record();
+        assert_eq!((r.partition, r.timestamp, r.payload), (None, None, None));
+    }
+
+    /// Work records count under `work`, as they always did; outbox events under their topic.
+    #[test]
+    fn acknowledgements_count_under_the_records_topic() {
+        let key = OutboxKey {
+            partition: crate::cluster::partition::PartitionId(1),
+            key: "o".into(),
+        };
+        let p = |partition| Pending {
+            key: key.clone(),
+            label: "x".into(),
+            partition,
+        };
+        assert_eq!(
+            counted_topic(&p(None), "flowbroker.out".into()),
+            "flowbroker.out"
+        );
+        assert_eq!(counted_topic(&p(Some(3)), "flowbroker.work".into()), "work");
     }
 }
