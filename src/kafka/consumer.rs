@@ -295,18 +295,20 @@ pub async fn run(
         };
         let fetched = std::time::Instant::now();
         let first = match next {
-            Ok(m) => m.detach(),
+            Ok(m) => record(&m, max_input_bytes),
             Err(e) => {
                 tracing::warn!(error = %e, "kafka consume error");
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
                 continue;
             }
         };
-        let mut batch = vec![record(first, max_input_bytes)];
+        // sized once: a batch grown by doubling took a fresh page of the heap per step
+        let mut batch = Vec::with_capacity(batch_size.max(1));
+        batch.push(first);
         while batch.len() < batch_size {
             use futures::FutureExt;
             match consumer.recv().now_or_never() {
-                Some(Ok(m)) => batch.push(record(m.detach(), max_input_bytes)),
+                Some(Ok(m)) => batch.push(record(&m, max_input_bytes)),
                 _ => break,
             }
         }
@@ -320,10 +322,10 @@ pub async fn run(
     }
 }
 
-/// A consumed record. One over `limit` bytes (payload, header names and values) is a
-/// `TooLarge` error without its payload, so the dead-letter copy stays small; its headers are
-/// kept unless they alone are over the limit.
-fn record(m: rdkafka::message::OwnedMessage, limit: usize) -> Record {
+/// A consumed record, read from librdkafka's buffer (one copy). One over `limit` bytes
+/// (payload, header names and values) is a `TooLarge` error without its payload, so the
+/// dead-letter copy stays small; its headers are kept unless they alone are over the limit.
+fn record(m: &rdkafka::message::BorrowedMessage<'_>, limit: usize) -> Record {
     let mut headers: Vec<(String, Vec<u8>)> = m
         .headers()
         .map(|h| {
@@ -357,7 +359,7 @@ fn record(m: rdkafka::message::OwnedMessage, limit: usize) -> Record {
         topic: m.topic().to_string(),
         partition: m.partition(),
         offset: m.offset(),
-        event: decode(&m),
+        event: decode(m),
         key: m.key().map(<[u8]>::to_vec),
         payload: m.payload().map(<[u8]>::to_vec),
         headers,

@@ -7,9 +7,10 @@
 use crate::cloudevent::{from_sdk, DecodeError};
 use crate::engine::Event;
 use cloudevents::binding::rdkafka::MessageExt;
-use rdkafka::message::{Headers, Message, OwnedMessage};
+use rdkafka::message::{Headers, Message};
 
-pub fn decode(msg: &OwnedMessage) -> Result<Event, DecodeError> {
+/// A record (as consumed, or an owned copy) as an event.
+pub fn decode<M: Message + MessageExt>(msg: &M) -> Result<Event, DecodeError> {
     let not = |m: String| DecodeError::NotCloudEvent(m);
     let Some(headers) = msg.headers() else {
         return structured(msg.payload());
