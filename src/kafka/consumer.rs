@@ -302,8 +302,9 @@ pub async fn run(
                 continue;
             }
         };
-        // sized once: a batch grown by doubling took a fresh page of the heap per step
-        let mut batch = Vec::with_capacity(batch_size.max(1));
+        // sized once (up to a bound, for a huge `batch_size`): a batch grown by doubling took
+        // a fresh page of the heap per step
+        let mut batch = Vec::with_capacity(batch_size.clamp(1, 4096));
         batch.push(first);
         while batch.len() < batch_size {
             use futures::FutureExt;
