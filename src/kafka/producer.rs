@@ -106,12 +106,15 @@ fn enqueue(
     let (e, p) = refused;
     let topic = counted_topic(&p, enc.topic().to_string());
     let Pending { key, label, .. } = p;
+    // a full queue is waited out quietly first (tried again every 100 ms for 30 s), as
+    // librdkafka's own future-based send did; any other error is handled as a failed try
+    let first = (!super::sender::queue_full(&e)).then_some(e);
     let to = Resend {
         key,
         topic,
         label,
         enc,
-        first: Some(e),
+        first,
     };
     tokio::spawn(resend(sender.clone(), topics.clone(), to, core.clone()));
 }
