@@ -303,8 +303,8 @@ pub async fn run(
             }
         };
         // sized once (up to a bound, for a huge `batch_size`): a batch grown by doubling took
-        // a fresh page of the heap per step
-        let mut batch = Vec::with_capacity(batch_size.clamp(1, 4096));
+        // a fresh page of the heap per step; a batch left mostly empty is shrunk below
+        let mut batch = Vec::with_capacity(batch_size.clamp(1, 512));
         batch.push(first);
         while batch.len() < batch_size {
             use futures::FutureExt;
@@ -316,6 +316,11 @@ pub async fn run(
         // an event is matched against every definition this broker knows is published
         if let Some(d) = &definitions {
             d.wait_since(fetched).await;
+        }
+        // (a trickle of input leaves the rest of each batch unused while it waits in the
+        // queue to the core)
+        if batch.len() * 4 < batch.capacity() {
+            batch.shrink_to_fit();
         }
         if core.send(Cmd::Records(batch)).await.is_err() {
             return;

@@ -2,10 +2,11 @@
 //! batches; their offsets committed by [`commits`], one commit at a time), the state
 //! partition group ([`membership`]: which state partitions this broker owns), the producer
 //! (outbox -> records, acknowledged back to the core; [`sender`]: the producer client and its
-//! delivery reports; [`binary`]: an event as a binary-mode record), the changelog ([`log`]), the work reader ([`work`]), partition claims
-//! ([`owners`]), snapshots ([`snapshots`]), resuming after a restart before the group assigns
-//! ([`resume`]), standby replicas ([`standby`]), topic creation, and the client settings built
-//! from [`crate::config::KafkaConfig`].
+//! delivery reports; [`binary`]: an event as a binary-mode record), the changelog ([`log`]),
+//! the work reader ([`work`]), partition claims ([`owners`]), snapshots ([`snapshots`]),
+//! resuming after a restart before the group assigns ([`resume`]), standby replicas
+//! ([`standby`]), topic creation, and the client settings built from
+//! [`crate::config::KafkaConfig`].
 
 pub mod binary;
 pub mod commits;

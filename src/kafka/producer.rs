@@ -4,9 +4,10 @@
 //! authorised) goes to the dead-letter topic with the reason, so it never blocks the outbox.
 //! Records arrive encoded (`broker::produced`: an event that could not be was dead-lettered
 //! when it entered the outbox); librdkafka copies each as it is queued, so the buffer is freed
-//! then, and a record that must be sent again is read back from its delivery report. Delivery
-//! reports arrive through the client's context ([`super::sender`]), not as a future per
-//! record. After a crash the core re-sends what is left, with the same ids.
+//! then. A record whose delivery failed is read back from its report to be sent again; one
+//! librdkafka would not queue keeps its buffer. Delivery reports arrive through the client's
+//! context ([`super::sender`]), not as a future per record. After a crash the core re-sends
+//! what is left, with the same ids.
 //! Each record's Kafka timestamp is when the core let it out (`broker::LetOut`), not when this
 //! task got to it.
 
@@ -49,7 +50,8 @@ pub async fn run(
             },
             n = reports.recv_many(&mut got, ACKS_AT_ONCE) => {
                 if n == 0 {
-                    return; // the client is gone
+                    // (not while `sender` lives: the reports' sender is in its context)
+                    return;
                 }
                 let mut acks = Vec::with_capacity(n);
                 for r in got.drain(..) {
@@ -86,15 +88,16 @@ fn enqueue(
     at: i64,
     core: &mpsc::UnboundedSender<Cmd>,
 ) {
-    let (label, partition) = match &rec {
-        OutRecord::Kafka(p) => (p.parts().label.to_string(), None),
-        OutRecord::Work { partition, .. } => ("work".to_string(), Some(partition.kafka())),
+    let (label, partition, work) = match &rec {
+        OutRecord::Kafka(p) => (p.parts().label.to_string(), None, false),
+        OutRecord::Work { partition, .. } => ("work".to_string(), Some(partition.kafka()), true),
     };
     let enc = encode(&topics.work, rec, at);
     let pending = Pending {
         key,
         label,
         partition,
+        work,
     };
     let refused = match sender.enqueue(ticketed(enc.record(), Ticket::Outbox(pending))) {
         Ok(()) => return,
@@ -122,9 +125,10 @@ fn enqueue(
 /// The topic a record's acknowledgement counts under (`flowbroker_events_produced_total`):
 /// its own, or `work` for a message between partitions.
 fn counted_topic(p: &Pending, topic: String) -> String {
-    match p.partition {
-        Some(_) => "work".to_string(),
-        None => topic,
+    if p.work {
+        "work".to_string()
+    } else {
+        topic
     }
 }
 
@@ -512,15 +516,15 @@ mod tests {
             partition: crate::cluster::partition::PartitionId(1),
             key: "o".into(),
         };
-        let p = |partition| Pending {
+        let p = |partition, work| Pending {
             key: key.clone(),
             label: "x".into(),
             partition,
+            work,
         };
-        assert_eq!(
-            counted_topic(&p(None), "flowbroker.out".into()),
-            "flowbroker.out"
-        );
-        assert_eq!(counted_topic(&p(Some(3)), "flowbroker.work".into()), "work");
+        let out = counted_topic(&p(None, false), "flowbroker.out".into());
+        assert_eq!(out, "flowbroker.out");
+        let work = counted_topic(&p(Some(3), true), "flowbroker.work".into());
+        assert_eq!(work, "work");
     }
 }
