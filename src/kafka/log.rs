@@ -179,6 +179,16 @@ fn appender_config(k: &crate::config::KafkaConfig, forced: &[(&str, &str)]) -> C
         ("compression.type", super::INTERNAL_COMPRESSION.into()),
     ];
     let mut c = client_config(k, &settings);
+    // `kafka.properties` apply to every client: a `message.max.bytes` meant for events must
+    // not shrink a changelog record's limit, or a large batch would stop the core again at
+    // every restart (a larger one stays)
+    let smaller = c
+        .get("message.max.bytes")
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|v| v < CHANGELOG_RECORD_MAX);
+    if smaller {
+        c.set("message.max.bytes", CHANGELOG_RECORD_MAX.to_string());
+    }
     for (key, value) in forced {
         c.set(*key, *value);
     }
@@ -319,6 +329,26 @@ mod tests {
         let c = appender_config(&k, &[("batch.num.messages", "1")]);
         assert_eq!(c.get("compression.type"), Some("none"));
         assert_eq!(c.get("batch.num.messages"), Some("1"));
+    }
+
+    #[test]
+    fn a_smaller_message_limit_in_the_properties_does_not_shrink_a_changelog_records() {
+        let mut k = KafkaConfig::default();
+        let limit = |k: &KafkaConfig| {
+            let c = appender_config(k, &[]);
+            c.get("message.max.bytes").map(str::to_string)
+        };
+        assert_eq!(limit(&k), Some(CHANGELOG_RECORD_MAX.to_string()));
+        k.properties
+            .insert("message.max.bytes".into(), "10000000".into());
+        assert_eq!(limit(&k), Some(CHANGELOG_RECORD_MAX.to_string()));
+        k.properties
+            .insert("message.max.bytes".into(), "100000000".into());
+        assert_eq!(
+            limit(&k).as_deref(),
+            Some("100000000"),
+            "a larger one stays"
+        );
     }
 
     #[test]
