@@ -99,6 +99,11 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         config: vec![
             ("retention.ms", "-1".into()),
             ("cleanup.policy", "delete".into()),
+            // a chunk holding one large value is as large as that value
+            (
+                "max.message.bytes",
+                crate::kafka::log::CHANGELOG_RECORD_MAX.to_string(),
+            ),
         ],
     });
     if !c.definitions_topic.is_empty() {

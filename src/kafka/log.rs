@@ -161,6 +161,21 @@ fn appender(
         })
 }
 
+/// Raises `message.max.bytes` of a client that writes the store's values (changelog records,
+/// snapshot chunks) back to [`CHANGELOG_RECORD_MAX`] when `kafka.properties`, which every
+/// client takes, set it lower for events: a record over it is refused at every try (a large
+/// batch would stop the core again at every restart; a snapshot holding a large value would
+/// never be written). A larger value stays.
+pub fn keep_record_limit(c: &mut ClientConfig) {
+    let smaller = c
+        .get("message.max.bytes")
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|v| v < CHANGELOG_RECORD_MAX);
+    if smaller {
+        c.set("message.max.bytes", CHANGELOG_RECORD_MAX.to_string());
+    }
+}
+
 /// [`appender`]'s settings.
 fn appender_config(k: &crate::config::KafkaConfig, forced: &[(&str, &str)]) -> ClientConfig {
     let settings: Vec<(&str, String)> = vec![
@@ -179,16 +194,7 @@ fn appender_config(k: &crate::config::KafkaConfig, forced: &[(&str, &str)]) -> C
         ("compression.type", super::INTERNAL_COMPRESSION.into()),
     ];
     let mut c = client_config(k, &settings);
-    // `kafka.properties` apply to every client: a `message.max.bytes` meant for events must
-    // not shrink a changelog record's limit, or a large batch would stop the core again at
-    // every restart (a larger one stays)
-    let smaller = c
-        .get("message.max.bytes")
-        .and_then(|v| v.parse::<usize>().ok())
-        .is_some_and(|v| v < CHANGELOG_RECORD_MAX);
-    if smaller {
-        c.set("message.max.bytes", CHANGELOG_RECORD_MAX.to_string());
-    }
+    keep_record_limit(&mut c);
     for (key, value) in forced {
         c.set(*key, *value);
     }

@@ -53,9 +53,10 @@ impl Store {
 }
 
 impl Export {
-    /// The keys in runs of about `max_bytes` (keys and values), table by table in key order.
+    /// The keys in runs of at most `max_bytes` (keys and values), table by table in key order;
+    /// an entry larger than that alone is a run of its own.
     pub fn chunks(&self, max_bytes: usize) -> impl Iterator<Item = Result<Vec<Write>>> + '_ {
-        let mut entries = self.snaps.iter().flat_map(move |(t, snap)| {
+        let entries = self.snaps.iter().flat_map(move |(t, snap)| {
             snap.prefix(&self.prefix).map(move |kv| {
                 let (k, v) = kv?;
                 Ok(Write {
@@ -65,18 +66,23 @@ impl Export {
                 })
             })
         });
+        let size = |w: &Write| w.key.len() + w.value.as_ref().map_or(0, bytes::Bytes::len);
+        let mut entries = entries.peekable();
         std::iter::from_fn(move || {
             let mut run = Vec::new();
             let mut bytes = 0;
-            for w in entries.by_ref() {
-                let w: Result<Write> = w;
-                match w {
+            // a chunk ends before an entry that would take it over `max_bytes`: only an
+            // entry larger than that alone makes a larger chunk, of that entry alone
+            while let Some(next) = entries.peek() {
+                if let Ok(w) = next {
+                    if !run.is_empty() && bytes + size(w) > max_bytes {
+                        break;
+                    }
+                }
+                match entries.next().expect("peeked") {
                     Ok(w) => {
-                        bytes += w.key.len() + w.value.as_ref().map_or(0, bytes::Bytes::len);
+                        bytes += size(&w);
                         run.push(w);
-                        if bytes >= max_bytes {
-                            break;
-                        }
                     }
                     Err(e) => return Some(Err(e)),
                 }
@@ -120,5 +126,25 @@ mod tests {
         let r = store.read().unwrap();
         assert_eq!(r.len_in(Scope::Partition(1), Table::Instances).unwrap(), 0);
         assert_eq!(r.len_in(Scope::Partition(2), Table::Instances).unwrap(), 1);
+    }
+
+    /// A chunk stops before an entry that would take it over the limit (a snapshot chunk is a
+    /// Kafka record: one over the producer's limit was refused at every try).
+    #[test]
+    fn a_run_stays_under_the_limit_unless_one_entry_is_larger() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let tx = store.scoped(Scope::Partition(1));
+        for (k, n) in [("a", 600), ("b", 600), ("c", 1500), ("d", 10), ("e", 10)] {
+            tx.put_bytes(Table::Instances, k, vec![b'x'; n]).unwrap();
+        }
+        tx.commit().unwrap();
+        let export = store.export(Scope::Partition(1)).unwrap();
+        let chunks: Vec<Vec<Write>> = export.chunks(1000).collect::<Result<_>>().unwrap();
+        let sizes: Vec<Vec<usize>> = chunks
+            .iter()
+            .map(|c| c.iter().map(|w| w.value.as_ref().unwrap().len()).collect())
+            .collect();
+        assert_eq!(sizes, vec![vec![600], vec![600], vec![1500], vec![10, 10]]);
     }
 }
