@@ -10,7 +10,7 @@ use crate::broker::{Cmd, Record};
 use crate::cluster::node::{InputPartition, Inputs, NodeId};
 use crate::config::KafkaConfig;
 use rdkafka::consumer::{Consumer, ConsumerContext, Rebalance, StreamConsumer};
-use rdkafka::message::{Headers, Message};
+use rdkafka::message::Message;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
@@ -332,19 +332,7 @@ pub async fn run(
 /// (payload, header names and values) is a `TooLarge` error without its payload, so the
 /// dead-letter copy stays small; its headers are kept unless they alone are over the limit.
 fn record(m: &rdkafka::message::BorrowedMessage<'_>, limit: usize) -> Record {
-    let mut headers: Vec<(String, Vec<u8>)> = m
-        .headers()
-        .map(|h| {
-            h.iter()
-                .map(|x| {
-                    (
-                        x.key.to_string(),
-                        x.value.map(<[u8]>::to_vec).unwrap_or_default(),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut headers = super::owned_headers(m);
     let header_bytes: usize = headers.iter().map(|(k, v)| k.len() + v.len()).sum();
     let size = header_bytes + m.payload().map_or(0, <[u8]>::len);
     if size > limit {

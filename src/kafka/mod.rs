@@ -65,6 +65,18 @@ pub fn client_config(cfg: &KafkaConfig, settings: &[(&str, String)]) -> ClientCo
     c
 }
 
+/// A record's headers as owned names and values (a header without a value: empty).
+pub fn owned_headers(m: &impl rdkafka::message::Message) -> Vec<(String, Vec<u8>)> {
+    use rdkafka::message::Headers;
+    m.headers()
+        .map(|h| {
+            h.iter()
+                .map(|x| (x.key.to_string(), x.value.unwrap_or_default().to_vec()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A topic to create when missing.
 pub struct TopicSpec {
     pub name: String,

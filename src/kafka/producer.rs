@@ -15,7 +15,7 @@ use super::sender::{ticketed, Pending, Record, Report, Sender, Ticket};
 use crate::broker::produced::Produced;
 use crate::broker::records::OutRecord;
 use crate::broker::{Acked, Cmd, Delivery, LetOut, OutboxKey};
-use rdkafka::message::{Header, Headers, Message, OwnedHeaders, OwnedMessage};
+use rdkafka::message::{Header, Message, OwnedHeaders, OwnedMessage};
 use rdkafka::producer::BaseRecord;
 use std::sync::Arc;
 use std::time::Duration;
@@ -212,19 +212,7 @@ impl Encoded {
 
     /// The record's content read back from a failed delivery report, to be sent again.
     fn reported(m: OwnedMessage, partition: Option<i32>) -> Encoded {
-        let headers = m
-            .headers()
-            .map(|h| {
-                h.iter()
-                    .map(|x| {
-                        (
-                            x.key.to_string(),
-                            x.value.map(<[u8]>::to_vec).unwrap_or_default(),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let headers = super::owned_headers(&m);
         Encoded {
             timestamp: m.timestamp().to_millis(),
             body: Body::Owned {
@@ -447,7 +435,7 @@ async fn send_dead_letter(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rdkafka::message::Timestamp;
+    use rdkafka::message::{Headers, Timestamp};
 
     fn sent_headers(r: &Record<'_>) -> Vec<(String, Vec<u8>)> {
         let h = r.headers.as_ref().expect("headers");
