@@ -64,10 +64,8 @@ pub async fn run(
                         }),
                         Err((e, msg)) => {
                             let enc = Encoded::reported(msg, r.pending.partition);
-                            let topic = counted_topic(&r.pending, r.topic);
-                            let Pending { key, label, .. } = r.pending;
-                            let to = Resend { key, topic, label, enc, first: Some(e) };
-                            tokio::spawn(resend(sender.clone(), topics.clone(), to, core.clone()));
+                            let first = Some(e);
+                            spawn_resend(&sender, &topics, r.pending, r.topic, enc, first, &core);
                         }
                     }
                 }
@@ -88,34 +86,46 @@ fn enqueue(
     at: i64,
     core: &mpsc::UnboundedSender<Cmd>,
 ) {
-    let (label, partition, work) = match &rec {
-        OutRecord::Kafka(p) => (p.parts().label.to_string(), None, false),
-        OutRecord::Work { partition, .. } => ("work".to_string(), Some(partition.kafka()), true),
+    let (partition, work) = match &rec {
+        OutRecord::Kafka(_) => (None, false),
+        OutRecord::Work { partition, .. } => (Some(partition.kafka()), true),
     };
     let enc = encode(&topics.work, rec, at);
+    let (record, label) = enc.record_labelled();
     let pending = Pending {
         key,
-        label,
+        label: label.unwrap_or("work").to_string(),
         partition,
         work,
     };
-    let refused = match sender.enqueue(ticketed(enc.record(), Ticket::Outbox(pending))) {
+    let (e, p) = match sender.enqueue(ticketed(record, Ticket::Outbox(pending))) {
         Ok(()) => return,
         Err((e, back)) => match *back.delivery_opaque {
             Ticket::Outbox(p) => (e, p),
             Ticket::Wait(_) => unreachable!("an outbox record carries its pending entry"),
         },
     };
-    let (e, p) = refused;
-    let topic = counted_topic(&p, enc.topic().to_string());
-    let Pending { key, label, .. } = p;
+    let topic = enc.topic().to_string();
     // a full queue is waited out quietly first (tried again every 100 ms for 30 s), as
     // librdkafka's own future-based send did; any other error is handled as a failed try
     let first = (!super::sender::queue_full(&e)).then_some(e);
+    spawn_resend(sender, topics, p, topic, enc, first, core);
+}
+
+/// Hands a record whose first try failed to [`resend`], on a task of its own.
+fn spawn_resend(
+    sender: &Sender,
+    topics: &Arc<Topics>,
+    p: Pending,
+    topic: String,
+    enc: Encoded,
+    first: Option<rdkafka::error::KafkaError>,
+    core: &mpsc::UnboundedSender<Cmd>,
+) {
     let to = Resend {
-        key,
-        topic,
-        label,
+        topic: counted_topic(&p, topic),
+        key: p.key,
+        label: p.label,
         enc,
         first,
     };
@@ -226,9 +236,17 @@ impl Encoded {
     }
 
     fn record(&self) -> Record<'_> {
+        self.record_labelled().0
+    }
+
+    /// The record, and the label a stored record carries (`None` for one built here): its
+    /// parts are read once.
+    fn record_labelled(&self) -> (Record<'_>, Option<&str>) {
+        let mut label = None;
         let (mut r, key, payload) = match &self.body {
             Body::Stored(p) => {
                 let p = p.parts();
+                label = Some(p.label);
                 let r = BaseRecord::<[u8], [u8]>::to(p.topic).headers(p.kafka_headers());
                 (r, p.key, p.payload)
             }
@@ -262,7 +280,7 @@ impl Encoded {
         if let Some(k) = key {
             r = r.key(k);
         }
-        r
+        (r, label)
     }
 
     /// Copies of the key, payload and headers (for a dead-letter copy).
