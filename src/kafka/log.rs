@@ -161,16 +161,16 @@ fn appender(
         })
 }
 
-/// Raises `message.max.bytes` of a client that writes the store's values (changelog records,
-/// snapshot chunks) back to [`CHANGELOG_RECORD_MAX`] when `kafka.properties`, which every
-/// client takes, set it lower for events: a record over it is refused at every try (a large
-/// batch would stop the core again at every restart; a snapshot holding a large value would
-/// never be written). A larger value stays.
+/// Sets `message.max.bytes` of a client that writes the store's values (changelog records,
+/// snapshot chunks) to at least [`CHANGELOG_RECORD_MAX`], also when `kafka.properties`, which
+/// every client takes, set it lower for events: a record over it is refused at every try (a
+/// large batch would stop the core again at every restart; a snapshot holding a large value
+/// would never be written). A larger value stays.
 pub fn keep_record_limit(c: &mut ClientConfig) {
     let smaller = c
         .get("message.max.bytes")
         .and_then(|v| v.parse::<usize>().ok())
-        .is_some_and(|v| v < CHANGELOG_RECORD_MAX);
+        .is_none_or(|v| v < CHANGELOG_RECORD_MAX);
     if smaller {
         c.set("message.max.bytes", CHANGELOG_RECORD_MAX.to_string());
     }
@@ -189,7 +189,6 @@ fn appender_config(k: &crate::config::KafkaConfig, forced: &[(&str, &str)]) -> C
         // side answers /health with `kafka_down`) instead of failing the core after a minute;
         // librdkafka's own retries keep the record unique
         ("message.timeout.ms", "0".into()),
-        ("message.max.bytes", CHANGELOG_RECORD_MAX.to_string()),
         // only brokers read these records back (docs/broker.md "Compression")
         ("compression.type", super::INTERNAL_COMPRESSION.into()),
     ];

@@ -92,14 +92,10 @@ pub fn start(cfg: &Config, broker: String, shared: Arc<Shared>) -> Result<Snapsh
             ("acks", "all".into()),
             ("message.timeout.ms", "60000".into()),
             ("compression.type", super::INTERNAL_COMPRESSION.into()),
-            // a chunk is about CHUNK_BYTES, but one value larger than that is a chunk of its
-            // own (an instance with large data): as large as a changelog record may be
-            (
-                "message.max.bytes",
-                super::log::CHANGELOG_RECORD_MAX.to_string(),
-            ),
         ],
     );
+    // a chunk is at most CHUNK_BYTES, but one value larger than that is a chunk of its own
+    // (an instance with large data): as large as a changelog record may be
     super::log::keep_record_limit(&mut c);
     let producer: FutureProducer = c.create().map_err(client("snapshot producer"))?;
     let admin: AdminClient<DefaultClientContext> = client_config(k, &[])
