@@ -79,7 +79,8 @@
 //!   the state partition group (`kafka::membership`: which state partitions this broker
 //!   owns, balanced apart from the inputs), the work reader, the producer (outbox -> Kafka,
 //!   acks back to the core; its client, `kafka::sender`, hands delivery reports over without a
-//!   future per record), the changelog log ([`cluster::Log`]; its appends through a few producers, a state
+//!   future per record; every producer is polled by `kafka::polled`, whose thread sleeps while
+//!   no report comes), the changelog log ([`cluster::Log`]; its appends through a few producers, a state
 //!   partition always the same one), the owners topic (claims and snapshot manifests
 //!   published and read), the snapshot writer ([`kafka::snapshots`]), resuming after a
 //!   restart (`kafka::resume`), standby copies (`kafka::standby`, started from a snapshot

@@ -5,6 +5,7 @@
 //! records are forwarded to their work topic partition the same way, by a producer of their
 //! own (which batches: only the changelog's records go one per produce batch).
 
+use super::polled::{Acked, Acks, Polled};
 use super::scan::Each;
 use super::{client_config, KafkaError};
 use crate::cluster::changelog::Entry;
@@ -14,16 +15,15 @@ use crate::cluster::work::Work;
 use crate::cluster::{Log, LogError};
 use crate::config::Config;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka::ClientConfig;
 use std::time::Duration;
 
 pub struct KafkaLog {
     /// Changelog appends and fences: state partition `p` always through `producers[p % len]`,
     /// so each partition's records keep their order and idempotence's sequence.
-    producers: Vec<FutureProducer>,
+    producers: Vec<Polled<Acks>>,
     /// Work records forwarded to their owners' partitions.
-    forwarder: FutureProducer,
+    forwarder: Polled<Acks>,
     reader: BaseConsumer,
     changelog: String,
     snapshots: String,
@@ -45,9 +45,16 @@ impl KafkaLog {
         // (docs/kafka.md), and the resume after a restart and the check for a newer fence read
         // that end
         let producers = (0..changelog_producers(&cfg.cluster))
-            .map(|_| appender(k, "changelog producer", &[("batch.num.messages", "1")]))
+            .map(|_| {
+                appender(
+                    k,
+                    "changelog producer",
+                    "poll changelog",
+                    &[("batch.num.messages", "1")],
+                )
+            })
             .collect::<Result<Vec<_>, _>>()?;
-        let forwarder = appender(k, "work producer", &[])?;
+        let forwarder = appender(k, "work producer", "poll work", &[])?;
         let reader: BaseConsumer = client_config(
             k,
             &[
@@ -78,50 +85,33 @@ impl KafkaLog {
     /// Enqueues one record, waiting while librdkafka's queue is full; any other refusal (a
     /// record over the size limit, ...) is an error.
     fn enqueue(
-        producer: &FutureProducer,
+        producer: &Polled<Acks>,
         topic: &str,
         p: PartitionId,
         payload: &[u8],
-    ) -> Result<DeliveryFuture, (PartitionId, String)> {
-        use rdkafka::error::{KafkaError, RDKafkaErrorCode};
-        let mut record = FutureRecord::<(), [u8]>::to(topic)
-            .partition(p.kafka())
-            .payload(payload);
-        loop {
-            match producer.send_result(record) {
-                Ok(f) => return Ok(f),
-                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), r)) => {
-                    std::thread::sleep(Duration::from_millis(5));
-                    record = r;
-                }
-                Err((e, _)) => {
-                    return Err((p, format!("{e} (a record of {} bytes)", payload.len())))
-                }
-            }
-        }
+    ) -> Result<Acked, (PartitionId, String)> {
+        producer
+            .queue::<(), [u8]>(topic, |r| r.partition(p.kafka()).payload(payload))
+            .map_err(|why| (p, why))
     }
 
     /// The producer state partition `p`'s changelog records and fences go through.
-    fn producer(&self, p: PartitionId) -> &FutureProducer {
+    fn producer(&self, p: PartitionId) -> &Polled<Acks> {
         &self.producers[usize::from(p.0) % self.producers.len()]
     }
 
     fn produce<'p>(
-        producer: &dyn Fn(PartitionId) -> &'p FutureProducer,
+        producer: &dyn Fn(PartitionId) -> &'p Polled<Acks>,
         topic: &str,
         records: Vec<(PartitionId, Vec<u8>)>,
     ) -> Result<Vec<(PartitionId, i64)>, (PartitionId, String)> {
-        let pending: Vec<(PartitionId, DeliveryFuture)> = records
+        let pending: Vec<(PartitionId, Acked)> = records
             .iter()
             .map(|(p, bytes)| Self::enqueue(producer(*p), topic, *p, bytes).map(|f| (*p, f)))
             .collect::<Result<_, _>>()?;
         let mut out = Vec::with_capacity(pending.len());
         for (p, f) in pending {
-            match futures::executor::block_on(f) {
-                Ok(Ok(delivery)) => out.push((p, delivery.offset)),
-                Ok(Err((e, _))) => return Err((p, e.to_string())),
-                Err(_) => return Err((p, "the producer went away".into())),
-            }
+            out.push((p, f.wait().map_err(|why| (p, why))?));
         }
         Ok(out)
     }
@@ -150,15 +140,14 @@ pub fn changelog_producers(c: &crate::config::ClusterConfig) -> usize {
 fn appender(
     k: &crate::config::KafkaConfig,
     what: &'static str,
+    thread: &str,
     forced: &[(&str, &str)],
-) -> Result<FutureProducer, KafkaError> {
-    appender_config(k, forced)
-        .create()
-        .map_err(|source| KafkaError::Client {
-            what,
-            brokers: k.brokers.clone(),
-            source,
-        })
+) -> Result<Polled<Acks>, KafkaError> {
+    Polled::create(&appender_config(k, forced), Acks, thread).map_err(|source| KafkaError::Client {
+        what,
+        brokers: k.brokers.clone(),
+        source,
+    })
 }
 
 /// Sets `message.max.bytes` of a client that writes the store's values (changelog records,
@@ -229,7 +218,7 @@ impl Log for KafkaLog {
     ) -> Result<crate::cluster::Appending, LogError> {
         let topic = self.changelog.clone();
         let fail = |(partition, why)| LogError::Changelog { partition, why };
-        let pending: Vec<(PartitionId, DeliveryFuture)> = entries
+        let pending: Vec<(PartitionId, Acked)> = entries
             .iter()
             .map(|(p, e)| {
                 Self::enqueue(self.producer(*p), &topic, *p, &e.encode()).map(|f| (*p, f))
@@ -239,11 +228,7 @@ impl Log for KafkaLog {
         Ok(Box::pin(async move {
             let mut out = Vec::new();
             for (p, f) in pending {
-                match f.await {
-                    Ok(Ok(delivery)) => out.push((p, delivery.offset)),
-                    Ok(Err((e, _))) => return Err(fail((p, e.to_string()))),
-                    Err(_) => return Err(fail((p, "the producer went away".into()))),
-                }
+                out.push((p, f.done().await.map_err(|why| fail((p, why)))?));
             }
             Ok(out)
         }))

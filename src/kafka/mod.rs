@@ -2,7 +2,8 @@
 //! batches; their offsets committed by [`commits`], one commit at a time), the state
 //! partition group ([`membership`]: which state partitions this broker owns), the producer
 //! (outbox -> records, acknowledged back to the core; [`sender`]: the producer client and its
-//! delivery reports; [`binary`]: an event as a binary-mode record), the changelog ([`log`]),
+//! delivery reports; [`binary`]: an event as a binary-mode record; [`polled`]: every
+//! producer's polling thread and the acknowledgements waited for), the changelog ([`log`]),
 //! the work reader ([`work`]), partition claims ([`owners`]), snapshots ([`snapshots`]),
 //! resuming after a restart before the group assigns ([`resume`]), standby replicas
 //! ([`standby`]), topic creation, and the client settings built from
@@ -16,6 +17,7 @@ pub mod definitions;
 pub mod log;
 pub mod membership;
 pub mod owners;
+pub mod polled;
 pub mod producer;
 pub mod resume;
 mod scan;

@@ -1,6 +1,6 @@
-//! The broker's producer client: one librdkafka producer, polled on a thread of its own, for
-//! the outbox ([`super::producer`]) and the few records that are sent one at a time (partition
-//! claims, published workflow files).
+//! The broker's producer client: one librdkafka producer, polled on a thread of its own
+//! ([`super::polled`]), for the outbox ([`super::producer`]) and the few records that are sent
+//! one at a time (partition claims, published workflow files).
 //!
 //! Delivery reports are not futures. An outbox record carries a [`Pending`] through librdkafka;
 //! its report goes, as it comes, into a channel the outbox loop drains in batches. A record
@@ -9,12 +9,13 @@
 //! per record and a wake of its task per report: the outbox loop's share of the broker's CPU
 //! under a backlog halved without them (docs/performance.md).
 
+use super::polled::Polled;
 use super::{client_config, KafkaError};
 use crate::broker::OutboxKey;
 use crate::config::KafkaConfig;
 use rdkafka::error::KafkaError as RdError;
 use rdkafka::message::{Message, OwnedMessage};
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::ClientContext;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
@@ -102,7 +103,7 @@ pub fn ticketed(r: Record<'_>, ticket: Ticket) -> Ticketed<'_> {
 /// The broker's producer client (cheap to clone: every clone is the same client).
 #[derive(Clone)]
 pub struct Sender {
-    producer: ThreadedProducer<Reports>,
+    producer: Polled<Reports>,
 }
 
 impl Sender {
@@ -129,13 +130,13 @@ impl Sender {
                 ),
             ],
         );
-        let producer = c
-            .create_with_context(Reports { outbox })
-            .map_err(|source| KafkaError::Client {
+        let producer = Polled::create(&c, Reports { outbox }, "poll outbox").map_err(|source| {
+            KafkaError::Client {
                 what: "producer",
                 brokers: cfg.brokers.clone(),
                 source,
-            })?;
+            }
+        })?;
         Ok((Sender { producer }, reports))
     }
 

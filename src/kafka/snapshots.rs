@@ -6,6 +6,7 @@
 //! snapshot and the snapshot topic before its first chunk are deleted (DeleteRecords), where
 //! the Kafka broker implements it.
 
+use super::polled::{Acked, Acks, Polled};
 use super::{client_config, KafkaError};
 use crate::broker::shared::Shared;
 use crate::cluster::partition::PartitionId;
@@ -13,7 +14,6 @@ use crate::cluster::snapshot::{encode_chunk, Job, Manifest, Writer, FORMAT};
 use crate::config::Config;
 use rdkafka::admin::{AdminClient, AdminOptions};
 use rdkafka::client::DefaultClientContext;
-use rdkafka::producer::{DeliveryFuture, FutureProducer, FutureRecord};
 use rdkafka::{Offset, TopicPartitionList};
 use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -63,7 +63,7 @@ impl Writer for Snapshots {
 }
 
 struct Thread {
-    producer: FutureProducer,
+    producer: Polled<Acks>,
     admin: AdminClient<DefaultClientContext>,
     snapshot_topic: String,
     changelog_topic: String,
@@ -97,7 +97,8 @@ pub fn start(cfg: &Config, broker: String, shared: Arc<Shared>) -> Result<Snapsh
     // a chunk is at most CHUNK_BYTES, but one value larger than that is a chunk of its own
     // (an instance with large data): as large as a changelog record may be
     super::log::keep_record_limit(&mut c);
-    let producer: FutureProducer = c.create().map_err(client("snapshot producer"))?;
+    let producer =
+        Polled::create(&c, Acks, "poll snapshots").map_err(client("snapshot producer"))?;
     let admin: AdminClient<DefaultClientContext> = client_config(k, &[])
         .create()
         .map_err(client("snapshot trimmer"))?;
@@ -152,40 +153,24 @@ impl Thread {
         p: Option<PartitionId>,
         key: &str,
         payload: &[u8],
-    ) -> Result<DeliveryFuture, String> {
-        let mut record = FutureRecord::to(topic).key(key).payload(payload);
-        if let Some(p) = p {
-            record = record.partition(p.kafka());
-        }
-        loop {
-            match self.producer.send_result(record) {
-                Ok(f) => return Ok(f),
-                Err((
-                    rdkafka::error::KafkaError::MessageProduction(
-                        rdkafka::types::RDKafkaErrorCode::QueueFull,
-                    ),
-                    r,
-                )) => {
-                    std::thread::sleep(Duration::from_millis(5));
-                    record = r;
-                }
-                Err((e, _)) => return Err(e.to_string()),
+    ) -> Result<Acked, String> {
+        self.producer.queue::<str, [u8]>(topic, |r| {
+            let r = r.key(key).payload(payload);
+            match p {
+                Some(p) => r.partition(p.kafka()),
+                None => r,
             }
-        }
+        })
     }
 
-    fn wait(f: DeliveryFuture) -> Result<i64, String> {
-        match futures::executor::block_on(f) {
-            Ok(Ok(d)) => Ok(d.offset),
-            Ok(Err((e, _))) => Err(e.to_string()),
-            Err(_) => Err("the producer went away".into()),
-        }
+    fn wait(f: Acked) -> Result<i64, String> {
+        f.wait()
     }
 
     fn write(&self, job: &Job) -> Result<Manifest, String> {
         let p = job.partition;
         let key = format!("{}/{}", p.0, job.next);
-        let mut pending: VecDeque<DeliveryFuture> = VecDeque::new();
+        let mut pending: VecDeque<Acked> = VecDeque::new();
         let (mut first, mut last) = (None, -1);
         let (mut keys, mut bytes) = (0u64, 0u64);
         let mut record = |offset: i64| {
