@@ -94,14 +94,20 @@ impl ProducerContext for Acks {
     type DeliveryOpaque = Box<AckSender>;
 
     fn delivery(&self, result: &DeliveryResult<'_>, tx: Box<AckSender>) {
-        // the waiter gone: nothing to tell
-        let _ = tx.send(
-            result
-                .as_ref()
-                .map(|m| m.offset())
-                .map_err(|(e, _)| e.clone()),
-        );
+        acknowledge(result, *tx);
     }
+}
+
+/// Hands a delivery report to the one waiting for it: the record's offset, or why it was not
+/// delivered (every producer's waited-for records: [`Acks`], and `super::sender`'s).
+pub fn acknowledge(result: &DeliveryResult<'_>, tx: AckSender) {
+    // the waiter gone: nothing to tell
+    let _ = tx.send(
+        result
+            .as_ref()
+            .map(|m| m.offset())
+            .map_err(|(e, _)| e.clone()),
+    );
 }
 
 /// A record queued with [`Polled::queue`]: its offset once Kafka has acknowledged it.

@@ -9,7 +9,7 @@
 //! per record and a wake of its task per report: the outbox loop's share of the broker's CPU
 //! under a backlog halved without them (docs/performance.md).
 
-use super::polled::Polled;
+use super::polled::{acknowledge, AckSender, Polled};
 use super::{client_config, KafkaError};
 use crate::broker::OutboxKey;
 use crate::config::KafkaConfig;
@@ -18,7 +18,7 @@ use rdkafka::message::{Message, OwnedMessage};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::ClientContext;
 use std::time::{Duration, Instant};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// An outbox record on its way: what its delivery report needs besides the record.
 #[derive(Debug)]
@@ -37,7 +37,7 @@ pub enum Ticket {
     /// An outbox record: its report goes to the outbox loop.
     Outbox(Pending),
     /// A record sent one at a time: its sender awaits the report.
-    Wait(oneshot::Sender<Result<(), RdError>>),
+    Wait(AckSender),
 }
 
 /// The delivery report of an outbox record.
@@ -62,9 +62,7 @@ impl ProducerContext for Reports {
 
     fn delivery(&self, result: &DeliveryResult<'_>, ticket: Box<Ticket>) {
         match *ticket {
-            Ticket::Wait(tx) => {
-                let _ = tx.send(result.as_ref().map(|_| ()).map_err(|(e, _)| e.clone()));
-            }
+            Ticket::Wait(tx) => acknowledge(result, tx),
             Ticket::Outbox(pending) => {
                 let (topic, result) = match result {
                     Ok(m) => (m.topic().to_string(), Ok(())),
@@ -151,7 +149,7 @@ impl Sender {
     /// as Kafka is away); while librdkafka's queue is full, tries again every 100 ms for up
     /// to `queue_timeout`.
     pub async fn send(&self, r: Record<'_>, queue_timeout: Duration) -> Result<(), RdError> {
-        let (tx, rx) = oneshot::channel();
+        let (tx, rx) = futures::channel::oneshot::channel();
         let mut r = ticketed(r, Ticket::Wait(tx));
         let start = Instant::now();
         loop {
@@ -164,7 +162,7 @@ impl Sender {
                 Err((e, _)) => return Err(e),
             }
         }
-        rx.await.unwrap_or(Err(RdError::Canceled))
+        rx.await.unwrap_or(Err(RdError::Canceled)).map(|_offset| ())
     }
 
     /// Waits up to `timeout` for what is queued to be acknowledged.

@@ -163,10 +163,6 @@ impl Thread {
         })
     }
 
-    fn wait(f: Acked) -> Result<i64, String> {
-        f.wait()
-    }
-
     fn write(&self, job: &Job) -> Result<Manifest, String> {
         let p = job.partition;
         let key = format!("{}/{}", p.0, job.next);
@@ -184,11 +180,11 @@ impl Thread {
             bytes += payload.len() as u64;
             pending.push_back(self.send(&self.snapshot_topic, Some(p), &key, &payload)?);
             if pending.len() >= IN_FLIGHT {
-                record(Self::wait(pending.pop_front().expect("pending"))?);
+                record(pending.pop_front().expect("pending").wait()?);
             }
         }
         while let Some(f) = pending.pop_front() {
-            record(Self::wait(f)?);
+            record(f.wait()?);
         }
         let Some(first) = first else {
             // nothing in the partition: an empty snapshot needs no chunk
@@ -217,7 +213,8 @@ impl Thread {
             broker: self.broker.clone(),
         };
         let key = Manifest::key(job.partition);
-        Self::wait(self.send(&self.owners_topic, None, &key, &m.encode())?)?;
+        self.send(&self.owners_topic, None, &key, &m.encode())?
+            .wait()?;
         Ok(m)
     }
 
