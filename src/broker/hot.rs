@@ -23,7 +23,8 @@
 //! its own (its processor may run on another thread), with an equal share of those bounds
 //! ([`Hot::share`]).
 
-use std::collections::{HashMap, VecDeque};
+use foldhash::HashMap;
+use std::collections::VecDeque;
 
 /// How many decoded instances a broker keeps at most (over the partitions it owns; see
 /// [`Hot::share`]).
@@ -84,7 +85,7 @@ impl<T> Hot<T> {
 
     fn bounded(capacity: usize, max_bytes: usize) -> Hot<T> {
         Hot {
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             order: VecDeque::new(),
             puts: 0,
             capacity,

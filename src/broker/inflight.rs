@@ -8,7 +8,7 @@
 
 use super::records::Call;
 use super::OutboxKey;
-use std::collections::HashSet;
+use foldhash::HashSet;
 
 /// A function call attempt: its idempotency key (instance, state visit, action) and attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -8,8 +8,9 @@ use crate::family::Family;
 use crate::load::Format;
 use crate::model::State;
 use chrono::{DateTime, Utc};
+use foldhash::{HashMap, HashSet};
 use serde::Serialize;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -46,7 +47,7 @@ pub struct Registry {
     /// source -> type -> the event definitions that match (looked up by `&str`, no copy).
     by_type: HashMap<String, HashMap<String, Vec<EventMatch>>>,
     /// Every consumed event type a deployed definition names: the metric labels allowed.
-    types: std::collections::HashSet<String>,
+    types: HashSet<String>,
     /// Definitions of sub-workflow instances with what they inherit, by lineage.
     inherited: Mutex<HashMap<Lineage, Arc<Definition>>>,
     /// When each workflow id was first deployed (bare-duration intervals count from it).

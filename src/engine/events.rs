@@ -16,7 +16,7 @@ pub fn waits_for(def: &Definition, inst: &Instance) -> Vec<String> {
     let Some(state) = inst.state.as_deref().and_then(|s| def.workflow.state(s)) else {
         return vec![];
     };
-    let mut names: Vec<String> = match (&inst.activity, state) {
+    let names: Vec<String> = match (&inst.activity, state) {
         (Activity::AwaitEvents { received }, State::Event(e)) => e
             .events_actions
             .iter()
@@ -40,9 +40,25 @@ pub fn waits_for(def: &Definition, inst: &Instance) -> Vec<String> {
             })
             .collect(),
     };
-    let mut seen = std::collections::HashSet::new();
-    names.retain(|n| seen.insert(n.clone()));
-    names
+    dedupe(names)
+}
+
+/// `names` with every name after its first place removed, in order. A state names a few
+/// events, so a linear search, with no copy of each name to hash, is the cheap way for a
+/// short list; a long one goes through a set.
+fn dedupe(mut names: Vec<String>) -> Vec<String> {
+    if names.len() > 16 {
+        let mut seen = std::collections::HashSet::new();
+        names.retain(|n| seen.insert(n.clone()));
+        return names;
+    }
+    let mut unique: Vec<String> = Vec::with_capacity(names.len());
+    for n in names {
+        if !unique.contains(&n) {
+            unique.push(n);
+        }
+    }
+    unique
 }
 
 /// Whether `event` satisfies the correlation rules of event definition `name` for `inst`:
@@ -199,5 +215,26 @@ fn pin(cx: &mut Cx, name: &str, event: &Event) {
                 Value::String(value),
             );
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::dedupe;
+
+    fn names(s: &[&str]) -> Vec<String> {
+        s.iter().map(|n| n.to_string()).collect()
+    }
+
+    #[test]
+    fn a_name_keeps_its_first_place_in_short_and_long_lists() {
+        assert_eq!(
+            dedupe(names(&["b", "a", "b", "c", "a"])),
+            names(&["b", "a", "c"])
+        );
+        // over the linear search's length: the set's way, the same answer
+        let long: Vec<String> = (0..40).map(|i| format!("e{}", (i * 7) % 20)).collect();
+        let expected: Vec<String> = (0..20).map(|i| format!("e{}", (i * 7) % 20)).collect();
+        assert_eq!(dedupe(long), expected);
     }
 }

@@ -17,7 +17,7 @@
 //! sees another table, and scans from its first key.
 
 use super::tables::Table;
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::Mutex;
 
 /// Per scope prefix and table: the full key below which the table holds nothing.

@@ -5,9 +5,10 @@
 use super::{
     decode, encode, num, prefix_end, Pending, Result, Store, StoreError, Table, Write, SEP,
 };
+use foldhash::{HashMap, HashSet};
 use serde::{de::DeserializeOwned, Serialize};
 use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 
 /// One transaction: writes are kept in memory until [`Txn::commit`] applies them atomically.
