@@ -63,8 +63,9 @@
 //!   applied without the work topic, a backlog held behind each run's first forward until it
 //!   is read back), correlation router and index, messages between partitions, registry of
 //!   deployed versions, cron schedules and interval windows.
-//! - [`store`]: the embedded store (fjall): tables of JSON records (the outbox's Kafka
-//!   records in binary, [`broker::produced`]), one transaction per batch,
+//! - [`store`]: the embedded store (fjall): tables of records in MessagePack (`store::codec`;
+//!   JSON before layout 5, still read; the outbox's Kafka records in postcard,
+//!   [`broker::produced`]), one transaction per batch,
 //!   optionally scoped to one state partition and reading through the pending writes of
 //!   rounds in flight; a transaction's writes are its changelog batch; a partition's keys
 //!   exported as of one moment (snapshots); tables merged to drop deleted keys' tombstones.

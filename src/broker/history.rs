@@ -174,7 +174,7 @@ impl Batch<'_, '_> {
             let (copy, apart) = set_apart(&entry, large);
             for (n, bytes) in apart.into_iter().enumerate() {
                 self.tx
-                    .put_json(Table::Payloads, &payload_key(id, seq, n), bytes)?;
+                    .put_encoded(Table::Payloads, &payload_key(id, seq, n), bytes)?;
             }
             self.tx.put(Table::History, &k, &copy)?;
         }

@@ -9,7 +9,8 @@
 //! the next one back with its new bytes.
 //!
 //! That a hit gives what decoding would give rests on decoding being the inverse of encoding
-//! for every record, floats included (serde_json's `float_roundtrip`; without it a float
+//! for every record, floats included (MessagePack keeps a float's 64 bits; a JSON record an
+//! older layout wrote is parsed with serde_json's `float_roundtrip`, without which a float
 //! computed by the engine could read back one bit off).
 //!
 //! A durable execution stores its operations' timestamps in milliseconds (the AWS wire

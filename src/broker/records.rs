@@ -102,8 +102,9 @@ pub enum OutRecord {
     },
 }
 
-/// Outbox values as JSON: messages between partitions, and every value written before store
-/// layout 4 (events and dead letters, encoded by the producer then).
+/// Outbox values in the store's encoding (`store::codec`): messages between partitions, and
+/// every value written before store layout 4 (events and dead letters, encoded by the
+/// producer then; JSON).
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 enum Stored<W> {
@@ -126,7 +127,7 @@ enum Stored<W> {
 
 impl OutRecord {
     /// What the outbox stores: a Kafka record as [`Produced::encode`] writes it, a message
-    /// between partitions as JSON.
+    /// between partitions as the store encodes its values.
     pub fn encode(&self) -> Vec<u8> {
         match self {
             OutRecord::Kafka(p) => p.as_bytes().to_vec(),
@@ -366,11 +367,17 @@ mod tests {
         let bytes = rec.encode();
         let old = json!({"kind": "work", "partition": 2, "work": work});
         assert_eq!(
-            serde_json::from_slice::<Value>(&bytes).unwrap(),
+            crate::store::Txn::decode::<Value>(crate::store::Table::Outbox, "k", &bytes).unwrap(),
             old,
-            "the JSON older brokers wrote"
+            "the same record as the JSON older brokers wrote"
         );
         assert_eq!(OutRecord::decode(&cfg, "k", &bytes).unwrap(), rec);
+        let json = serde_json::to_vec(&old).unwrap();
+        assert_eq!(
+            OutRecord::decode(&cfg, "k", &json).unwrap(),
+            rec,
+            "JSON is still read"
+        );
         let p = Produced::event(cfg.output_mode, "out", "i1", &event("/s")).unwrap();
         let rec = OutRecord::Kafka(p);
         assert_eq!(OutRecord::decode(&cfg, "k", &rec.encode()).unwrap(), rec);

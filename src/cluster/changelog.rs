@@ -37,8 +37,9 @@ pub enum Entry {
 /// same again, and its batches may write the `unpinned` table (`broker::unpinned`), which a
 /// broker of format 3 would not keep up. Format 5 is the same again, and its batches' outbox
 /// values may be Kafka records in binary (`broker::produced`), which a broker of format 4
-/// would not read.
-pub const FORMAT: u32 = 5;
+/// would not read. Format 6 is the same again, and its batches' values may be in MessagePack
+/// (store layout 5, `store::codec`), which a broker of format 5 would not read.
+pub const FORMAT: u32 = 6;
 
 /// The first byte of a binary record: never the first byte of a JSON text (format 1 records
 /// start with `{`), nor of any UTF-8 text.
@@ -213,28 +214,28 @@ mod tests {
     #[test]
     fn records_carry_their_format_and_a_newer_one_is_refused() {
         let bytes = fence("a").encode();
-        assert_eq!(bytes[..2], [MAGIC, 5]);
+        assert_eq!(bytes[..2], [MAGIC, 6]);
         // format 1 (JSON) records are still read
         let old = br#"{"kind":"batch","fence":4,"deletes":[["instances","k"]]}"#;
         assert!(matches!(
             Entry::decode(9, old),
             Ok(Entry::Batch { fence: 4, .. })
         ));
-        // format 2 to 4 records (before `superseded`, `unpinned`, binary outbox values) are
-        // still read
-        for format in [2, 3, 4] {
+        // format 2 to 5 records (before `superseded`, `unpinned`, binary outbox values,
+        // MessagePack values) are still read
+        for format in [2, 3, 4, 5] {
             let mut older = batch(4, "k", None).encode();
             older[1] = format;
             assert_eq!(Entry::decode(9, &older).unwrap(), batch(4, "k", None));
         }
         let mut newer = batch(4, "k", None).encode();
-        newer[1] = 6;
+        newer[1] = 7;
         let e = Entry::decode(9, &newer).unwrap_err();
         assert!(matches!(
             e,
             ChangelogError::Version {
                 offset: 9,
-                found: 6
+                found: 7
             }
         ));
         assert!(e.to_string().contains("upgrade every broker"), "{e}");
@@ -271,7 +272,7 @@ mod tests {
             provisional: true,
         };
         // marker, format, variant 0, "ab" (length 2), true
-        assert_eq!(f.encode(), [MAGIC, 5, 0, 2, b'a', b'b', 1]);
+        assert_eq!(f.encode(), [MAGIC, 6, 0, 2, b'a', b'b', 1]);
         let b = Entry::Batch {
             fence: 3,
             writes: vec![
@@ -287,7 +288,7 @@ mod tests {
                 },
             ],
         };
-        let mut want = vec![MAGIC, 5, 1, 6, 2]; // variant 1, fence 3 (zigzag), two writes
+        let mut want = vec![MAGIC, 6, 1, 6, 2]; // variant 1, fence 3 (zigzag), two writes
         want.extend([9]);
         want.extend(b"instances");
         want.extend([1, b'k', 1, 3, b'[', b'1', b']']); // key "k", Some, 3 bytes

@@ -19,8 +19,10 @@ use serde::{Deserialize, Serialize};
 /// then the chunk in postcard, the store's values as they are) where formats 1 to 3 were JSON
 /// with each value embedded as JSON (`json`, still read); manifests stay JSON. Format 5 is
 /// format 4's layout, and its outbox values may be Kafka records in binary
-/// (`broker::produced`), which a broker of format 4 would not read.
-pub const FORMAT: u32 = 5;
+/// (`broker::produced`), which a broker of format 4 would not read. Format 6 is the same
+/// again, and its values may be in MessagePack (store layout 5, `store::codec`), which a
+/// broker of format 5 would not read.
+pub const FORMAT: u32 = 6;
 
 /// The first byte of a binary chunk: never the first byte of a JSON text (chunks of formats 1
 /// to 3 start with `{`), nor of any UTF-8 text.
@@ -227,7 +229,7 @@ mod tests {
     #[test]
     fn chunks_round_trip_and_are_checked() {
         let bytes = encode_chunk(42, &writes());
-        assert_eq!(bytes[..2], [MAGIC, 5]);
+        assert_eq!(bytes[..2], [MAGIC, 6]);
         assert_eq!(decode_chunk(7, 42, &bytes).unwrap(), writes());
         let e = decode_chunk(7, 43, &bytes).unwrap_err();
         assert!(e.to_string().contains("another snapshot"), "{e}");
@@ -249,9 +251,9 @@ mod tests {
         }
         // a newer format is refused, binary or JSON
         let mut newer = bytes.clone();
-        newer[1] = 6;
+        newer[1] = 7;
         let e = decode_chunk(7, 42, &newer).unwrap_err();
-        assert!(matches!(e, SnapshotError::Format(6)), "{e}");
+        assert!(matches!(e, SnapshotError::Format(7)), "{e}");
         assert!(e.to_string().contains("upgrade this broker"), "{e}");
         let e = decode_chunk(7, 42, &json::encode(9, 42, &writes())).unwrap_err();
         assert!(matches!(e, SnapshotError::Format(9)), "{e}");
@@ -281,19 +283,22 @@ mod tests {
     }
 
     #[test]
-    fn the_format_4_and_5_layout_is_pinned() {
+    fn the_format_4_to_6_layout_is_pinned() {
         let one = vec![Write {
             table: Table::Meta,
             key: "k".into(),
             value: Some(b"1".to_vec().into()),
         }];
         // magic, format, snapshot 3 (zigzag varint 6), one put: "meta", "k", b"1"
-        let want = [0xFB, 5, 6, 1, 4, b'm', b'e', b't', b'a', 1, b'k', 1, b'1'];
+        let want = [0xFB, 6, 6, 1, 4, b'm', b'e', b't', b'a', 1, b'k', 1, b'1'];
         assert_eq!(encode_chunk(3, &one), want);
-        // format 4 chunks (before binary outbox values) are read as they are
-        let mut four = want;
-        four[1] = 4;
-        assert_eq!(decode_chunk(0, 3, &four).unwrap(), one);
+        // format 4 and 5 chunks (before binary outbox values, before MessagePack values) are
+        // read as they are
+        for format in [4, 5] {
+            let mut older = want;
+            older[1] = format;
+            assert_eq!(decode_chunk(0, 3, &older).unwrap(), one);
+        }
     }
 
     #[test]
@@ -310,16 +315,16 @@ mod tests {
             broker: "b".into(),
         };
         assert_eq!(Manifest::decode(&m.encode()).unwrap(), m);
-        // formats 1 to 4 (before `superseded`, `unpinned`, binary chunks, binary outbox
-        // values) are still read
+        // formats 1 to 5 (before `superseded`, `unpinned`, binary chunks, binary outbox
+        // values, MessagePack values) are still read
         let text = String::from_utf8(m.encode()).unwrap();
-        assert!(text.contains("\"v\":5"), "{text}");
-        for format in [1, 2, 3, 4] {
+        assert!(text.contains("\"v\":6"), "{text}");
+        for format in [1, 2, 3, 4, 5] {
             let v = format!("\"v\":{format}");
-            let older = Manifest::decode(text.replace("\"v\":5", &v).as_bytes()).unwrap();
+            let older = Manifest::decode(text.replace("\"v\":6", &v).as_bytes()).unwrap();
             assert_eq!(older.format, format);
         }
-        let newer = text.replace("\"v\":5", "\"v\":9");
+        let newer = text.replace("\"v\":6", "\"v\":9");
         let e = Manifest::decode(newer.as_bytes()).unwrap_err();
         assert!(e.to_string().contains("upgrade this broker"), "{e}");
         assert_eq!(Manifest::key(PartitionId(1)), "snapshot/1");

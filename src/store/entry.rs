@@ -2,7 +2,7 @@
 //! and written as what it is, never under another table nor decoded as another type (the
 //! `offsets` and `meta` tables each hold values of several types, one per kind of key).
 //!
-//! The bytes are those the string keys and JSON values wrote before: typing changes no
+//! The bytes are those the string keys and untyped values wrote before: typing changes no
 //! layout.
 
 use super::{encode, Result, Scope, Snapshot, Table, Txn, Write};
@@ -74,9 +74,9 @@ impl Txn<'_> {
     }
 
     /// Stores `bytes`, which must be what [`Txn::encode`] made of an `E::Value`, without
-    /// serializing it again (debug builds check that they are JSON, as [`Txn::put_json`]).
+    /// serializing it again (debug builds check that they decode, as [`Txn::put_encoded`]).
     pub fn write_encoded<E: Entry>(&self, entry: &E, bytes: Vec<u8>) -> Result<()> {
-        self.put_json(E::TABLE, &entry.key(), bytes)
+        self.put_encoded(E::TABLE, &entry.key(), bytes)
     }
 
     /// Adds `by` to a counter entry (absent counts as 0); returns the new value.

@@ -4,8 +4,8 @@
 //! offsets ([`Txn`], in `txn`), fsynced at commit; readers (the admin API) see committed
 //! snapshots without blocking it ([`Snapshot`], in `snapshot`).
 //!
-//! Every table maps a string key to JSON bytes, but for the outbox's Kafka records
-//! (`broker::produced`, binary). Keys that must sort by time or sequence carry
+//! Every table maps a string key to a value in MessagePack (`codec`; JSON before layout 5,
+//! still read), but for the outbox's Kafka records (`broker::produced`, postcard). Keys that must sort by time or sequence carry
 //! zero-padded numbers, so a range scan returns them in order. See `tables` for the layout,
 //! `entry` for typed keys (each names its table and its value's type), `pending` for the
 //! writes of rounds in flight, `due` for where each time-keyed table's
@@ -13,6 +13,7 @@
 //! for dropping the tombstones of deleted keys and `readers` for the open snapshots a merge
 //! waits for.
 
+mod codec;
 mod compact;
 mod due;
 mod entry;
@@ -24,6 +25,7 @@ mod stats;
 mod tables;
 mod txn;
 
+pub use codec::CodecError;
 pub use compact::{spawn as spawn_compactor, Garbage, Merged, MIN_TOMBSTONES};
 pub use entry::Entry;
 pub use export::Export;
@@ -47,7 +49,7 @@ pub enum StoreError {
     Corrupt {
         table: &'static str,
         key: String,
-        source: serde_json::Error,
+        source: CodecError,
     },
     #[error("store: unreadable record in {table} at {key:?}: {why}")]
     Unreadable {
@@ -75,8 +77,11 @@ pub enum StoreError {
 /// layout 2 would not keep up; a layout 2 directory opens as it is (the first batch of each
 /// partition that holds state counts its heads: `broker::kept`). Layout 4 stores the outbox's
 /// Kafka records in binary (`broker::produced`), which a broker of layout 3 would not read; a
-/// layout 3 directory opens as it is (its JSON outbox values are still read).
-pub const LAYOUT: u32 = 4;
+/// layout 3 directory opens as it is (its JSON outbox values are still read). Layout 5 writes
+/// values in MessagePack (`codec`), which a broker of layout 4 would not read; a layout 4
+/// directory opens as it is (a value without the codec's mark is JSON and still read, and is
+/// rewritten in MessagePack the next time it changes).
+pub const LAYOUT: u32 = 5;
 
 impl From<fjall::Error> for StoreError {
     fn from(e: fjall::Error) -> Self {
@@ -315,7 +320,7 @@ impl Store {
 }
 
 fn decode<T: DeserializeOwned>(table: Table, key: &str, bytes: &[u8]) -> Result<T> {
-    serde_json::from_slice(bytes).map_err(|source| StoreError::Corrupt {
+    codec::decode(bytes).map_err(|source| StoreError::Corrupt {
         table: table.name(),
         key: key.to_string(),
         source,
@@ -323,7 +328,7 @@ fn decode<T: DeserializeOwned>(table: Table, key: &str, bytes: &[u8]) -> Result<
 }
 
 fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    serde_json::to_vec(value).expect("store values serialize")
+    codec::encode(value)
 }
 
 fn collect<T: DeserializeOwned, E: Into<StoreError>>(
@@ -395,6 +400,34 @@ mod tests {
         let text = e.to_string();
         assert!(matches!(e, StoreError::Layout { found, .. } if found == LAYOUT + 1));
         assert!(text.contains("empty data_dir"), "{text}");
+    }
+
+    #[test]
+    fn json_values_of_an_older_layout_are_read_and_rewritten_in_messagepack() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let tx = store.write().unwrap();
+            // what a broker of layout 4 wrote
+            tx.put_bytes(Table::Instances, "i", br#"{"z":1,"a":[1.5,"x"]}"#.to_vec())
+                .unwrap();
+            tx.put_bytes(Table::Meta, "n", b"48".to_vec()).unwrap();
+            tx.commit().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let tx = store.write().unwrap();
+        let v: serde_json::Value = tx.get(Table::Instances, "i").unwrap().unwrap();
+        assert_eq!(v.to_string(), r#"{"z":1,"a":[1.5,"x"]}"#, "order kept");
+        assert_eq!(tx.get::<i64>(Table::Meta, "n").unwrap(), Some(48));
+        tx.put(Table::Meta, "n", &49).unwrap();
+        tx.commit().unwrap();
+        let tx = store.write().unwrap();
+        let raw = tx
+            .get_raw(Table::Meta, "n", <[u8]>::to_vec)
+            .unwrap()
+            .unwrap();
+        assert_eq!(raw, [codec::MARK, 49]);
+        assert_eq!(tx.get::<i64>(Table::Meta, "n").unwrap(), Some(49));
     }
 
     #[test]

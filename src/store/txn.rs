@@ -250,18 +250,18 @@ impl<'s> Txn<'s> {
     }
 
     pub fn put<T: Serialize>(&self, table: Table, key: &str, value: &T) -> Result<()> {
-        self.put_json(table, key, encode(value))
+        self.put_encoded(table, key, encode(value))
     }
 
-    /// Stores `bytes`, which must be one JSON value (as [`Txn::put`] would write it), without
-    /// serializing it again.
-    pub fn put_json(&self, table: Table, key: &str, bytes: Vec<u8>) -> Result<()> {
-        debug_assert!(serde_json::from_slice::<serde::de::IgnoredAny>(&bytes).is_ok());
+    /// Stores `bytes`, which must be one value as the store's readers decode it (what
+    /// [`Txn::encode`] made, or JSON text), without serializing it again.
+    pub fn put_encoded(&self, table: Table, key: &str, bytes: Vec<u8>) -> Result<()> {
+        debug_assert!(super::codec::decode::<serde::de::IgnoredAny>(&bytes).is_ok());
         self.put_bytes(table, key, bytes)
     }
 
-    /// Stores `bytes` as they are: a value that is not JSON, which its table's readers decode
-    /// themselves (the outbox's Kafka records, `broker::produced`).
+    /// Stores `bytes` as they are: a value not in the store's encoding, which its table's
+    /// readers decode themselves (the outbox's Kafka records, `broker::produced`).
     pub fn put_bytes(&self, table: Table, key: &str, bytes: Vec<u8>) -> Result<()> {
         self.written
             .set(self.written.get() + key.len() + bytes.len());
@@ -407,7 +407,7 @@ impl<'s> Txn<'s> {
     }
 
     /// The first key of `table` in this transaction's scope, its value not decoded (a table
-    /// whose values are not all JSON, such as the outbox, can be asked too).
+    /// whose values are not all in the store's encoding, such as the outbox, can be asked too).
     pub fn first_key(&self, table: Table) -> Result<Option<String>> {
         let lo = self.store.due.start(table, &self.prefix);
         let hi = prefix_end(&self.prefix);
