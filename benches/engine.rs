@@ -14,6 +14,7 @@ use flowbroker::broker::hot::Hot;
 use flowbroker::definition::Definition;
 use flowbroker::engine::{apply, Action, Event, Input, Instance};
 use flowbroker::load::Format;
+use flowbroker::store::{Table, Txn};
 use serde_json::json;
 use std::time::Instant;
 
@@ -85,16 +86,17 @@ fn step(
     hot: &mut Hot<Instance>,
 ) -> (Instance, Vec<Action>) {
     let s = apply(def, inst, input, now).expect("bench input applies");
-    let stored = serde_json::to_vec(&s.instance).unwrap();
+    // as the store writes and reads records (`store::codec`)
+    let stored = Txn::encode(&s.instance);
+    let decode = |b: &[u8]| Txn::decode(Table::Instances, "i", b).unwrap();
     let inst = match store {
-        Store::RoundTrip => serde_json::from_slice(&stored).unwrap(),
+        Store::RoundTrip => decode(&stored),
         // a finished instance is not kept (it takes no more inputs)
         Store::Kept if s.instance.status.is_final() => s.instance,
         Store::Kept => {
             let id = s.instance.id.clone();
             hot.offer(&id, stored.clone(), s.instance);
-            hot.take(&id, &stored)
-                .unwrap_or_else(|| serde_json::from_slice(&stored).unwrap())
+            hot.take(&id, &stored).unwrap_or_else(|| decode(&stored))
         }
     };
     (inst, s.actions)

@@ -335,19 +335,23 @@ fn a_tick_sets_the_attributes_its_correlation_rules_name() {
     }
     assert_ne!(ticks[0], ticks[1], "each tick its own correlation key");
     // read back as the broker reads them (typed: a key written twice is an error, which a
-    // JSON value would hide)
+    // untyped value would hide)
     let mut read = 0;
     for w in h.export() {
         let Some(v) = &w.value else { continue };
         match w.table {
             flowbroker::store::Table::Instances => {
-                serde_json::from_slice::<flowbroker::broker::records::InstanceRecord>(v)
-                    .unwrap_or_else(|e| panic!("{}: {e}", w.key));
+                flowbroker::store::Txn::decode::<flowbroker::broker::records::InstanceRecord>(
+                    w.table, &w.key, v,
+                )
+                .unwrap_or_else(|e| panic!("{}: {e}", w.key));
                 read += 1;
             }
             flowbroker::store::Table::History => {
-                serde_json::from_slice::<flowbroker::broker::records::HistoryEntry>(v)
-                    .unwrap_or_else(|e| panic!("{}: {e}", w.key));
+                flowbroker::store::Txn::decode::<flowbroker::broker::records::HistoryEntry>(
+                    w.table, &w.key, v,
+                )
+                .unwrap_or_else(|e| panic!("{}: {e}", w.key));
                 read += 1;
             }
             _ => {}

@@ -10,7 +10,7 @@
 //! do in JSON, so a record type can gain a field without a new layout. The same value decoded
 //! from either encoding is the same, which the tests below pin.
 
-use serde::{Deserialize, Serialize};
+use serde::{de::DeserializeOwned, Serialize};
 
 /// The first byte of a MessagePack value: 0xC1 is the one byte MessagePack never uses, and
 /// neither a JSON text nor any UTF-8 text starts with it, so the two encodings cannot be
@@ -24,6 +24,8 @@ pub enum CodecError {
     MessagePack(#[from] rmp_serde::decode::Error),
     #[error("JSON: {0}")]
     Json(#[from] serde_json::Error),
+    #[error("MessagePack: {0} bytes after the value")]
+    Trailing(usize),
 }
 
 /// `value` as the store writes it.
@@ -37,12 +39,16 @@ pub fn encode<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     out
 }
 
-/// A stored value, in either encoding. Strings may borrow from `bytes`.
-pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, CodecError> {
+/// A stored value, in either encoding; one value and nothing after it.
+pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, CodecError> {
     match bytes.split_first() {
-        Some((&MARK, body)) => {
-            let mut de = rmp_serde::Deserializer::from_read_ref(body).with_human_readable();
-            Ok(T::deserialize(&mut de)?)
+        Some((&MARK, mut body)) => {
+            let mut de = rmp_serde::Deserializer::new(&mut body).with_human_readable();
+            let value = T::deserialize(&mut de)?;
+            match de.get_ref().len() {
+                0 => Ok(value),
+                n => Err(CodecError::Trailing(n)),
+            }
         }
         _ => Ok(serde_json::from_slice(bytes)?),
     }
@@ -52,6 +58,7 @@ pub fn decode<'a, T: Deserialize<'a>>(bytes: &'a [u8]) -> Result<T, CodecError> 
 mod tests {
     use super::*;
     use chrono::{DateTime, Utc};
+    use serde::Deserialize;
     use serde_json::{json, Value};
     use std::collections::BTreeMap;
 
@@ -148,6 +155,32 @@ mod tests {
     }
 
     #[test]
+    fn integer_keys_are_written_as_strings_so_a_value_can_hold_them() {
+        #[derive(Debug, PartialEq, Serialize, Deserialize)]
+        struct Open {
+            #[serde(with = "crate::engine::swf::execution::string_keys")]
+            externals: BTreeMap<i64, String>,
+        }
+        let open = Open {
+            externals: BTreeMap::from([(5, "a".into()), (-2, "b".into())]),
+        };
+        let json = serde_json::to_vec(&open).unwrap();
+        assert_eq!(
+            json, br#"{"externals":{"-2":"b","5":"a"}}"#,
+            "as JSON wrote them"
+        );
+        let mp = encode(&open);
+        assert_eq!(decode::<Open>(&mp).unwrap(), open);
+        assert_eq!(decode::<Open>(&json).unwrap(), open);
+        assert_eq!(
+            decode::<Value>(&mp).unwrap(),
+            decode::<Value>(&json).unwrap()
+        );
+        let e = decode::<Open>(br#"{"externals":{"x":"a"}}"#).unwrap_err();
+        assert!(e.to_string().contains("not a number"), "{e}");
+    }
+
+    #[test]
     fn damage_is_an_error_not_a_guess() {
         let bytes = encode(&sample(Kind::Idle));
         for cut in [1, 2, bytes.len() / 2, bytes.len() - 1] {
@@ -161,6 +194,12 @@ mod tests {
         assert!(matches!(
             decode::<Record>(b"{}").unwrap_err(),
             CodecError::Json(_)
+        ));
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(matches!(
+            decode::<Record>(&longer).unwrap_err(),
+            CodecError::Trailing(1)
         ));
     }
 }

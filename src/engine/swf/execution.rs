@@ -184,8 +184,42 @@ pub struct Execution {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub lambdas: BTreeMap<String, OpenLambda>,
     /// External signals and cancel requests on their way, by their initiated event.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "BTreeMap::is_empty",
+        with = "string_keys"
+    )]
     pub externals: BTreeMap<i64, OpenExternal>,
+}
+
+/// Integer keys written as strings, as JSON writes them, so a stored execution reads into a
+/// `serde_json::Value` whatever the store's encoding (MessagePack would write integer keys,
+/// which a `Value` cannot hold).
+pub(crate) mod string_keys {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<V: Serialize, S: Serializer>(
+        map: &BTreeMap<i64, V>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_map(map.iter().map(|(k, v)| (k.to_string(), v)))
+    }
+
+    pub fn deserialize<'de, V: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<i64, V>, D::Error> {
+        BTreeMap::<String, V>::deserialize(d)?
+            .into_iter()
+            .map(|(k, v)| match k.parse() {
+                Ok(n) => Ok((n, v)),
+                Err(_) => Err(D::Error::custom(format!(
+                    "an event id that is not a number: {k:?}"
+                ))),
+            })
+            .collect()
+    }
 }
 
 impl Execution {
