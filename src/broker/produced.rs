@@ -13,8 +13,9 @@ use crate::engine::Event;
 use serde::{Deserialize, Serialize};
 use serde_bytes::Bytes;
 
-/// The first byte of a stored record: never the first byte of a JSON text (the outbox's
-/// other values, and its values before layout 4), nor of any UTF-8 text.
+/// The first byte of a stored record: never the first byte of the outbox's other values
+/// (MessagePack behind `store::codec`'s 0xC1 mark, or a JSON text before layout 5), nor of
+/// any UTF-8 text.
 pub const MAGIC: u8 = 0xFB;
 
 /// The layout of a stored record after [`MAGIC`]; a newer one is refused.
