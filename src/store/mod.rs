@@ -25,6 +25,7 @@ mod stats;
 mod tables;
 mod txn;
 
+use codec::encode;
 pub use codec::CodecError;
 pub use compact::{spawn as spawn_compactor, Garbage, Merged, MIN_TOMBSTONES};
 pub use entry::Entry;
@@ -37,7 +38,7 @@ pub use txn::Txn;
 pub use tables::{at, key, num, push_num, split_at, Table, SEP};
 
 use fjall::{Keyspace, PartitionHandle, PersistMode};
-use serde::{de::DeserializeOwned, Serialize};
+use serde::de::DeserializeOwned;
 use std::ops::Bound;
 use std::path::Path;
 
@@ -325,10 +326,6 @@ fn decode<T: DeserializeOwned>(table: Table, key: &str, bytes: &[u8]) -> Result<
         key: key.to_string(),
         source,
     })
-}
-
-fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    codec::encode(value)
 }
 
 fn collect<T: DeserializeOwned, E: Into<StoreError>>(
