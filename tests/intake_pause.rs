@@ -61,22 +61,35 @@ fn partitions_paused_on_a_stale_flag_are_resumed_after_the_assignment() {
     kafka
         .producer()
         .send_pings("p", 30, None, |i| json!({ "i": i }));
-    let got = rt.block_on(async {
-        let mut got = 0;
+    let per_partition = rt.block_on(async {
+        let mut per_partition = std::collections::BTreeMap::<i32, usize>::new();
         let _ = tokio::time::timeout(Duration::from_secs(60), async {
-            while got < 30 {
+            while per_partition.values().sum::<usize>() < 30 {
                 match records.recv().await {
-                    Some(Cmd::Records(r)) => got += r.len(),
+                    Some(Cmd::Records(r)) => {
+                        for rec in r {
+                            *per_partition.entry(rec.partition).or_default() += 1;
+                        }
+                    }
                     Some(_) => {}
                     None => break,
                 }
             }
         })
         .await;
-        got
+        per_partition
     });
+    let got: usize = per_partition.values().sum();
+    // (on a failure, which partition fell short and where the consumer stands on each)
     assert_eq!(
-        got, 30,
-        "every record is delivered: no partition stays paused ({got})"
+        got,
+        30,
+        "every record is delivered: no partition stays paused (records per partition \
+         {per_partition:?}; assignment and positions {:?})",
+        c.position().map(|p| p
+            .elements()
+            .iter()
+            .map(|e| (e.partition(), e.offset()))
+            .collect::<Vec<_>>())
     );
 }
