@@ -309,7 +309,8 @@ fn throughput(bin: &str, n: usize, baseline: bool) -> (f64, f64, i64, i64) {
 }
 
 /// How the broker's rounds went (whole run): how many, the mean inputs per round, the mean
-/// time from a round's changelog append to its landing and of a store commit, on stderr.
+/// time from a round's changelog append to its landing and of a store commit, and how long
+/// intake batches waited for the definitions topic's sync, on stderr.
 fn rounds(broker: &Broker) {
     let m = broker.metrics();
     let count = metric_sum(&m, "flowbroker_round_inputs_count", "");
@@ -325,6 +326,13 @@ fn rounds(broker: &Broker) {
         1000.0 * secs / appends.max(1) as f64,
         1000.0 * acked / appends.max(1) as f64,
         1000.0 * commit_secs / commits.max(1) as f64
+    );
+    let held = metric_sum(&m, "flowbroker_intake_definitions_wait_seconds_count", "");
+    let held_secs =
+        support::metric_sum_f64(&m, "flowbroker_intake_definitions_wait_seconds_sum", "");
+    eprintln!(
+        "intake batches {held}, mean {:.1} ms held for the definitions topic's sync",
+        1000.0 * held_secs / held.max(1) as f64
     );
 }
 

@@ -32,6 +32,9 @@ pub struct Metrics {
     pub append_seconds: prometheus::Histogram,
     /// Inputs (records, requests, call results, acknowledgements) taken per round.
     pub round_inputs: prometheus::Histogram,
+    /// Per batch of input records: how long intake held it for the definitions topic's sync
+    /// (`kafka::definitions::Caught`).
+    pub definitions_wait: prometheus::Histogram,
     pub processor_batches: IntCounterVec,
     pub schedule_lag: HistogramVec,
     pub schedule_ticks: IntCounterVec,
@@ -111,6 +114,7 @@ impl Metrics {
             landing_seconds: plain(&r, "flowbroker_round_landing_seconds", "Per changelog append (one record per partition a round changed; a large round appends more than once): from its records sent to the changelog topic until its round landed, that is, Kafka acknowledged them and the core took the round up (after the round it was building meanwhile).", fast.clone()),
             append_seconds: plain(&r, "flowbroker_changelog_append_seconds", "Per changelog append: from its records sent to the changelog topic until the core saw Kafka acknowledge all of them (Kafka's share of flowbroker_round_landing_seconds; read between the core's steps, so a step being applied when the acknowledgement came adds to it).", fast.clone()),
             round_inputs: plain(&r, "flowbroker_round_inputs", "Inputs taken per round that took any (records, requests, call results, produce acknowledgements).", vec![1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0]),
+            definitions_wait: plain(&r, "flowbroker_intake_definitions_wait_seconds", "Per batch of input records (input topics and the work topic): how long intake held it until every definition published on the definitions topic before it arrived was deployed here (one offsets request to Kafka, shared by the batches waiting), before it went to the core.", fast.clone()),
             schedule_lag: histogram(&r, "flowbroker_schedule_lag_seconds", "Cron firing lag: commit time minus tick time.", &["workflow"], fast),
             input_commits: counter(&r, "flowbroker_input_offset_commits_total", "Input offset commits to the consumer group (one at a time, at most one per kafka.commit_interval_ms), by outcome: ok or failed (the next one carries the offsets again; stored positions decide what is applied).", &["outcome"]),
             routed: counter(&r, "flowbroker_input_records_routed_total", "Input records routed to a state partition, by path: direct (the partition is owned by this broker and applied the record without the work topic) or work_topic.", &["path"]),

@@ -236,7 +236,11 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         core.process(vec![Cmd::Files(files.clone())])?;
         files
     } else {
-        let mut reader = crate::kafka::definitions::reader(k, &c.definitions_topic)?;
+        let mut reader = crate::kafka::definitions::reader(
+            k,
+            &c.definitions_topic,
+            metrics.definitions_wait.clone(),
+        )?;
         let mut rollout = crate::rollout::Rollout::new(cfg.workflows_dir.clone(), owner.clone());
         reader
             .read_to_end(&mut rollout, Duration::from_secs(15))

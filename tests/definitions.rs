@@ -98,6 +98,16 @@ fn a_file_dropped_on_one_broker_starts_instances_from_events_another_consumes() 
         !b.workflow_path("hello.yaml").exists(),
         "b never had the file"
     );
+    // b held each batch it consumed for a sync of the definitions topic, and counted it
+    let held = metric_sum(
+        &b.metrics(),
+        "flowbroker_intake_definitions_wait_seconds_count",
+        "",
+    );
+    assert!(
+        held > 0,
+        "b's batches waited for the definitions sync ({held})"
+    );
     let (vb, file) = deployed(&b).expect("b deploys hello from the topic");
     assert_eq!(vb, version, "the same version on both brokers");
     assert!(file.ends_with("hello.yaml"), "{file}");

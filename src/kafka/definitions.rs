@@ -36,6 +36,8 @@ pub struct Caught {
     synced: std::sync::Mutex<Option<Instant>>,
     /// Asks the sync task for a sync.
     wanted: Notify,
+    /// How long each batch waited (`flowbroker_intake_definitions_wait_seconds`).
+    waited: Option<prometheus::Histogram>,
 }
 
 impl Caught {
@@ -50,7 +52,14 @@ impl Caught {
     /// Returns once every definition published before `t` is deployed here (or after a few
     /// seconds, logged: definitions that cannot be read must not stop intake).
     pub async fn wait_since(&self, t: Instant) {
-        let until = tokio::time::Instant::now() + WAIT_AT_MOST;
+        let began = tokio::time::Instant::now();
+        self.wait_until_synced(t, began + WAIT_AT_MOST).await;
+        if let Some(h) = &self.waited {
+            h.observe(began.elapsed().as_secs_f64());
+        }
+    }
+
+    async fn wait_until_synced(&self, t: Instant, until: tokio::time::Instant) {
         loop {
             let notified = self.changed.notified();
             if self.synced_since(t) {
@@ -121,8 +130,12 @@ pub struct Reader {
     topic: String,
 }
 
-/// Starts the reader thread.
-pub fn reader(cfg: &KafkaConfig, topic: &str) -> Result<Reader, KafkaError> {
+/// Starts the reader thread; `waited` gets how long each intake batch waited for a sync.
+pub fn reader(
+    cfg: &KafkaConfig,
+    topic: &str,
+    waited: prometheus::Histogram,
+) -> Result<Reader, KafkaError> {
     let consumer: BaseConsumer = client_config(
         cfg,
         &[
@@ -139,7 +152,10 @@ pub fn reader(cfg: &KafkaConfig, topic: &str) -> Result<Reader, KafkaError> {
         source,
     })?;
     let (tx, records) = mpsc::unbounded_channel();
-    let caught = Arc::new(Caught::default());
+    let caught = Arc::new(Caught {
+        waited: Some(waited),
+        ..Caught::default()
+    });
     let (t, k) = (topic.to_string(), cfg.clone());
     std::thread::Builder::new()
         .name("flowbroker-definitions".into())
@@ -305,5 +321,45 @@ pub async fn run(
         if let Some(n) = next {
             reader.caught.deployed_to(n);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn caught() -> (Arc<Caught>, prometheus::Histogram) {
+        let h = prometheus::Histogram::with_opts(prometheus::HistogramOpts::new("w", "w")).unwrap();
+        let c = Arc::new(Caught {
+            waited: Some(h.clone()),
+            ..Caught::default()
+        });
+        (c, h)
+    }
+
+    #[tokio::test]
+    async fn a_batch_waits_for_a_sync_that_began_after_it_arrived_and_the_wait_is_counted() {
+        let (c, h) = caught();
+        let arrived = Instant::now();
+        c.synced_at(arrived.checked_sub(Duration::from_millis(1)).unwrap());
+        // a sync from before the batch arrived does not do: the batch waits for the next one
+        let waiter = tokio::spawn({
+            let c = c.clone();
+            async move { c.wait_since(arrived).await }
+        });
+        tokio::time::timeout(Duration::from_secs(10), c.wanted.notified())
+            .await
+            .expect("the batch asks for a sync");
+        assert!(!waiter.is_finished(), "held until a sync began after it");
+        assert_eq!(h.get_sample_count(), 0);
+        c.synced_at(Instant::now());
+        tokio::time::timeout(Duration::from_secs(10), waiter)
+            .await
+            .expect("let go once synced")
+            .unwrap();
+        assert_eq!(h.get_sample_count(), 1, "one wait observed");
+        // a batch that arrived before the last sync began goes on at once, counted too
+        c.wait_since(arrived).await;
+        assert_eq!(h.get_sample_count(), 2);
     }
 }
