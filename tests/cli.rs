@@ -1,12 +1,13 @@
 //! The `flowbroker` binary: `validate` and `graph`, run as a user would.
 
-use std::path::Path;
+mod root;
+
 use std::process::Command;
 
 fn flowbroker(args: &[&str]) -> (i32, String, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_flowbroker"))
         .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(root::root())
         .output()
         .unwrap();
     (
@@ -37,11 +38,9 @@ fn shipped_workflows_are_valid() {
 fn invalid_files_fail_with_located_errors() {
     let dir = temp_dir("bad");
     std::fs::copy("workflows/nightly-report.yaml", dir.join("good.yaml")).unwrap();
-    let bad = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("workflows/credit-check.json"),
-    )
-    .unwrap()
-    .replace("\"nextState\": \"Evaluate\"", "\"nextState\": \"Evaluat\"");
+    let bad = std::fs::read_to_string(root::root().join("workflows/credit-check.json"))
+        .unwrap()
+        .replace("\"nextState\": \"Evaluate\"", "\"nextState\": \"Evaluat\"");
     std::fs::write(dir.join("bad.json"), bad).unwrap();
     std::fs::write(dir.join("broken.yml"), "id: x\nstates: [\n").unwrap();
     let (code, _, err) = flowbroker(&["validate", dir.to_str().unwrap()]);
@@ -96,7 +95,7 @@ fn graph_prints_mermaid() {
 #[test]
 fn a_sub_workflow_is_valid_with_the_parent_that_defines_what_it_uses() {
     let dir = temp_dir("family");
-    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/examples");
+    let examples = root::root().join("tests/fixtures/examples");
     for f in ["job-monitoring.json", "job-submission-error.yaml"] {
         std::fs::copy(examples.join(f), dir.join(f)).unwrap();
     }

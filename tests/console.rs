@@ -190,7 +190,7 @@ fn the_console_shows_workflows_instances_and_an_instance_in_a_real_browser() {
         png.len()
     );
     if std::env::var_os("FLOWBROKER_UPDATE_SCREENSHOT").is_some() {
-        let docs = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/console.png");
+        let docs = support::root().join("docs/console.png");
         std::fs::write(docs, &png).unwrap();
     }
 

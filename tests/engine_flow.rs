@@ -208,11 +208,7 @@ fn subflow_failure_and_termination() {
 fn spec_foreach_sends_one_confirmation_per_completed_order() {
     let mut env = Env::json_file("tests/fixtures/spec/L2223.json");
     let orders = serde_json::from_str::<serde_json::Value>(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/spec/L2191.json"
-        ))
-        .unwrap(),
+        &std::fs::read_to_string(common::root().join("tests/fixtures/spec/L2191.json")).unwrap(),
     )
     .unwrap();
     let acts = env.start(orders);

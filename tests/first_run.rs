@@ -30,7 +30,7 @@ fn listening(port: u16) -> bool {
 /// `scripts/X` with a user's environment: nothing of flowbroker's configured.
 fn script(name: &str) -> Command {
     let mut c = Command::new(format!("scripts/{name}"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c.current_dir(support::root());
     for (k, _) in std::env::vars() {
         if k.starts_with("FLOWBROKER_") && k != "FLOWBROKER_TANSU" {
             c.env_remove(k);
@@ -98,10 +98,8 @@ fn the_demo_completes_every_sample_against_run_sh() {
         stderr.contains("+ flowbroker send --type com.example.order.placed"),
         "{stderr}"
     );
-    let functions = std::fs::read_to_string(
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".tansu/functions.log"),
-    )
-    .unwrap_or_default();
+    let functions =
+        std::fs::read_to_string(support::root().join(".tansu/functions.log")).unwrap_or_default();
     assert!(
         functions.contains("/reserveStock") && functions.contains("/requestCreditCheck"),
         "the demo functions were called: {functions}"

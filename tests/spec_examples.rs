@@ -2,15 +2,16 @@
 //! Fixtures were written out from ../shared/spec by scripts/extract-spec-examples.py and each is
 //! read as what it shows (tests/fixtures/spec/MANIFEST.tsv).
 
+mod root;
+
 use flowbroker::diag::Diagnostic;
 use flowbroker::load::{element, parse_value, state_from_value, workflow_from_value, Format};
 use flowbroker::model::*;
 use flowbroker::validate::validate;
 use serde_json::Value;
-use std::path::Path;
 
 fn fixtures() -> Vec<(String, String, Value)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/spec");
+    let dir = root::root().join("tests/fixtures/spec");
     let manifest = std::fs::read_to_string(dir.join("MANIFEST.tsv")).unwrap();
     let mut out = Vec::new();
     for line in manifest

@@ -6,9 +6,7 @@ use serde_json::json;
 use support::*;
 
 fn fixture(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/spec")
-        .join(name);
+    let path = support::root().join("tests/fixtures/spec").join(name);
     std::fs::read_to_string(path).unwrap()
 }
 
@@ -75,9 +73,7 @@ fn greet_customers_and_send_confirmations() {
 }
 
 fn example(name: &str) -> String {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/examples")
-        .join(name);
+    let path = support::root().join("tests/fixtures/examples").join(name);
     std::fs::read_to_string(path).unwrap()
 }
 

@@ -11,7 +11,7 @@ use support::*;
 
 /// Runs `tests/fixtures/swf/<script>` against the broker at `http`; its JSON output.
 fn run(script: &str, http: &str) -> Value {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/swf");
+    let dir = support::root().join("tests/fixtures/swf");
     let out = Command::new(support::durable::python())
         .arg(dir.join(script))
         .arg(format!("http://{http}"))
@@ -223,7 +223,7 @@ fn step(http: &str, args: &[&str]) -> Value {
 
 /// [`step`] with environment variables (credentials).
 fn step_with(http: &str, args: &[&str], env: &[(&str, &str)]) -> Value {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/swf");
+    let dir = support::root().join("tests/fixtures/swf");
     let out = Command::new(support::durable::python())
         .arg(dir.join("step.py"))
         .arg(format!("http://{http}"))
@@ -589,7 +589,7 @@ fn simpleflow_runs_a_fan_out_chained_into_a_reduce() {
         "swf-sdk.sh",
         "simpleflow in a virtualenv; this test needs it",
     );
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/swf");
+    let dir = support::root().join("tests/fixtures/swf");
     let out = Command::new(python)
         .arg(dir.join("sf_run.py"))
         .arg(format!("http://{}", broker.http))

@@ -7,6 +7,10 @@ use flowbroker::engine::{apply, Action, EngineError, ErrorInfo, Event, Input, In
 use flowbroker::load::Format;
 use serde_json::{json, Map, Value};
 
+#[path = "../root/mod.rs"]
+mod root;
+pub use root::root;
+
 pub struct Env {
     pub def: Definition,
     pub inst: Instance,
@@ -37,7 +41,7 @@ impl Env {
     }
 
     pub fn json_file(path: &str) -> Env {
-        let full = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
+        let full = root().join(path);
         Env::with(Definition::load(&full).unwrap_or_else(|e| panic!("{:#?}", e.diagnostics)))
     }
 

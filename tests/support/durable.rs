@@ -5,12 +5,10 @@
 
 use super::{free_port, installed, wait_for};
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use super::root;
 
 /// The Python that has the SDK.
 pub fn python() -> PathBuf {

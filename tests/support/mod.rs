@@ -5,6 +5,9 @@
 #![allow(dead_code)]
 
 pub mod durable;
+#[path = "../root/mod.rs"]
+mod root;
+pub use root::root;
 pub mod manual;
 pub mod otlp;
 
@@ -147,9 +150,7 @@ pub fn installed(var: &str, script: &str, what: &str) -> String {
     if let Ok(p) = std::env::var(var) {
         return p;
     }
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("scripts")
-        .join(script);
+    let script = root().join("scripts").join(script);
     let out = Command::new(&script)
         .stderr(Stdio::inherit())
         .output()
