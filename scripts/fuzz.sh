@@ -36,7 +36,7 @@ cargo afl build --release --locked --bins 2>&1 | tail -1
 BIN="$CARGO_TARGET_DIR/release"
 SEEDS="$OUT/seeds"
 rm -rf "$SEEDS"
-"$BIN/seeds" "$SEEDS"
+"$BIN/seeds" "$SEEDS" ..
 
 export AFL_NO_UI=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1 AFL_NO_AFFINITY=1
 status=0

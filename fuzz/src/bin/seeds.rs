@@ -1,6 +1,7 @@
 //! Writes the seed corpora, one directory per target under the given directory, from the
 //! project's fixtures (workflow files, the sample config) and a few hand-made inputs, so no
-//! binary seed is kept in git: `seeds OUT_DIR`.
+//! binary seed is kept in git: `seeds OUT_DIR [REPO]` (REPO: the clone to read, by default
+//! the one this binary was built in).
 
 use flowbroker_fuzz::encode;
 use std::path::{Path, PathBuf};
@@ -19,8 +20,13 @@ fn walk(p: &Path, out: &mut Vec<PathBuf>) {
 }
 
 fn main() {
-    let out = PathBuf::from(std::env::args().nth(1).expect("usage: seeds OUT_DIR"));
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let out = PathBuf::from(std::env::args().nth(1).expect("usage: seeds OUT_DIR [REPO]"));
+    // the clone to read (scripts/fuzz.sh names its own): the build directory is shared, so
+    // this binary may have been built in another clone of the same sources
+    let root = std::env::args()
+        .nth(2)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".."));
     let write = |target: &str, name: &str, data: &[u8]| {
         let dir = out.join(target);
         std::fs::create_dir_all(&dir).unwrap();
