@@ -17,11 +17,13 @@ fn flowbroker(args: &[&str]) -> (i32, String, String) {
     )
 }
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("flowbroker-cli-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A directory of the test's own, removed when the returned guard drops (also when the
+/// test fails).
+fn temp_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("flowbroker-cli-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 #[test]
@@ -36,8 +38,13 @@ fn shipped_workflows_are_valid() {
 
 #[test]
 fn invalid_files_fail_with_located_errors() {
-    let dir = temp_dir("bad");
-    std::fs::copy("workflows/nightly-report.yaml", dir.join("good.yaml")).unwrap();
+    let guard = temp_dir("bad");
+    let dir = guard.path();
+    std::fs::copy(
+        root::root().join("workflows/nightly-report.yaml"),
+        dir.join("good.yaml"),
+    )
+    .unwrap();
     let bad = std::fs::read_to_string(root::root().join("workflows/credit-check.json"))
         .unwrap()
         .replace("\"nextState\": \"Evaluate\"", "\"nextState\": \"Evaluat\"");
@@ -94,7 +101,8 @@ fn graph_prints_mermaid() {
 
 #[test]
 fn a_sub_workflow_is_valid_with_the_parent_that_defines_what_it_uses() {
-    let dir = temp_dir("family");
+    let guard = temp_dir("family");
+    let dir = guard.path();
     let examples = root::root().join("tests/fixtures/examples");
     for f in ["job-monitoring.json", "job-submission-error.yaml"] {
         std::fs::copy(examples.join(f), dir.join(f)).unwrap();
