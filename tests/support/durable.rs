@@ -3,12 +3,10 @@
 //! handlers in `tests/fixtures/durable`, the side effects they record, and boto3 as an AWS
 //! client (`tests/fixtures/durable/aws.py`). A test that cannot get the SDK panics.
 
-use super::{free_port, installed, wait_for};
+use super::{free_port, installed, root, wait_for};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-
-use super::root;
 
 /// The Python that has the SDK.
 pub fn python() -> PathBuf {
