@@ -132,7 +132,7 @@ pub fn gauges(
         vec![(String::new(), stats.journals as i64)],
     );
     type Count = fn(&crate::store::TableStats) -> u64;
-    let counters: [(&str, &str, Count); 2] = [
+    let counters: [(&str, &str, Count); 3] = [
         (
             "flowbroker_store_written_bytes_total",
             "Bytes of keys and values committed to the embedded store since the broker started, by table (a delete counts its key; flushes and merges not counted).",
@@ -142,6 +142,11 @@ pub fn gauges(
             "flowbroker_store_flushes_total",
             "Memtable flushes of the embedded store since the broker started, by table: each writes a file to the table's first level, and every few bring a merge.",
             |t| t.flushes,
+        ),
+        (
+            "flowbroker_store_lookups_total",
+            "Point lookups of a key that reached the embedded store since the broker started, by table: keys the broker's own writes in flight did not hold, looked up in the store's memtables and files (scans not counted).",
+            |t| t.lookups,
         ),
     ];
     for (name, help, count) in counters {

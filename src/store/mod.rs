@@ -107,7 +107,9 @@ pub struct Store {
     /// Open snapshots, which a tombstone merge waits for (`readers`, `compact`).
     readers: std::sync::Arc<readers::Readers>,
     /// Bytes committed to each table (`stats`).
-    written: stats::Written,
+    written: stats::PerTable,
+    /// Point lookups that reached each table (`Txn`), for `/metrics`.
+    lookups: stats::PerTable,
 }
 
 /// Which keys a transaction sees and writes: the whole store, or the keys of one state
@@ -233,6 +235,7 @@ impl Store {
             due: Default::default(),
             readers: Default::default(),
             written: Default::default(),
+            lookups: Default::default(),
         })
     }
 
@@ -317,6 +320,12 @@ impl Store {
 
     fn part(&self, t: Table) -> &PartitionHandle {
         &self.parts[t as usize]
+    }
+
+    /// Table `t`, for a point lookup of one key: counted (`stats`).
+    fn lookup(&self, t: Table) -> &PartitionHandle {
+        self.lookups.add(t, 1);
+        self.part(t)
     }
 }
 

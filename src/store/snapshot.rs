@@ -31,6 +31,7 @@ impl<'s> Snapshot<'s> {
     }
 
     pub fn get<T: DeserializeOwned>(&self, table: Table, key: &str) -> Result<Option<T>> {
+        self.store.lookups.add(table, 1);
         let v = self.snap(table).get(key)?;
         v.map(|b| decode(table, key, &b)).transpose()
     }

@@ -1,18 +1,19 @@
 //! What the store holds on disk and in memory, per table, for `/metrics` (docs/store.md
 //! "Memory"): fjall's segments (files), their bytes, the bloom filters it keeps in memory for
-//! them, the write buffer over every table, the bytes each table was written and its
-//! memtable flushes since the store opened.
+//! them, the write buffer over every table, the bytes each table was written, the point
+//! lookups that reached it and its memtable flushes since the store opened.
 
 use super::{Store, Table};
 use fjall::AbstractTree;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Bytes of keys and values committed to each table since the store opened (deletes count
-/// their key), counted as [`Store::apply`] (and [`Store::clear`]) hand them to the store.
+/// A count per table since the store opened: the bytes of keys and values committed
+/// (deletes count their key), as [`Store::apply`] (and [`Store::clear`]) hand them to the
+/// store; or the point lookups that reached it (`Txn`).
 #[derive(Debug, Default)]
-pub(super) struct Written([AtomicU64; Table::ALL.len()]);
+pub(super) struct PerTable([AtomicU64; Table::ALL.len()]);
 
-impl Written {
+impl PerTable {
     pub(super) fn add(&self, table: Table, bytes: usize) {
         self.0[table as usize].fetch_add(bytes as u64, Ordering::Relaxed);
     }
@@ -49,6 +50,10 @@ pub struct TableStats {
     /// Memtable flushes since the store opened: each wrote a file to the table's first level,
     /// and every few of them bring a merge (docs/store.md "Memory").
     pub flushes: u64,
+    /// Point lookups of a key that reached the table since the store opened: neither the
+    /// transaction asking nor the rounds in flight held the key, so fjall looked in its
+    /// memtables and files. Scans are not counted.
+    pub lookups: u64,
 }
 
 /// The whole store's figures.
@@ -78,6 +83,7 @@ impl Store {
                         tombstones: self.garbage(table).tombstones,
                         written: self.written.get(table),
                         flushes: part.flushes_completed() as u64,
+                        lookups: self.lookups.get(table),
                     }
                 })
                 .collect(),
@@ -137,6 +143,40 @@ mod tests {
         tx.commit().unwrap();
         assert_eq!(written(Table::Seen), 3 + 4 + 3, "a delete counts its key");
         assert_eq!(written(Table::Instances), 0);
+    }
+
+    #[test]
+    fn lookups_that_reach_the_store_are_counted_per_table() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let lookups = |t: Table| {
+            let stats = store.stats();
+            stats.tables.iter().find(|s| s.table == t).unwrap().lookups
+        };
+        let tx = store.scoped(crate::store::Scope::Partition(1));
+        tx.put(Table::Seen, "a", &1).unwrap();
+        assert_eq!(tx.get::<i32>(Table::Seen, "a").unwrap(), Some(1));
+        assert_eq!(
+            lookups(Table::Seen),
+            0,
+            "the transaction's own write answers"
+        );
+        tx.commit().unwrap();
+        let tx = store.scoped(crate::store::Scope::Partition(1));
+        assert_eq!(tx.get::<i32>(Table::Seen, "a").unwrap(), Some(1));
+        assert!(tx.contains(Table::Seen, "a").unwrap());
+        assert!(!tx.delete(Table::Seen, "b").unwrap());
+        assert_eq!(
+            lookups(Table::Seen),
+            3,
+            "a get, a contains and a delete's look"
+        );
+        tx.remove(Table::Seen, "a");
+        assert_eq!(lookups(Table::Seen), 3, "a removal does not look");
+        let snap = store.read().unwrap();
+        assert_eq!(snap.get::<i32>(Table::Instances, "x").unwrap(), None);
+        assert_eq!(lookups(Table::Instances), 1, "a snapshot's get counts too");
+        assert_eq!(lookups(Table::Meta), 0);
     }
 
     #[test]

@@ -195,7 +195,7 @@ impl<'s> Txn<'s> {
         if let Some(v) = self.base.and_then(|b| b.get(table, &full)) {
             return Ok(v.map(f));
         }
-        let v = self.store.part(table).get(full.as_bytes())?;
+        let v = self.store.lookup(table).get(full.as_bytes())?;
         if v.is_none() {
             self.saw_absent(table, full);
         }
@@ -234,7 +234,7 @@ impl<'s> Txn<'s> {
         }
         Ok(self
             .store
-            .part(table)
+            .lookup(table)
             .get(full.as_bytes())?
             .map(|b| b.to_vec()))
     }
@@ -300,7 +300,7 @@ impl<'s> Txn<'s> {
             None => match self.base.and_then(|b| b.get(table, full)) {
                 Some(v) => v.is_some(),
                 None => {
-                    let there = self.store.part(table).contains_key(full.as_bytes())?;
+                    let there = self.store.lookup(table).contains_key(full.as_bytes())?;
                     if !there {
                         self.saw_absent(table, full.to_string());
                     }

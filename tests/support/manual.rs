@@ -162,6 +162,18 @@ impl Harness {
         export.chunks(1 << 20).flat_map(|c| c.unwrap()).collect()
     }
 
+    /// Point lookups that have reached `table` of the store since it opened
+    /// (`flowbroker_store_lookups_total`).
+    pub fn lookups(&self, table: flowbroker::store::Table) -> u64 {
+        let stats = self.store.as_ref().unwrap().stats();
+        stats
+            .tables
+            .iter()
+            .find(|t| t.table == table)
+            .unwrap()
+            .lookups
+    }
+
     /// Entries of a table, over every state partition.
     pub fn table_len(&self, table: flowbroker::store::Table) -> u64 {
         let store = self.store.as_ref().unwrap();
