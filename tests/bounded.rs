@@ -73,6 +73,37 @@ fn dedupe_and_retention_keep_pace_with_intake() {
     assert_eq!(h.counter("flowbroker_events_duplicate_total"), 1);
 }
 
+/// The sweeps remove what they have just read without looking it up again: an expired event
+/// id is one lookup (its expiry, which a newer sighting may have moved), a forgotten instance
+/// one (its status), and its history, found by a scan, none.
+#[test]
+fn sweeps_look_each_entry_up_once() {
+    let mut h = Harness::new("2026-01-01T00:00:00Z", |c| {
+        c.dedupe_window = "PT1S".into();
+        c.retention = "PT1S".into();
+    });
+    h.deploy("once.yaml", ONCE);
+    let n = 50;
+    h.events_together((0..n).map(go).collect());
+    assert_eq!(h.table_len(Table::Seen), n as u64);
+    assert_eq!(h.table_len(Table::Finished), n as u64);
+    assert!(h.table_len(Table::History) >= n as u64);
+    let before = [Table::Seen, Table::Instances, Table::History].map(|t| h.lookups(t));
+    h.clock.advance(Duration::seconds(10));
+    h.tick(); // the periodic sweeps
+    let after = [Table::Seen, Table::Instances, Table::History].map(|t| h.lookups(t));
+    assert_eq!(h.table_len(Table::Seen), 0, "every id expired");
+    assert_eq!(h.table_len(Table::Finished), 0, "every instance forgotten");
+    assert_eq!(h.table_len(Table::History), 0, "with its history");
+    assert_eq!(after[0] - before[0], n as u64, "ids: one lookup each");
+    assert_eq!(after[1] - before[1], n as u64, "instances: one lookup each");
+    assert_eq!(
+        after[2] - before[2],
+        0,
+        "history: removed as the scan found it"
+    );
+}
+
 /// Event types come from untrusted input: only types a deployed definition names become
 /// metric labels, every other type is counted under `_other`, so the label set stays bounded.
 #[test]

@@ -49,7 +49,9 @@ impl Batch<'_, '_> {
             let due: Vec<(String, ())> = self.tx.take_due(Table::SeenExpiry, self.now, limit)?;
             for (seen, ()) in due {
                 let until: Option<DateTime<Utc>> = self.tx.get(Table::Seen, &seen)?;
-                if until.is_some_and(|u| u <= self.now) && self.tx.delete(Table::Seen, &seen)? {
+                if until.is_some_and(|u| u <= self.now) {
+                    // just read, so there: removed without looking again
+                    self.tx.remove(Table::Seen, &seen);
                     gone += 1;
                 }
             }

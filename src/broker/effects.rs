@@ -110,11 +110,11 @@ impl Batch<'_, '_> {
         Ok(Counter::Buffered.value(self.tx)? != 0)
     }
 
-    /// Removes a buffered event and its expiry index entry.
+    /// Removes a buffered event and its expiry index entry. `b` was just read under `k`, so
+    /// the entry is there: removed without looking again.
     pub(super) fn delete_buffered(&mut self, k: &BufferedAt, b: &Buffered) -> Result<()> {
-        if self.tx.erase(k)? {
-            Counter::Buffered.bump(self.tx, -1)?;
-        }
+        self.tx.unset(k);
+        Counter::Buffered.bump(self.tx, -1)?;
         // (an entry kept beside the event: removed unread, that table keeps no bloom filters)
         self.tx
             .remove(Table::BufferExpiry, &at(b.expires, k.as_str()));
@@ -166,7 +166,7 @@ impl Batch<'_, '_> {
         if let Some(k) = self.tx.read(&TimerIdOf(id))? {
             // the entry its id points to: removed unread (`Timers` keeps no bloom filters)
             self.tx.remove(Table::Timers, &k);
-            self.tx.erase(&TimerIdOf(id))?;
+            self.tx.unset(&TimerIdOf(id)); // just read
         }
         Ok(())
     }

@@ -191,15 +191,17 @@ impl Batch<'_, '_> {
     /// Deletes the history and payloads of instance `id` (retention).
     pub fn forget_history(&mut self, id: &str) -> Result<()> {
         let prefix = format!("{id}{SEP}");
+        // the keys a scan just found: removed without looking again (neither table keeps
+        // bloom filters, so each look would search every level)
         for k in self.tx.keys(Table::History, &prefix)? {
-            self.tx.delete(Table::History, &k)?;
+            self.tx.remove(Table::History, &k);
         }
         self.delete_payloads(&prefix)
     }
 
     fn delete_payloads(&mut self, prefix: &str) -> Result<()> {
         for k in self.tx.keys(Table::Payloads, prefix)? {
-            self.tx.delete(Table::Payloads, &k)?;
+            self.tx.remove(Table::Payloads, &k);
         }
         Ok(())
     }

@@ -141,7 +141,7 @@ impl Processor<'_> {
                     // A result for a call no longer in flight (applied before a restart, or
                     // superseded by a retry) is dropped.
                     if tx.read(&CallOf(&call.key))?.as_ref() == Some(&call) {
-                        tx.erase(&CallOf(&call.key))?;
+                        tx.unset(&CallOf(&call.key)); // just read
                         let input = match outcome {
                             Ok(result) => Input::ActionResult {
                                 key: call.key.clone(),

@@ -30,7 +30,8 @@ impl Batch<'_, '_> {
             if !rec.instance.status.is_final() {
                 continue;
             }
-            self.tx.erase(&InstanceOf(id))?;
+            // just read, so there: removed without looking again
+            self.tx.unset(&InstanceOf(id));
             self.forget_history(id)?;
             Counter::Status(rec.instance.status).bump(self.tx, -1)?;
         }

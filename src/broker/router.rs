@@ -351,7 +351,7 @@ impl Batch<'_, '_> {
                 r.joined.push(format!("{workflow}/{k}"));
                 return Ok(None);
             }
-            self.tx.erase(&jk)?;
+            self.tx.unset(&jk); // just read (or seen absent)
             self.disarm(&timer)?;
             join.events
         } else {

@@ -17,7 +17,8 @@ const SWEEP_LIMIT: usize = 10_000;
 pub(super) fn fire_timers(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
     let due: Vec<(String, TimerEntry)> = b.tx.take_due(Table::Timers, b.now, TIMERS_PER_BATCH)?;
     for (id, entry) in due {
-        b.tx.erase(&TimerIdOf(&id))?;
+        // its id's entry points here (`arm` replaces both together): removed unread
+        b.tx.unset(&TimerIdOf(&id));
         match entry {
             TimerEntry::Instance { instance, id } => {
                 b.queue(&instance, Input::TimerFired { id });
