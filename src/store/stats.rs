@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(super) struct PerTable([AtomicU64; Table::ALL.len()]);
 
 impl PerTable {
-    pub(super) fn add(&self, table: Table, bytes: usize) {
-        self.0[table as usize].fetch_add(bytes as u64, Ordering::Relaxed);
+    pub(super) fn add(&self, table: Table, n: usize) {
+        self.0[table as usize].fetch_add(n as u64, Ordering::Relaxed);
     }
 
     /// Adds one batch's bytes, indexed by table.
