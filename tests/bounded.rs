@@ -31,15 +31,21 @@ fn go(n: usize) -> Event {
     }
 }
 
-/// 100 events every 100 ms for 4.9 s, with a 1 s dedupe window and 1 s retention: each table
-/// holds about one window of intake (1,000 entries), never the whole stream (4,900).
-#[test]
-fn dedupe_and_retention_keep_pace_with_intake() {
+/// `ONCE` deployed, with a 1 s dedupe window and 1 s retention.
+fn windowed() -> Harness {
     let mut h = Harness::new("2026-01-01T00:00:00Z", |c| {
         c.dedupe_window = "PT1S".into();
         c.retention = "PT1S".into();
     });
     h.deploy("once.yaml", ONCE);
+    h
+}
+
+/// 100 events every 100 ms for 4.9 s, with a 1 s dedupe window and 1 s retention: each table
+/// holds about one window of intake (1,000 entries), never the whole stream (4,900).
+#[test]
+fn dedupe_and_retention_keep_pace_with_intake() {
+    let mut h = windowed();
     let (per_batch, batches) = (100, 49);
     let mut most = (0, 0);
     for b in 0..batches {
@@ -78,11 +84,7 @@ fn dedupe_and_retention_keep_pace_with_intake() {
 /// one (its status), and its history, found by a scan, none.
 #[test]
 fn sweeps_look_each_entry_up_once() {
-    let mut h = Harness::new("2026-01-01T00:00:00Z", |c| {
-        c.dedupe_window = "PT1S".into();
-        c.retention = "PT1S".into();
-    });
-    h.deploy("once.yaml", ONCE);
+    let mut h = windowed();
     let n = 50;
     h.events_together((0..n).map(go).collect());
     assert_eq!(h.table_len(Table::Seen), n as u64);

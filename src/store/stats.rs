@@ -67,6 +67,13 @@ pub struct StoreStats {
     pub journals: usize,
 }
 
+impl StoreStats {
+    /// Table `t`'s figures.
+    pub fn table(&self, t: Table) -> &TableStats {
+        (self.tables.iter().find(|s| s.table == t)).expect("stats list every table")
+    }
+}
+
 impl Store {
     /// The store's figures now; each table's are read from its segment list (no I/O).
     pub fn stats(&self) -> StoreStats {
@@ -126,10 +133,7 @@ mod tests {
     fn committed_bytes_are_counted_per_table() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let written = |t: Table| {
-            let stats = store.stats();
-            stats.tables.iter().find(|s| s.table == t).unwrap().written
-        };
+        let written = |t: Table| store.stats().table(t).written;
         let tx = store.write().unwrap();
         tx.put(Table::Seen, "abc", &12345).unwrap();
         tx.put(Table::Meta, "n", &1).unwrap();
@@ -149,10 +153,7 @@ mod tests {
     fn lookups_that_reach_the_store_are_counted_per_table() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let lookups = |t: Table| {
-            let stats = store.stats();
-            stats.tables.iter().find(|s| s.table == t).unwrap().lookups
-        };
+        let lookups = |t: Table| store.stats().table(t).lookups;
         let tx = store.scoped(crate::store::Scope::Partition(1));
         tx.put(Table::Seen, "a", &1).unwrap();
         assert_eq!(tx.get::<i32>(Table::Seen, "a").unwrap(), Some(1));

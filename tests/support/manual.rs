@@ -165,13 +165,7 @@ impl Harness {
     /// Point lookups that have reached `table` of the store since it opened
     /// (`flowbroker_store_lookups_total`).
     pub fn lookups(&self, table: flowbroker::store::Table) -> u64 {
-        let stats = self.store.as_ref().unwrap().stats();
-        stats
-            .tables
-            .iter()
-            .find(|t| t.table == table)
-            .unwrap()
-            .lookups
+        self.store.as_ref().unwrap().stats().table(table).lookups
     }
 
     /// Entries of a table, over every state partition.
