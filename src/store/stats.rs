@@ -115,7 +115,7 @@ mod tests {
         tx.commit().unwrap();
         let before = store.stats();
         assert!(before.write_buffer_bytes > 0, "{before:?}");
-        let seen = |s: &StoreStats| *s.tables.iter().find(|t| t.table == Table::Seen).unwrap();
+        let seen = |s: &StoreStats| *s.table(Table::Seen);
         assert_eq!(seen(&before).segments, 0);
 
         store.part(Table::Seen).rotate_memtable_and_wait().unwrap();
@@ -199,7 +199,7 @@ mod tests {
             .rotate_memtable_and_wait()
             .unwrap();
         let stats = store.stats();
-        let of = |t: Table| *stats.tables.iter().find(|s| s.table == t).unwrap();
+        let of = |t: Table| *stats.table(t);
         assert!(Table::Outbox.scanned() && !Table::Instances.scanned());
         assert_eq!(
             (of(Table::Outbox).segments, of(Table::Outbox).filter_bytes),
