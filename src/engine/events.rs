@@ -44,12 +44,16 @@ pub fn waits_for(def: &Definition, inst: &Instance) -> Vec<String> {
 }
 
 /// `names` with every name after its first place removed, in order. A state names a few
-/// events, so a linear search, with no copy of each name to hash, is the cheap way for a
-/// short list; a long one goes through a set.
+/// events, so a linear search is the cheap way for a short list; a long one goes through a
+/// set of borrowed names (no name is copied either way).
 fn dedupe(mut names: Vec<String>) -> Vec<String> {
     if names.len() > 16 {
-        let mut seen = std::collections::HashSet::new();
-        names.retain(|n| seen.insert(n.clone()));
+        let first: Vec<bool> = {
+            let mut seen = std::collections::HashSet::with_capacity(names.len());
+            names.iter().map(|n| seen.insert(n.as_str())).collect()
+        };
+        let mut first = first.into_iter();
+        names.retain(|_| first.next().unwrap_or(false));
         return names;
     }
     let mut unique: Vec<String> = Vec::with_capacity(names.len());
