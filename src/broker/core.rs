@@ -615,54 +615,6 @@ impl Core {
             let _ = self.out.produce.send(super::LetOut { at, records: kafka });
         }
     }
-
-    pub(super) fn count(&self, stats: Vec<Stat>) {
-        let m = &self.metrics;
-        for s in stats {
-            match s {
-                Stat::Consumed(src, ty) => {
-                    let ty = self.reg.type_label(ty);
-                    m.consumed.with_label_values(&[src, &ty]).inc()
-                }
-                Stat::DeadLettered(reason) => m.dead_lettered.with_label_values(&[reason]).inc(),
-                Stat::Unmatched(ty) => {
-                    let ty = self.reg.type_label(ty);
-                    m.unmatched.with_label_values(&[&ty]).inc()
-                }
-                Stat::Duplicate => m.duplicates.inc(),
-                Stat::DuplicateEvent(ty) => {
-                    let ty = self.reg.type_label(ty);
-                    m.duplicate_events.with_label_values(&[&ty]).inc()
-                }
-                Stat::Buffered => m.buffered.with_label_values(&["buffered"]).inc(),
-                Stat::Held => m.buffered.with_label_values(&["held"]).inc(),
-                Stat::BufferDelivered => m.buffered.with_label_values(&["delivered"]).inc(),
-                Stat::BufferExpired => m.buffered.with_label_values(&["expired"]).inc(),
-                Stat::BufferDropped => m.buffered.with_label_values(&["dropped"]).inc(),
-                Stat::JoinExpired => m.joins_expired.inc(),
-                Stat::Transitions(n) => m.transitions.inc_by(n),
-                Stat::Refused => m.refused.inc(),
-                Stat::OutputDropped => m.output_dropped.inc(),
-                Stat::StartRejected(wf) => m.starts_rejected.with_label_values(&[&wf]).inc(),
-                Stat::Tick {
-                    workflow,
-                    lag,
-                    catch_up,
-                } => {
-                    m.schedule_lag.with_label_values(&[&workflow]).observe(lag);
-                    let outcome = if catch_up { "catch_up" } else { "fired" };
-                    m.schedule_ticks
-                        .with_label_values(&[&workflow, outcome])
-                        .inc();
-                }
-                Stat::TicksSkipped(workflow, n) => m
-                    .schedule_ticks
-                    .with_label_values(&[&workflow, "skipped"])
-                    .inc_by(n),
-                Stat::Routed(path) => m.routed.with_label_values(&[path]).inc(),
-            }
-        }
-    }
 }
 
 /// An input record to be applied on its partition without having gone through the work topic.

@@ -219,7 +219,8 @@ impl Core {
         // held behind their run's first forward: they follow it to the new owner, with the
         // round's forward (it may be in there)
         let held = self.held.release(p);
-        self.count(vec![Stat::Routed("work_topic"); held.len()]);
+        let routed = vec![Stat::Routed("work_topic"); held.len()];
+        super::stats::count(&self.metrics, &self.reg, routed);
         self.held_strays.extend(held.into_iter().map(|w| (p, w)));
         self.direct.released(p);
         self.fences.remove(&p);

@@ -323,7 +323,7 @@ impl Core {
                 offsets.into_iter().map(|((t, p), o)| (t, p, o)).collect();
             (self.out.commit_offsets)(list);
         }
-        self.count(stats);
+        super::stats::count(&self.metrics, &self.reg, stats);
         self.backpressure();
         // requests waiting to read what they wrote look again (`http::barrier`)
         self.shared.applied.notify_waiters();

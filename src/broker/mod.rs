@@ -101,6 +101,7 @@ pub mod shared;
 mod snapshots;
 mod spans;
 pub mod standby;
+mod stats;
 mod sweep;
 mod swf_events;
 mod swf_tasks;
@@ -112,6 +113,7 @@ mod young;
 use crate::engine::Event;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
+pub use stats::Stat;
 use tokio::sync::oneshot;
 
 /// A clock; the engine never reads one, the core passes `now` in.
@@ -150,40 +152,6 @@ impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         *self.0.lock().expect("clock lock")
     }
-}
-
-/// A metric to count once the batch that made it true has committed.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Stat {
-    Consumed(&'static str, String),
-    DeadLettered(&'static str),
-    Unmatched(String),
-    Duplicate,
-    /// An event whose source and id were seen within the dedupe window.
-    DuplicateEvent(String),
-    Buffered,
-    /// Held for a key no instance has yet.
-    Held,
-    BufferDelivered,
-    BufferExpired,
-    BufferDropped,
-    JoinExpired,
-    Transitions(u64),
-    /// A waiting instance found through the index did not take the event.
-    Refused,
-    /// An outbox record Kafka refused for good, and its dead-letter copy too.
-    OutputDropped,
-    StartRejected(String),
-    /// A cron tick started an instance `lag` seconds after it was due.
-    Tick {
-        workflow: String,
-        lag: f64,
-        catch_up: bool,
-    },
-    TicksSkipped(String, u64),
-    /// An input record routed to a state partition: `direct` (owned here, applied without the
-    /// work topic) or `work_topic`.
-    Routed(&'static str),
 }
 
 /// Committed outbox records the core let out to the producer, and when: their Kafka timestamp
