@@ -220,6 +220,10 @@ pub struct StoreConfig {
     pub write_buffer_mib: u64,
     /// Blocks read from disk kept for the next read (fjall's block cache), in MiB (at least 1).
     pub cache_mib: u64,
+    /// The records of instances that wait (not finished) kept in memory as stored, so that
+    /// the event or timer that continues one does not read it from disk, in MiB (0: none).
+    /// Fills only with waiting instances; the first kept leave first.
+    pub resident_mib: u64,
     /// A table is merged to drop the tombstones of its deleted keys once its files hold at
     /// least this many, and at least a quarter of their entries (docs/store.md "Costs we
     /// accept"); 0 never merges.
@@ -232,6 +236,7 @@ impl Default for StoreConfig {
         StoreConfig {
             write_buffer_mib: bytes.write_buffer >> 20,
             cache_mib: bytes.cache >> 20,
+            resident_mib: bytes.resident >> 20,
             merge_tombstones: crate::store::MIN_TOMBSTONES,
         }
     }
@@ -243,6 +248,7 @@ impl StoreConfig {
         crate::store::Memory {
             write_buffer: self.write_buffer_mib.max(1) << 20,
             cache: self.cache_mib.max(1) << 20,
+            resident: self.resident_mib << 20,
         }
     }
 }

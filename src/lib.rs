@@ -68,7 +68,8 @@
 //!   [`broker::produced`]), one transaction per batch,
 //!   optionally scoped to one state partition and reading through the pending writes of
 //!   rounds in flight; a transaction's writes are its changelog batch; a partition's keys
-//!   exported as of one moment (snapshots); tables merged to drop deleted keys' tombstones.
+//!   exported as of one moment (snapshots); tables merged to drop deleted keys' tombstones;
+//!   the records of waiting instances kept in memory as stored (`store::resident`).
 //! - [`cluster`]: scale-out (docs/scale.md): state partitions and ids that carry them, work
 //!   topic records with their source positions, changelog batches and fences (binary records,
 //!   format 1 JSON still read), snapshots of a partition (binary chunks, formats 1 to 3

@@ -1,6 +1,7 @@
 //! Tables that grow with intake are swept in proportion to it: under a steady stream the dedupe
 //! table and the finished instances kept for retention stay at what their windows hold, even
-//! when the periodic sweep never runs (here, under its 5 s period).
+//! when the periodic sweep never runs (here, under its 5 s period). And what the store keeps
+//! in memory of the instances is only those that wait.
 
 mod support;
 use chrono::Duration;
@@ -138,4 +139,55 @@ fn metric_labels_come_only_from_deployed_definitions() {
     let unmatched = series("flowbroker_events_unmatched_total");
     assert_eq!(unmatched.len(), 1, "{unmatched:?}");
     assert!(unmatched[0].contains("type=\"_other\"") && unmatched[0].ends_with(" 200"));
+}
+
+/// An instance waits for `scale.close` under its `key`, opened by `scale.open`.
+const HOLD: &str = r#"
+id: hold
+name: hold
+events:
+- {name: Open, type: scale.open, source: /bench, correlation: [{contextAttributeName: key}]}
+- {name: Close, type: scale.close, source: /bench, correlation: [{contextAttributeName: key}]}
+states:
+- {name: Opened, type: event, start: {kind: default}, eventsActions: [{eventRefs: [Open]}], transition: {nextState: Closed}}
+- {name: Closed, type: event, eventsActions: [{eventRefs: [Close]}], end: {kind: default}}
+"#;
+
+fn keyed(ty: &str, key: usize) -> Event {
+    let mut extensions = serde_json::Map::new();
+    extensions.insert("key".into(), json!(format!("k{key}")));
+    Event {
+        id: format!("{ty}-{key}"),
+        source: "/bench".into(),
+        event_type: ty.into(),
+        extensions,
+        ..go(0)
+    }
+}
+
+/// The records of waiting instances are kept in memory as stored (`store.resident_mib`):
+/// the events that continue them read no instance from the store, and a finished instance
+/// is not kept. Without the cache, each continuation looks its instance up.
+#[test]
+fn waiting_instances_are_read_from_memory_and_only_they_are_kept() {
+    for cache_mib in [64, 0] {
+        let mut h = Harness::new("2026-01-01T00:00:00Z", |c| c.store.resident_mib = cache_mib);
+        h.deploy("hold.yaml", HOLD);
+        let n = 200;
+        h.events_together((0..n).map(|k| keyed("scale.open", k)).collect());
+        assert_eq!(h.gauge("WAITING"), n as i64);
+        let kept = if cache_mib > 0 { n as u64 } else { 0 };
+        assert_eq!(
+            h.resident(),
+            kept,
+            "every waiting instance kept ({cache_mib} MiB)"
+        );
+        let before = h.lookups(Table::Instances);
+        h.events_together((0..n).map(|k| keyed("scale.close", k)).collect());
+        assert_eq!(h.gauge("COMPLETED"), n as i64);
+        let looked_up = h.lookups(Table::Instances) - before;
+        let expected = if cache_mib > 0 { 0 } else { n as u64 };
+        assert_eq!(looked_up, expected, "instances looked up ({cache_mib} MiB)");
+        assert_eq!(h.resident(), 0, "finished instances are not kept");
+    }
 }

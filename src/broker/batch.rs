@@ -418,7 +418,12 @@ impl<'a, 's> Batch<'a, 's> {
         // a finished instance takes no more inputs: not worth keeping decoded
         let kept = (self.hot.is_some() && !rec.instance.status.is_final()).then(|| bytes.clone());
         self.tx.write_encoded(&InstanceOf(id), bytes)?;
-        if !rec.instance.status.is_final() {
+        // an instance that waits is read again when its next input comes: kept in memory
+        // (`store::resident`); a finished one is read once more at most, by retention
+        if rec.instance.status.is_final() {
+            self.tx.forget(&InstanceOf(id));
+        } else {
+            self.tx.keep(&InstanceOf(id));
             self.offer_buffered(def, &rec.instance)?;
         }
         if let (Some(hot), Some(bytes)) = (self.hot.as_deref_mut(), kept) {

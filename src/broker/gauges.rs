@@ -131,6 +131,17 @@ pub fn gauges(
         "Journal files of the embedded store (writes not flushed to its files yet).",
         vec![(String::new(), stats.journals as i64)],
     );
+    let resident = store.resident();
+    family(
+        "flowbroker_store_resident_entries",
+        "Records of waiting instances the store keeps in memory as stored (store.resident_mib).",
+        vec![(String::new(), resident.entries as i64)],
+    );
+    family(
+        "flowbroker_store_resident_bytes",
+        "Bytes those records take, keys and bookkeeping included, against store.resident_mib.",
+        vec![(String::new(), resident.bytes as i64)],
+    );
     type Count = fn(&crate::store::TableStats) -> u64;
     let counters: [(&str, &str, Count); 3] = [
         (

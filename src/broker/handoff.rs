@@ -48,6 +48,7 @@ impl Core {
         self.shared.standby.take(p);
         self.store.forget_due(Scope::Partition(p.0));
         let owner = log.owner();
+        self.store.forget_resident(Scope::Partition(p.0));
         let fence = log.append(&[(p, Entry::Fence { owner, provisional })])?[0].1;
         let node = self.store.write()?;
         let mut cp: Checkpoint = node.read(&CheckpointOf(p))?.unwrap_or_default();
@@ -207,6 +208,7 @@ impl Core {
         self.shared.held_outbox([(p, 0)]);
         // void batches' takes never reach the store
         self.store.forget_due(Scope::Partition(p.0));
+        self.store.forget_resident(Scope::Partition(p.0));
         let dropped = inputs.remove(&p).unwrap_or_default();
         for i in dropped {
             if self.log.is_none() || super::core::direct_work(&i).is_none() {

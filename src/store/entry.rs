@@ -79,6 +79,17 @@ impl Txn<'_> {
         self.put_encoded(E::TABLE, &entry.key(), bytes)
     }
 
+    /// Keeps `entry`'s value in memory once this transaction's write of it is stored
+    /// ([`Txn::keep_resident`]).
+    pub fn keep<E: Entry>(&self, entry: &E) {
+        self.keep_resident(E::TABLE, &entry.key())
+    }
+
+    /// Stops keeping `entry`'s value in memory ([`Txn::forget_resident`]).
+    pub fn forget<E: Entry>(&self, entry: &E) {
+        self.forget_resident(E::TABLE, &entry.key())
+    }
+
     /// Adds `by` to a counter entry (absent counts as 0); returns the new value.
     pub fn add<E: Entry<Value = i64>>(&self, entry: &E, by: i64) -> Result<i64> {
         let n = self.read(entry)?.unwrap_or(0) + by;

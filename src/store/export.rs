@@ -48,6 +48,7 @@ impl Store {
                 n += run.len() as u64;
             }
         }
+        self.forget_resident(scope);
         Ok(n)
     }
 }

@@ -20,6 +20,7 @@ mod entry;
 mod export;
 mod pending;
 mod readers;
+pub mod resident;
 mod snapshot;
 mod stats;
 mod tables;
@@ -110,6 +111,11 @@ pub struct Store {
     written: stats::PerTable,
     /// Point lookups that reached each table (`Txn`), for `/metrics`.
     lookups: stats::PerTable,
+    /// Values of [`Table::is_resident`] kept in memory as stored (`resident`).
+    resident: resident::Resident,
+    /// Held while a batch is stored and the values kept in memory take it in, so that two
+    /// threads storing the same key cannot leave the older value there.
+    storing: std::sync::Mutex<()>,
 }
 
 /// Which keys a transaction sees and writes: the whole store, or the keys of one state
@@ -195,6 +201,9 @@ pub struct Memory {
     pub write_buffer: u64,
     /// fjall's block cache.
     pub cache: u64,
+    /// Values of resident tables kept in memory (`resident`): the records of instances that
+    /// wait.
+    pub resident: u64,
 }
 
 impl Default for Memory {
@@ -202,6 +211,7 @@ impl Default for Memory {
         Memory {
             write_buffer: 32 << 20,
             cache: 32 << 20,
+            resident: 256 << 20,
         }
     }
 }
@@ -236,6 +246,8 @@ impl Store {
             readers: Default::default(),
             written: Default::default(),
             lookups: Default::default(),
+            resident: resident::Resident::new(memory.resident as usize),
+            storing: Default::default(),
         })
     }
 
@@ -286,6 +298,7 @@ impl Store {
 
     /// Applies writes made elsewhere (a changelog batch being restored) in one atomic step.
     pub fn apply(&self, writes: &[Write], sync: bool) -> Result<()> {
+        let storing = self.storing.lock().unwrap_or_else(|e| e.into_inner());
         // (the keyspace persists its journal by hand, so a batch needs no durability of its
         // own: `Keyspace::batch` would set none either, only without the capacity)
         let mut batch = fjall::Batch::with_capacity(self.ks.clone(), writes.len());
@@ -302,6 +315,12 @@ impl Store {
             }
         }
         batch.commit()?;
+        if self.resident.is_enabled() {
+            for w in writes.iter().filter(|w| w.table.is_resident()) {
+                self.resident.stored(&w.key, w.value.as_deref());
+            }
+        }
+        drop(storing);
         self.written.add_all(&bytes);
         let mode = if sync {
             PersistMode::SyncAll
@@ -316,6 +335,18 @@ impl Store {
     /// what is stored now did not all come through this broker's transactions).
     pub fn forget_due(&self, scope: Scope) {
         self.due.forget(&scope_prefix(scope));
+    }
+
+    /// Stops keeping `scope`'s values in memory (its partition changed hands: what is
+    /// stored next may come from elsewhere; `resident`).
+    pub fn forget_resident(&self, scope: Scope) {
+        let _storing = self.storing.lock().unwrap_or_else(|e| e.into_inner());
+        self.resident.forget_prefix(&scope_prefix(scope));
+    }
+
+    /// What the store keeps of resident values now (`/metrics`).
+    pub fn resident(&self) -> resident::Held {
+        self.resident.held()
     }
 
     fn part(&self, t: Table) -> &PartitionHandle {

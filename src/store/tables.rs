@@ -135,6 +135,13 @@ impl Table {
             Table::Instances | Table::Active | Table::Seen | Table::Waits
         )
     }
+
+    /// Its values may be kept in memory as stored, for the keys a transaction marks
+    /// (`store::resident`): the records of instances that wait, each read when its next event
+    /// comes.
+    pub fn is_resident(self) -> bool {
+        self == Table::Instances
+    }
 }
 
 /// Joins key parts.

@@ -195,11 +195,39 @@ impl<'s> Txn<'s> {
         if let Some(v) = self.base.and_then(|b| b.get(table, &full)) {
             return Ok(v.map(f));
         }
+        if let Some(v) = self.resident(table, &full) {
+            return Ok(Some(f(&v)));
+        }
         let v = self.store.lookup(table).get(full.as_bytes())?;
         if v.is_none() {
             self.saw_absent(table, full);
         }
         Ok(v.map(|b| f(&b)))
+    }
+
+    /// The value the store keeps in memory for `full` (`store::resident`): below the overlay
+    /// and the rounds in flight, the store's own value.
+    fn resident(&self, table: Table, full: &str) -> Option<bytes::Bytes> {
+        if table.is_resident() {
+            self.store.resident.get(full)
+        } else {
+            None
+        }
+    }
+
+    /// Asks the store to keep `key`'s value in memory once this transaction's write of it is
+    /// stored (a record read again soon); a hint, which a transaction that is not stored
+    /// leaves without effect.
+    pub fn keep_resident(&self, table: Table, key: &str) {
+        debug_assert!(table.is_resident(), "{table:?} is not resident");
+        self.store.resident.mark(&self.full(key));
+    }
+
+    /// Asks the store to stop keeping `key`'s value in memory (it will not be read soon).
+    pub fn forget_resident(&self, table: Table, key: &str) {
+        if table.is_resident() {
+            self.store.resident.forget(&self.full(key));
+        }
     }
 
     /// Remembers that `full` is below neither the overlay nor the store (partition scopes
@@ -299,6 +327,7 @@ impl<'s> Txn<'s> {
             Some(there) => there,
             None => match self.base.and_then(|b| b.get(table, full)) {
                 Some(v) => v.is_some(),
+                None if self.resident(table, full).is_some() => true,
                 None => {
                     let there = self.store.lookup(table).contains_key(full.as_bytes())?;
                     if !there {
@@ -787,5 +816,85 @@ mod tests {
         store.forget_due(Scope::Partition(3));
         let tx = store.scoped(Scope::Partition(3));
         assert_eq!(taken(&tx, 100, 10), [30, 40]);
+    }
+
+    #[test]
+    fn a_resident_value_is_read_without_a_lookup_and_is_always_the_stored_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let p = Scope::Partition(1);
+        let lookups = || store.stats().table(Table::Instances).lookups;
+        let tx = store.scoped(p);
+        tx.put(Table::Instances, "i", &1).unwrap();
+        tx.keep_resident(Table::Instances, "i");
+        tx.put(Table::Instances, "j", &1).unwrap();
+        tx.commit().unwrap();
+        let read = |key: &str| store.scoped(p).get::<i32>(Table::Instances, key).unwrap();
+        let before = lookups();
+        assert_eq!(read("i"), Some(1));
+        assert_eq!(lookups(), before, "kept: no lookup");
+        assert_eq!(read("j"), Some(1));
+        assert_eq!(lookups(), before + 1, "not kept: looked up");
+        assert!(store.scoped(p).contains(Table::Instances, "i").unwrap());
+        assert_eq!(lookups(), before + 1);
+        assert_eq!(store.resident().entries, 1);
+
+        // a write not marked again (a restore, another transaction) is taken in
+        let tx = store.scoped(p);
+        tx.put(Table::Instances, "i", &2).unwrap();
+        tx.commit().unwrap();
+        assert_eq!(read("i"), Some(2));
+        // a round in flight is read before it; one never stored leaves it as it was
+        let round = store.scoped(p);
+        round.put(Table::Instances, "i", &3).unwrap();
+        round.keep_resident(Table::Instances, "i");
+        let mut pending = Pending::default();
+        pending.add(1, std::sync::Arc::new(round.writes()));
+        drop(round);
+        let over = store.scoped_over(p, &pending);
+        assert_eq!(over.get::<i32>(Table::Instances, "i").unwrap(), Some(3));
+        assert_eq!(read("i"), Some(2));
+        let before = lookups();
+        // removed: gone from memory too, and the next read asks the store
+        let tx = store.scoped(p);
+        tx.remove(Table::Instances, "i");
+        tx.commit().unwrap();
+        assert_eq!(read("i"), None);
+        assert_eq!(lookups(), before + 1);
+        assert_eq!(store.resident().entries, 0);
+
+        // a scope given up or cleared keeps nothing in memory
+        for forget in [true, false] {
+            let tx = store.scoped(p);
+            tx.put(Table::Instances, "k", &4).unwrap();
+            tx.keep_resident(Table::Instances, "k");
+            tx.commit().unwrap();
+            assert_eq!(store.resident().entries, 1);
+            if forget {
+                store.forget_resident(p);
+            } else {
+                store.clear(p).unwrap();
+            }
+            assert_eq!(store.resident().entries, 0);
+        }
+        assert_eq!(read("k"), None, "cleared");
+    }
+
+    #[test]
+    fn nothing_is_resident_without_a_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let memory = Memory {
+            resident: 0,
+            ..Memory::default()
+        };
+        let store = Store::open_with(dir.path(), memory).unwrap();
+        let tx = store.scoped(Scope::Partition(1));
+        tx.put(Table::Instances, "i", &1).unwrap();
+        tx.keep_resident(Table::Instances, "i");
+        tx.commit().unwrap();
+        assert_eq!(store.resident().entries, 0);
+        let tx = store.scoped(Scope::Partition(1));
+        assert_eq!(tx.get::<i32>(Table::Instances, "i").unwrap(), Some(1));
+        assert_eq!(store.stats().table(Table::Instances).lookups, 1);
     }
 }

@@ -70,7 +70,8 @@ impl Harness {
     pub fn boot(&mut self) {
         self.core = None; // a crash: nothing but committed state survives
         self.store = None;
-        let store = Arc::new(Store::open(&self.dir.path().join("store")).unwrap());
+        let path = self.dir.path().join("store");
+        let store = Arc::new(Store::open_with(&path, self.cfg.store.memory()).unwrap());
         self.store = Some(store.clone());
         // function calls are not made here: the workflows these tests use call none
         let (mut core, prx, _calls) =
@@ -166,6 +167,11 @@ impl Harness {
     /// (`flowbroker_store_lookups_total`).
     pub fn lookups(&self, table: flowbroker::store::Table) -> u64 {
         self.store.as_ref().unwrap().stats().table(table).lookups
+    }
+
+    /// Records the store keeps in memory (`flowbroker_store_resident_entries`).
+    pub fn resident(&self) -> u64 {
+        self.store.as_ref().unwrap().resident().entries
     }
 
     /// Entries of a table, over every state partition.
