@@ -180,6 +180,8 @@ struct Phase {
     committed: Vec<(String, f64)>,
     /// memtable flushes of each table
     flushes: Vec<(String, f64)>,
+    /// point lookups that reached each table (the store's memtables and files)
+    lookups: Vec<(String, f64)>,
 }
 
 /// `now - before`, table by table.
@@ -214,6 +216,7 @@ impl Phase {
             written: b.written_bytes().unwrap_or(0) as f64,
             committed: support::by_table(&m, "flowbroker_store_written_bytes_total"),
             flushes: support::by_table(&m, "flowbroker_store_flushes_total"),
+            lookups: support::by_table(&m, "flowbroker_store_lookups_total"),
         }
     }
 
@@ -228,6 +231,7 @@ impl Phase {
             written: self.written - before.written,
             committed: minus(&self.committed, &before.committed),
             flushes: minus(&self.flushes, &before.flushes),
+            lookups: minus(&self.lookups, &before.lookups),
         }
     }
 
@@ -237,12 +241,13 @@ impl Phase {
     fn per_continuation(&self, continuations: u64) -> String {
         let n = continuations.max(1) as f64;
         format!(
-            "broker CPU {:.0} us and {:.1} KiB written per continuation, tansu CPU {:.0} us; committed to the store per continuation: {}; memtable flushes: {}",
+            "broker CPU {:.0} us and {:.1} KiB written per continuation, tansu CPU {:.0} us; committed to the store per continuation: {}; memtable flushes: {}; store lookups per continuation: {}",
             self.cpu_secs * 1e6 / n,
             self.written / 1024.0 / n,
             self.kafka_cpu_secs * 1e6 / n,
             listed(&self.committed, |t, b| format!("{t} {:.0} B", b / n)),
             listed(&self.flushes, |t, f| format!("{t} {f:.0}")),
+            listed(&self.lookups, |t, l| format!("{t} {:.2}", l / n)),
         )
     }
 
@@ -359,7 +364,13 @@ impl Side {
         let load_rate = w as f64 / t.elapsed().as_secs_f64();
         let rss_kib = broker.rss_kib().unwrap_or(0);
         let disk = dir_bytes(&broker.dir.join("data"));
-        println!("  {w} waiting, the store: {}", tables(&broker.metrics()));
+        let m = broker.metrics();
+        println!(
+            "  {w} waiting, the store: {}; records kept in memory: {} ({:.1} MiB)",
+            tables(&m),
+            metric_sum(&m, "flowbroker_store_resident_entries", ""),
+            metric_sum(&m, "flowbroker_store_resident_bytes", "") as f64 / 1048576.0
+        );
         // one `started` lifecycle record per instance loaded
         let lifecycle = reader_past_starts(&kafka, w as usize);
         let stride = (w / 2 + 1..).find(|s| gcd(*s, w) == 1).unwrap();
