@@ -210,8 +210,8 @@ impl Default for HistoryConfig {
     }
 }
 
-/// The embedded store's memory (docs/store.md "Memory"). Both bound what the store keeps in
-/// memory whatever the load; the broker's other memory is bounded by `kafka.max_in_flight`.
+/// The embedded store's memory (docs/store.md "Memory"). The three bound what the store keeps
+/// in memory whatever the load; the broker's other memory is bounded by `kafka.max_in_flight`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StoreConfig {
@@ -221,8 +221,9 @@ pub struct StoreConfig {
     /// Blocks read from disk kept for the next read (fjall's block cache), in MiB (at least 1).
     pub cache_mib: u64,
     /// The records of instances that wait (not finished) kept in memory as stored, so that
-    /// the event or timer that continues one does not read it from disk, in MiB (0: none).
-    /// Fills only with waiting instances; the first kept leave first.
+    /// the event or timer that continues one does not read it from disk, in MiB (0, the
+    /// default: none). Fills only with waiting instances; the first kept leave first. Size it
+    /// to hold every waiting instance (about 600 bytes each), or leave it off.
     pub resident_mib: u64,
     /// A table is merged to drop the tombstones of its deleted keys once its files hold at
     /// least this many, and at least a quarter of their entries (docs/store.md "Costs we

@@ -156,7 +156,7 @@ pub fn gauges(
         ),
         (
             "flowbroker_store_lookups_total",
-            "Point lookups of a key that reached the embedded store since the broker started, by table: keys the broker's own writes in flight did not hold, looked up in the store's memtables and files (scans not counted).",
+            "Point lookups of a key that reached the embedded store since the broker started, by table: keys neither the broker's own writes in flight nor the records kept in memory held, looked up in the store's memtables and files (scans not counted).",
             |t| t.lookups,
         ),
     ];

@@ -47,8 +47,8 @@ impl Core {
         // no standby write reaches `p` from here on: the checkpoint read below is the copy's
         self.shared.standby.take(p);
         self.store.forget_due(Scope::Partition(p.0));
-        let owner = log.owner();
         self.store.forget_resident(Scope::Partition(p.0));
+        let owner = log.owner();
         let fence = log.append(&[(p, Entry::Fence { owner, provisional })])?[0].1;
         let node = self.store.write()?;
         let mut cp: Checkpoint = node.read(&CheckpointOf(p))?.unwrap_or_default();

@@ -30,6 +30,8 @@ impl Store {
     /// Deletes every key of `scope`, in batches (not atomic: callers mark the scope as being
     /// replaced first).
     pub fn clear(&self, scope: Scope) -> Result<u64> {
+        // before as well as after: a clear that fails part way leaves nothing kept in memory
+        self.forget_resident(scope);
         let prefix = scope_prefix(scope);
         let mut n = 0;
         for t in Table::ALL {

@@ -211,7 +211,7 @@ impl Default for Memory {
         Memory {
             write_buffer: 32 << 20,
             cache: 32 << 20,
-            resident: 256 << 20,
+            resident: 0,
         }
     }
 }
@@ -298,7 +298,8 @@ impl Store {
 
     /// Applies writes made elsewhere (a changelog batch being restored) in one atomic step.
     pub fn apply(&self, writes: &[Write], sync: bool) -> Result<()> {
-        let storing = self.storing.lock().unwrap_or_else(|e| e.into_inner());
+        let resident = self.resident.is_enabled() && writes.iter().any(|w| w.table.is_resident());
+        let storing = resident.then(|| self.storing.lock().unwrap_or_else(|e| e.into_inner()));
         // (the keyspace persists its journal by hand, so a batch needs no durability of its
         // own: `Keyspace::batch` would set none either, only without the capacity)
         let mut batch = fjall::Batch::with_capacity(self.ks.clone(), writes.len());
@@ -315,7 +316,7 @@ impl Store {
             }
         }
         batch.commit()?;
-        if self.resident.is_enabled() {
+        if resident {
             for w in writes.iter().filter(|w| w.table.is_resident()) {
                 self.resident.stored(&w.key, w.value.as_deref());
             }

@@ -9,12 +9,16 @@
 //! ([`Resident::stored`], from `Store::apply`). Only stored values are ever held, and every
 //! write that reaches the store passes through `Store::apply` or `Store::clear`, which update
 //! or drop the keys held here; a transaction reads its own writes and the rounds in flight
-//! before it reads here. So a value held is the store's value, never a stale one. A mark for a
-//! write that is never stored (a void round) holds nothing. Forgetting a key
+//! before it reads here. So a value held is the store's value, never a stale one. That rests,
+//! as the pending writes do, on nothing reading a partition's keys while one of its rounds is
+//! being stored: landing and the partition processors take turns on the core thread
+//! (`broker::round`), and a partition's writes come from its one owner. A mark for a write
+//! that is never stored (a void round) holds nothing. Forgetting a key
 //! ([`Resident::forget`]) is always safe: the next read goes to the store.
 //!
-//! Bounded: at most the budget in bytes (keys, values and a fixed overhead per entry); the
-//! first marked leaves first. A budget of 0 keeps nothing.
+//! Bounded: at most the budget in bytes (keys, values and a fixed overhead per entry; the
+//! broker's RSS measured about a tenth above what is counted); the first marked leaves first,
+//! and a value over an eighth of its shard's share is not kept. A budget of 0 keeps nothing.
 
 use bytes::Bytes;
 use std::collections::VecDeque;
@@ -34,6 +38,8 @@ pub struct Resident {
     shards: Box<[Mutex<Shard>]>,
     /// Whole budget in bytes (each shard has an equal share).
     budget: usize,
+    /// Picks a key's shard (seeded per process, so that no choice of ids crowds one shard).
+    hasher: foldhash::fast::RandomState,
 }
 
 #[derive(Debug, Default)]
@@ -45,6 +51,8 @@ struct Shard {
     marks: u64,
     bytes: usize,
     budget: usize,
+    /// Keys with a value.
+    held: usize,
 }
 
 #[derive(Debug)]
@@ -81,6 +89,7 @@ impl Resident {
                 })
                 .collect(),
             budget,
+            hasher: Default::default(),
         }
     }
 
@@ -89,7 +98,7 @@ impl Resident {
     }
 
     fn shard(&self, key: &str) -> MutexGuard<'_, Shard> {
-        let h = foldhash::fast::FixedState::default().hash_one(key) as usize;
+        let h = self.hasher.hash_one(key) as usize;
         // a panic while holding a shard leaves only bookkeeping behind, never a wrong value
         self.shards[h % SHARDS]
             .lock()
@@ -134,25 +143,31 @@ impl Resident {
     }
 
     /// `key` was stored with `value` (`None`: removed): a key kept takes the new value in (a
-    /// copy of exactly its bytes, not the buffer it may be a slice of), or is dropped.
+    /// copy of exactly its bytes, not the buffer it may be a slice of), or is dropped, as it
+    /// is when the value is over an eighth of the shard's share (it would push out the rest).
     pub fn stored(&self, key: &str, value: Option<&[u8]>) {
         if !self.is_enabled() {
             return;
         }
         let mut s = self.shard(key);
+        let largest = s.budget / 8;
         let Some(slot) = s.map.get_mut(key) else {
             return;
         };
-        let Some(v) = value else {
-            s.remove(key);
-            s.tidy();
-            return;
+        let v = match value {
+            Some(v) if OVERHEAD + key.len() + v.len() <= largest => v,
+            _ => {
+                s.remove(key);
+                s.tidy();
+                return;
+            }
         };
         let was = cost(key, slot.value.as_ref());
         let value = Bytes::copy_from_slice(v);
         let now = cost(key, Some(&value));
-        slot.value = Some(value);
+        let first = slot.value.replace(value).is_none();
         s.bytes = s.bytes - was + now;
+        s.held += usize::from(first);
         s.trim();
     }
 
@@ -179,7 +194,7 @@ impl Resident {
         let mut h = Held::default();
         for shard in self.shards.iter() {
             let s = shard.lock().unwrap_or_else(|e| e.into_inner());
-            h.entries += s.map.values().filter(|v| v.value.is_some()).count() as u64;
+            h.entries += s.held as u64;
             h.bytes += s.bytes as u64;
         }
         h
@@ -190,6 +205,7 @@ impl Shard {
     fn remove(&mut self, key: &str) {
         if let Some(slot) = self.map.remove(key) {
             self.bytes -= cost(key, slot.value.as_ref());
+            self.held -= usize::from(slot.value.is_some());
         }
     }
 
@@ -297,6 +313,22 @@ mod tests {
         }
         let most = r.shards.iter().map(|s| s.lock().unwrap().order.len()).max();
         assert!(most.unwrap() <= 64 + 1, "{most:?}");
+    }
+
+    #[test]
+    fn a_value_too_large_for_its_share_is_not_kept_and_leaves_the_rest() {
+        let r = Resident::new(SHARDS * 8 * 1024);
+        for i in 0..20 {
+            let k = format!("k{i}");
+            r.mark(&k);
+            r.stored(&k, Some(b"small"));
+        }
+        assert_eq!(r.held().entries, 20);
+        r.mark("k0");
+        r.stored("k0", Some(&[0u8; 2048]));
+        assert_eq!(r.get("k0"), None, "over an eighth of the share: dropped");
+        assert_eq!(r.held().entries, 19, "the others stay");
+        assert!(r.get("k1").is_some());
     }
 
     #[test]

@@ -51,8 +51,9 @@ pub struct TableStats {
     /// and every few of them bring a merge (docs/store.md "Memory").
     pub flushes: u64,
     /// Point lookups of a key that reached the table since the store opened: neither the
-    /// transaction asking nor the rounds in flight held the key, so fjall looked in its
-    /// memtables and files. Scans are not counted.
+    /// transaction asking, nor the rounds in flight, nor the values kept in memory
+    /// (`resident`) held the key, so fjall looked in its memtables and files. Scans are not
+    /// counted.
     pub lookups: u64,
 }
 

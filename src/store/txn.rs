@@ -219,8 +219,10 @@ impl<'s> Txn<'s> {
     /// stored (a record read again soon); a hint, which a transaction that is not stored
     /// leaves without effect.
     pub fn keep_resident(&self, table: Table, key: &str) {
-        debug_assert!(table.is_resident(), "{table:?} is not resident");
-        self.store.resident.mark(&self.full(key));
+        // (kept by their full key alone: only a resident table's keys may be marked)
+        if table.is_resident() {
+            self.store.resident.mark(&self.full(key));
+        }
     }
 
     /// Asks the store to stop keeping `key`'s value in memory (it will not be read soon).
@@ -821,7 +823,11 @@ mod tests {
     #[test]
     fn a_resident_value_is_read_without_a_lookup_and_is_always_the_stored_one() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
+        let memory = Memory {
+            resident: 1 << 20,
+            ..Memory::default()
+        };
+        let store = Store::open_with(dir.path(), memory).unwrap();
         let p = Scope::Partition(1);
         let lookups = || store.stats().table(Table::Instances).lookups;
         let tx = store.scoped(p);
