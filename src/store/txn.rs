@@ -220,14 +220,14 @@ impl<'s> Txn<'s> {
     /// leaves without effect.
     pub fn keep_resident(&self, table: Table, key: &str) {
         // (kept by their full key alone: only a resident table's keys may be marked)
-        if table.is_resident() {
+        if table.is_resident() && self.store.resident.is_enabled() {
             self.store.resident.mark(&self.full(key));
         }
     }
 
     /// Asks the store to stop keeping `key`'s value in memory (it will not be read soon).
     pub fn forget_resident(&self, table: Table, key: &str) {
-        if table.is_resident() {
+        if table.is_resident() && self.store.resident.is_enabled() {
             self.store.resident.forget(&self.full(key));
         }
     }
