@@ -141,28 +141,17 @@ fn metric_labels_come_only_from_deployed_definitions() {
     assert!(unmatched[0].contains("type=\"_other\"") && unmatched[0].ends_with(" 200"));
 }
 
-/// An instance waits for `scale.close` under its `key`, opened by `scale.open`.
-const HOLD: &str = r#"
-id: hold
-name: hold
-events:
-- {name: Open, type: scale.open, source: /bench, correlation: [{contextAttributeName: key}]}
-- {name: Close, type: scale.close, source: /bench, correlation: [{contextAttributeName: key}]}
-states:
-- {name: Opened, type: event, start: {kind: default}, eventsActions: [{eventRefs: [Open]}], transition: {nextState: Closed}}
-- {name: Closed, type: event, eventsActions: [{eventRefs: [Close]}], end: {kind: default}}
-"#;
-
+/// An event of type `ty` for `key` (`support::WAITING` starts on `bench.ping` and waits for
+/// `bench.done` of the same key).
 fn keyed(ty: &str, key: usize) -> Event {
-    let mut extensions = serde_json::Map::new();
-    extensions.insert("key".into(), json!(format!("k{key}")));
-    Event {
-        id: format!("{ty}-{key}"),
-        source: "/bench".into(),
-        event_type: ty.into(),
-        extensions,
-        ..go(0)
-    }
+    let k = format!("k{key}");
+    support::event(
+        &format!("{ty}-{key}"),
+        "/bench",
+        ty,
+        &[("key", &k)],
+        json!({}),
+    )
 }
 
 /// The records of waiting instances are kept in memory as stored (`store.resident_mib`):
@@ -172,9 +161,9 @@ fn keyed(ty: &str, key: usize) -> Event {
 fn waiting_instances_are_read_from_memory_and_only_they_are_kept() {
     for cache_mib in [64, 0] {
         let mut h = Harness::new("2026-01-01T00:00:00Z", |c| c.store.resident_mib = cache_mib);
-        h.deploy("hold.yaml", HOLD);
+        h.deploy("wait.yaml", support::WAITING);
         let n = 200;
-        h.events_together((0..n).map(|k| keyed("scale.open", k)).collect());
+        h.events_together((0..n).map(|k| keyed("bench.ping", k)).collect());
         assert_eq!(h.gauge("WAITING"), n as i64);
         let kept = if cache_mib > 0 { n as u64 } else { 0 };
         assert_eq!(
@@ -183,7 +172,7 @@ fn waiting_instances_are_read_from_memory_and_only_they_are_kept() {
             "every waiting instance kept ({cache_mib} MiB)"
         );
         let before = h.lookups(Table::Instances);
-        h.events_together((0..n).map(|k| keyed("scale.close", k)).collect());
+        h.events_together((0..n).map(|k| keyed("bench.done", k)).collect());
         assert_eq!(h.gauge("COMPLETED"), n as i64);
         let looked_up = h.lookups(Table::Instances) - before;
         let expected = if cache_mib > 0 { 0 } else { n as u64 };
