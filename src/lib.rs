@@ -98,7 +98,9 @@
 //! - [`invoke`]: function calls over HTTP with idempotency keys (each attempt timed as a span);
 //!   a durable function's invocations are calls too (Lambda's `X-Amz-Function-Error` read).
 //! - [`otel`]: OTLP span export (OpenTelemetry SDK), on only when `OTEL_EXPORTER_OTLP_*` asks.
-//! - [`watch`]: the workflow directory, polled; [`rollout`]: what this broker deploys from its
+//! - [`fifo`]: a map whose oldest put leaves first, the bookkeeping of the two caches of
+//!   instance records (`store::resident`, `broker::hot`).
+//! - [`watch`]: the workflow directory, polled (a file read once it is quiet); [`rollout`]: what this broker deploys from its
 //!   directory and the definitions topic, so every broker deploys the same files
 //!   ([`kafka::definitions`] reads and publishes the topic).
 //! - [`cli`]: the `flowbroker` command (`run`, `validate`, `graph`, and the client commands
@@ -123,6 +125,7 @@ pub mod durable;
 pub mod engine;
 pub mod expr;
 pub mod family;
+pub mod fifo;
 pub mod graph;
 pub mod http;
 pub mod invoke;

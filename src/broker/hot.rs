@@ -24,8 +24,8 @@
 //! its own (its processor may run on another thread), with an equal share of those bounds
 //! ([`Hot::share`]).
 
-use foldhash::HashMap;
-use std::collections::VecDeque;
+use crate::fifo::Fifo;
+use std::sync::Arc;
 
 /// How many decoded instances a broker keeps at most (over the partitions it owns; see
 /// [`Hot::share`]).
@@ -41,11 +41,8 @@ pub const LARGEST: usize = 64 << 10;
 /// Decoded records by instance id, each with the bytes it was stored as.
 #[derive(Debug)]
 pub struct Hot<T> {
-    entries: HashMap<String, Entry<T>>,
-    /// Ids in the order they were put, with the put's number (an id put again leaves a stale
-    /// place behind, skipped when it comes up).
-    order: VecDeque<(u64, String)>,
-    puts: u64,
+    /// By id, the oldest put first out.
+    entries: Fifo<Arc<str>, Entry<T>>,
     capacity: usize,
     /// Encoded bytes of the entries kept, and at most.
     bytes: usize,
@@ -56,7 +53,6 @@ pub struct Hot<T> {
 
 #[derive(Debug)]
 struct Entry<T> {
-    put: u64,
     bytes: Vec<u8>,
     record: T,
 }
@@ -86,9 +82,7 @@ impl<T> Hot<T> {
 
     fn bounded(capacity: usize, max_bytes: usize) -> Hot<T> {
         Hot {
-            entries: HashMap::default(),
-            order: VecDeque::new(),
-            puts: 0,
+            entries: Fifo::default(),
             capacity,
             bytes: 0,
             max_bytes,
@@ -130,27 +124,18 @@ impl<T> Hot<T> {
         if self.capacity == 0 || bytes.len() > LARGEST {
             return;
         }
-        self.puts += 1;
-        let put = self.puts;
         self.bytes += bytes.len();
-        self.entries
-            .insert(id.to_string(), Entry { put, bytes, record });
-        self.order.push_back((put, id.to_string()));
+        self.entries.put(Arc::from(id), Entry { bytes, record });
         self.trim();
     }
 
     /// Drops the oldest entries until the bounds hold.
     fn trim(&mut self) {
-        while self.entries.len() > self.capacity
-            || self.bytes > self.max_bytes
-            || self.order.len() > 2 * self.capacity
-        {
-            let Some((put, id)) = self.order.pop_front() else {
+        while self.entries.len() > self.capacity || self.bytes > self.max_bytes {
+            let Some((_, e)) = self.entries.pop_oldest() else {
                 break;
             };
-            if self.entries.get(&id).is_some_and(|e| e.put == put) {
-                self.remove(&id);
-            }
+            self.bytes -= e.bytes.len();
         }
     }
 
@@ -254,13 +239,15 @@ mod tests {
         assert_eq!(hot.take("a", &[0]), None, "the oldest went");
         assert_eq!(hot.take("d", &[3]), Some(3));
         // the same ids put again and again leave the order bounded too
-        for n in 0..100u8 {
-            hot.take("b", &[n.wrapping_sub(1)]);
-            hot.offer("b", vec![n], 0);
+        for n in 0..1000u32 {
+            let bytes = |n: u32| n.to_le_bytes().to_vec();
+            hot.take("b", &bytes(n.wrapping_sub(1)));
+            hot.offer("b", bytes(n), 0);
         }
-        assert!(hot.order.len() <= 6, "{}", hot.order.len());
+        let places = hot.entries.places();
+        assert!(places <= 2 * 3 + crate::fifo::SLACK + 1, "{places}");
         assert!(hot.len() <= 3);
-        assert_eq!(hot.take("b", &[99]), Some(0));
+        assert_eq!(hot.take("b", &999u32.to_le_bytes()), Some(0));
         let mut none: Hot<u8> = Hot::new(0);
         none.offer("a", vec![1], 1);
         assert!(none.is_empty(), "capacity 0 keeps nothing");

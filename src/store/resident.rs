@@ -20,8 +20,8 @@
 //! broker's RSS measured about a tenth above what is counted); the first marked leaves first,
 //! and a value over an eighth of its shard's share is not kept. A budget of 0 keeps nothing.
 
+use crate::fifo::Fifo;
 use bytes::Bytes;
-use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -44,22 +44,12 @@ pub struct Resident {
 
 #[derive(Debug, Default)]
 struct Shard {
-    map: foldhash::HashMap<Arc<str>, Slot>,
-    /// Keys in the order they were marked, with the mark's number (a key forgotten or marked
-    /// again leaves a stale place behind, skipped when it comes up).
-    order: VecDeque<(u64, Arc<str>)>,
-    marks: u64,
+    /// Marked keys, first marked first: `None` until a write of the key is stored.
+    entries: Fifo<Arc<str>, Option<Bytes>>,
     bytes: usize,
     budget: usize,
     /// Keys with a value.
     held: usize,
-}
-
-#[derive(Debug)]
-struct Slot {
-    mark: u64,
-    /// `None` until a write of the key is stored.
-    value: Option<Bytes>,
 }
 
 /// What the values kept cost now.
@@ -112,14 +102,10 @@ impl Resident {
             return;
         }
         let mut s = self.shard(key);
-        if s.map.contains_key(key) {
+        if s.entries.contains_key(key) {
             return;
         }
-        s.marks += 1;
-        let mark = s.marks;
-        let k: Arc<str> = Arc::from(key);
-        s.map.insert(k.clone(), Slot { mark, value: None });
-        s.order.push_back((mark, k));
+        s.entries.put(Arc::from(key), None);
         s.bytes += cost(key, None);
         s.trim();
     }
@@ -129,9 +115,7 @@ impl Resident {
         if !self.is_enabled() {
             return;
         }
-        let mut s = self.shard(key);
-        s.remove(key);
-        s.tidy();
+        self.shard(key).remove(key);
     }
 
     /// The value held for `key`, if any (shared, not copied).
@@ -139,7 +123,7 @@ impl Resident {
         if !self.is_enabled() {
             return None;
         }
-        self.shard(key).map.get(key)?.value.clone()
+        self.shard(key).entries.get(key)?.clone()
     }
 
     /// `key` was stored with `value` (`None`: removed): a key kept takes the new value in (a
@@ -151,22 +135,24 @@ impl Resident {
         }
         let mut s = self.shard(key);
         let largest = s.budget / 8;
-        let Some(slot) = s.map.get_mut(key) else {
+        if !s.entries.contains_key(key) {
             return;
-        };
+        }
         let v = match value {
             Some(v) if OVERHEAD + key.len() + v.len() <= largest => v,
             _ => {
                 s.remove(key);
-                s.tidy();
                 return;
             }
         };
-        let was = cost(key, slot.value.as_ref());
         let value = Bytes::copy_from_slice(v);
         let now = cost(key, Some(&value));
-        let first = slot.value.replace(value).is_none();
-        s.bytes = s.bytes - was + now;
+        let Some(slot) = s.entries.get_mut(key) else {
+            return;
+        };
+        let was = slot.replace(value);
+        let first = was.is_none();
+        s.bytes = s.bytes - cost(key, was.as_ref()) + now;
         s.held += usize::from(first);
         s.trim();
     }
@@ -178,14 +164,9 @@ impl Resident {
         }
         for shard in self.shards.iter() {
             let mut s = shard.lock().unwrap_or_else(|e| e.into_inner());
-            let gone: Vec<Arc<str>> = (s.map.keys())
-                .filter(|k| k.starts_with(prefix))
-                .cloned()
-                .collect();
-            for k in gone {
-                s.remove(&k);
+            for (k, v) in s.entries.remove_where(|k| k.starts_with(prefix)) {
+                s.forgot(&k, v);
             }
-            s.tidy();
         }
     }
 
@@ -203,34 +184,25 @@ impl Resident {
 
 impl Shard {
     fn remove(&mut self, key: &str) {
-        if let Some(slot) = self.map.remove(key) {
-            self.bytes -= cost(key, slot.value.as_ref());
-            self.held -= usize::from(slot.value.is_some());
+        if let Some(v) = self.entries.remove(key) {
+            self.forgot(key, v);
         }
+    }
+
+    /// Takes what `key`, just removed with `value`, cost off the counts.
+    fn forgot(&mut self, key: &str, value: Option<Bytes>) {
+        self.bytes -= cost(key, value.as_ref());
+        self.held -= usize::from(value.is_some());
     }
 
     /// Drops the first marked keys until the shard is within its budget.
     fn trim(&mut self) {
         while self.bytes > self.budget {
-            let Some((mark, k)) = self.order.pop_front() else {
+            let Some((k, v)) = self.entries.pop_oldest() else {
                 break;
             };
-            if self.map.get(&k).is_some_and(|s| s.mark == mark) {
-                self.remove(&k);
-            }
+            self.forgot(&k, v);
         }
-        self.tidy();
-    }
-
-    /// Rebuilds the order without its stale places once they outnumber the live ones, so
-    /// that keys marked and forgotten over and over do not grow it.
-    fn tidy(&mut self) {
-        if self.order.len() <= 2 * self.map.len() + 64 {
-            return;
-        }
-        let map = &self.map;
-        self.order
-            .retain(|(mark, k)| map.get(k).is_some_and(|s| s.mark == *mark));
     }
 }
 
@@ -311,8 +283,10 @@ mod tests {
             r.mark(&k);
             r.forget(&k);
         }
-        let most = r.shards.iter().map(|s| s.lock().unwrap().order.len()).max();
-        assert!(most.unwrap() <= 64 + 1, "{most:?}");
+        let most = (r.shards.iter())
+            .map(|s| s.lock().unwrap().entries.places())
+            .max();
+        assert!(most.unwrap() <= crate::fifo::SLACK + 1, "{most:?}");
     }
 
     #[test]
