@@ -7,7 +7,8 @@
 //! Each entry carries the number of the put that placed it, and the order holds
 //! `(number, key)`. A key removed or put again leaves a stale place behind, skipped when it
 //! comes up; once stale places outnumber the live ones by more than [`SLACK`], the order is
-//! rebuilt without them. Every operation is O(1), amortized.
+//! rebuilt without them. Putting, reading, removing a key and taking the oldest are O(1),
+//! amortized; [`Fifo::remove_where`] walks every key.
 
 use std::borrow::Borrow;
 use std::collections::VecDeque;
