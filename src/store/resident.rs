@@ -135,9 +135,6 @@ impl Resident {
         }
         let mut s = self.shard(key);
         let largest = s.budget / 8;
-        if !s.entries.contains_key(key) {
-            return;
-        }
         let v = match value {
             Some(v) if OVERHEAD + key.len() + v.len() <= largest => v,
             _ => {
@@ -145,15 +142,13 @@ impl Resident {
                 return;
             }
         };
-        let value = Bytes::copy_from_slice(v);
-        let now = cost(key, Some(&value));
         let Some(slot) = s.entries.get_mut(key) else {
             return;
         };
-        let was = slot.replace(value);
-        let first = was.is_none();
+        let was = slot.replace(Bytes::copy_from_slice(v));
+        let now = cost(key, slot.as_ref());
         s.bytes = s.bytes - cost(key, was.as_ref()) + now;
-        s.held += usize::from(first);
+        s.held += usize::from(was.is_none());
         s.trim();
     }
 
