@@ -100,7 +100,8 @@
 //! - [`otel`]: OTLP span export (OpenTelemetry SDK), on only when `OTEL_EXPORTER_OTLP_*` asks.
 //! - [`fifo`]: a map whose oldest put leaves first, the bookkeeping of the two caches of
 //!   instance records (`store::resident`, `broker::hot`).
-//! - [`watch`]: the workflow directory, polled (a file read once it is quiet); [`rollout`]:
+//! - [`watch`]: the workflow directory, polled (a change acted on once it has held, nothing
+//!   unreadable undeployed; `watch::list` finds the files); [`rollout`]:
 //!   what this broker deploys from its directory and the definitions topic, so every broker
 //!   deploys the same files ([`kafka::definitions`] reads and publishes the topic).
 //! - [`cli`]: the `flowbroker` command (`run`, `validate`, `graph`, and the client commands

@@ -44,9 +44,10 @@ pub struct Rollout {
     held: BTreeMap<FileName, Held>,
 }
 
-/// The files under `dir` with their modification times, by name.
-pub fn local_files(dir: &Path) -> BTreeMap<FileName, LocalFile> {
-    crate::watch::scan(dir)
+/// The workflow files under `dir` as scanned (`crate::watch`), with their modification
+/// times, by name.
+pub fn local_files(dir: &Path, files: crate::watch::Files) -> BTreeMap<FileName, LocalFile> {
+    files
         .into_iter()
         .filter_map(|(path, text)| {
             let name = FileName::under(dir, Path::new(&path))?;
@@ -59,9 +60,9 @@ pub fn local_files(dir: &Path) -> BTreeMap<FileName, LocalFile> {
         .collect()
 }
 
-/// The files under `dir`, by name.
-pub fn scan(dir: &Path) -> BTreeMap<FileName, String> {
-    crate::watch::scan(dir)
+/// The workflow files under `dir` as scanned (`crate::watch`), by name.
+pub fn named(dir: &Path, files: crate::watch::Files) -> BTreeMap<FileName, String> {
+    files
         .into_iter()
         .filter_map(|(path, text)| Some((FileName::under(dir, Path::new(&path))?, text)))
         .collect()

@@ -231,10 +231,13 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     // definitions: this broker's own files, and (with a definitions topic) every other
     // broker's, read to the topic's end before anything is consumed
     let mut definitions = None;
+    let (watch, scanned) = crate::watch::Watch::new(cfg.workflows_dir.clone())
+        .scan_async()
+        .await;
+    let scanned = scanned.unwrap_or_default();
     let files = if c.definitions_topic.is_empty() {
-        let files = crate::watch::scan(&cfg.workflows_dir);
-        core.process(vec![Cmd::Files(files.clone())])?;
-        files
+        core.process(vec![Cmd::Files(scanned.clone())])?;
+        scanned
     } else {
         let mut reader = crate::kafka::definitions::reader(
             k,
@@ -246,7 +249,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
             .read_to_end(&mut rollout, Duration::from_secs(15))
             .await;
         rollout.start(
-            crate::rollout::local_files(&cfg.workflows_dir),
+            crate::rollout::local_files(&cfg.workflows_dir, scanned),
             chrono::Utc::now(),
         );
         crate::kafka::definitions::publish(&producer, &c.definitions_topic, &mut rollout).await;
@@ -329,17 +332,12 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
             reader,
             rollout,
             producer.clone(),
-            cfg.workflows_dir.clone(),
+            watch,
             every,
             files,
             control_tx.clone(),
         )),
-        None => tokio::spawn(crate::watch::run(
-            cfg.workflows_dir.clone(),
-            every,
-            files,
-            cmd_tx.clone(),
-        )),
+        None => tokio::spawn(crate::watch::run(watch, every, files, cmd_tx.clone())),
     };
     if !cfg.http.listen.is_empty() {
         let listener = tokio::net::TcpListener::bind(&cfg.http.listen)

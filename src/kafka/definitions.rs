@@ -14,7 +14,6 @@ use crate::rollout::Rollout;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;
 use rdkafka::{Offset, TopicPartitionList};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -279,7 +278,7 @@ pub async fn run(
     mut reader: Reader,
     mut rollout: Rollout,
     producer: Sender,
-    dir: PathBuf,
+    mut watch: crate::watch::Watch,
     every: Duration,
     mut deployed: std::collections::BTreeMap<String, String>,
     // the core's control channel: it takes what is there before any input or work topic
@@ -290,13 +289,17 @@ pub async fn run(
     let topic = reader.topic.clone();
     tokio::spawn(reader.caught.clone().serve(reader.end.clone()));
     let mut tick = tokio::time::interval(every);
+    // a scan that waited for a file to go quiet is not followed at once by another
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let mut next = None;
         tokio::select! {
             _ = tick.tick() => {
-                let d = dir.clone();
-                if let Ok(files) = tokio::task::spawn_blocking(move || crate::rollout::scan(&d)).await {
-                    rollout.scanned(files, chrono::Utc::now());
+                let (w, files) = watch.scan_async().await;
+                watch = w;
+                if let Some(files) = files {
+                    let named = crate::rollout::named(watch.dir(), files);
+                    rollout.scanned(named, chrono::Utc::now());
                 }
                 publish(&producer, &topic, &mut rollout).await;
             }
