@@ -14,7 +14,7 @@ use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::hash::Hash;
 
-/// How many stale places beyond twice the live entries the order keeps before it is rebuilt.
+/// How many more stale places than live entries the order keeps before it is rebuilt.
 pub const SLACK: usize = 64;
 
 /// Entries by key, oldest put first out.
@@ -105,6 +105,7 @@ impl<K: Hash + Eq + Clone, V> Fifo<K, V> {
         while let Some((number, key)) = self.order.pop_front() {
             if self.map.get(&key).is_some_and(|p| p.number == number) {
                 let p = self.map.remove(&key)?;
+                self.tidy();
                 return Some((key, p.value));
             }
         }
@@ -167,6 +168,23 @@ mod tests {
         assert!(f.places() <= 2 * f.len() + SLACK + 1, "{}", f.places());
         assert_eq!(f.pop_oldest(), Some(("keep".to_string(), 0)));
         assert_eq!(f.pop_oldest(), None);
+    }
+
+    #[test]
+    fn taking_the_oldest_keeps_the_places_bounded() {
+        let mut f: Fifo<u32, u32> = Fifo::default();
+        for i in 0..1_000 {
+            f.put(i, i);
+        }
+        // stale places pile up behind the live entries, up to the bound
+        for i in 1_000..100_000 {
+            f.put(i, i);
+            f.remove(&i);
+        }
+        for i in 0..1_000 {
+            assert_eq!(f.pop_oldest(), Some((i, i)));
+        }
+        assert!(f.places() <= SLACK + 1, "{}", f.places());
     }
 
     #[test]

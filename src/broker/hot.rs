@@ -20,7 +20,8 @@
 //! record that does not round-trip fails the tests.
 //!
 //! Bounded: at most [`Hot::capacity`] entries and [`BYTES`] of encoded records, the oldest put
-//! first out; a record larger than [`LARGEST`] is not kept. Each owned state partition has
+//! first out; a record larger than [`LARGEST`], or than an eighth of its partition's share
+//! of [`BYTES`], is not kept (it would push out the rest). Each owned state partition has
 //! its own (its processor may run on another thread), with an equal share of those bounds
 //! ([`Hot::share`]).
 
@@ -121,7 +122,7 @@ impl<T> Hot<T> {
     /// Keeps `record`, just stored as `bytes`, in place of whatever was kept for `id`.
     pub fn offer(&mut self, id: &str, bytes: Vec<u8>, record: T) {
         self.remove(id);
-        if self.capacity == 0 || bytes.len() > LARGEST {
+        if self.capacity == 0 || bytes.len() > LARGEST.min(self.max_bytes / 8) {
             return;
         }
         self.bytes += bytes.len();
@@ -191,6 +192,18 @@ mod tests {
         hot.offer("big", large.clone(), 3);
         assert!(hot.is_empty(), "a record over LARGEST is not kept");
         assert_eq!(hot.take("big", &large), None);
+    }
+
+    #[test]
+    fn a_record_over_an_eighth_of_a_small_share_is_not_kept() {
+        let mut hot = Hot::default();
+        hot.share(1024); // 16 KiB each, below LARGEST
+        let small = vec![b' '; 100];
+        hot.offer("small", small.clone(), 1);
+        let large = vec![b' '; BYTES / 1024 / 8 + 1];
+        hot.offer("large", large.clone(), 2);
+        assert_eq!(hot.take("large", &large), None);
+        assert_eq!(hot.take("small", &small), Some(1), "and the rest stays");
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //!
 //! Bounded: at most the budget in bytes (keys, values and a fixed overhead per entry; the
 //! broker's RSS measured about a tenth above what is counted); the first marked leaves first,
-//! and a value over an eighth of its shard's share is not kept. A budget of 0 keeps nothing.
+//! and an entry (key, value and overhead) over an eighth of its shard's share is not kept. A budget of 0 keeps nothing.
 
 use crate::fifo::Fifo;
 use bytes::Bytes;
@@ -128,7 +128,7 @@ impl Resident {
 
     /// `key` was stored with `value` (`None`: removed): a key kept takes the new value in (a
     /// copy of exactly its bytes, not the buffer it may be a slice of), or is dropped, as it
-    /// is when the value is over an eighth of the shard's share (it would push out the rest).
+    /// is when the entry is over an eighth of the shard's share (it would push out the rest).
     pub fn stored(&self, key: &str, value: Option<&[u8]>) {
         if !self.is_enabled() {
             return;
