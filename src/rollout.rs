@@ -44,17 +44,20 @@ pub struct Rollout {
     held: BTreeMap<FileName, Held>,
 }
 
-/// The workflow files under `dir` as scanned (`crate::watch`), with their modification
-/// times, by name.
-pub fn local_files(dir: &Path, files: crate::watch::Files) -> BTreeMap<FileName, LocalFile> {
+/// The workflow files `watch` just scanned, with the modification times it saw them at, by
+/// name.
+pub fn local_files(
+    watch: &crate::watch::Watch,
+    files: crate::watch::Files,
+) -> BTreeMap<FileName, LocalFile> {
     files
         .into_iter()
         .filter_map(|(path, text)| {
-            let name = FileName::under(dir, Path::new(&path))?;
-            let modified = std::fs::metadata(&path)
-                .and_then(|m| m.modified())
+            let name = FileName::under(watch.dir(), Path::new(&path))?;
+            let modified = watch
+                .modified(Path::new(&path))
                 .map(DateTime::<Utc>::from)
-                .unwrap_or_else(|_| Utc::now());
+                .unwrap_or_else(Utc::now);
             Some((name, LocalFile { text, modified }))
         })
         .collect()

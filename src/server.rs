@@ -45,6 +45,20 @@ pub enum ServeError {
     CoreFailed(#[from] crate::broker::core::CoreError),
     #[error(transparent)]
     Otel(#[from] crate::otel::OtelError),
+    #[error("scanning the workflows directory {0} failed (a bug: the log has the panic)")]
+    Scan(std::path::PathBuf),
+}
+
+/// The first scan of the workflows directory. A scan that panicked stops the start: an empty
+/// set would read as every file deleted.
+async fn first_scan(
+    watch: crate::watch::Watch,
+) -> Result<(crate::watch::Watch, crate::watch::Files), ServeError> {
+    let dir = watch.dir().to_path_buf();
+    match watch.scan_async().await {
+        (watch, Some(files)) => Ok((watch, files)),
+        (_, None) => Err(ServeError::Scan(dir)),
+    }
 }
 
 /// Runs the broker until SIGINT/SIGTERM or a fatal error.
@@ -231,13 +245,11 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
     // definitions: this broker's own files, and (with a definitions topic) every other
     // broker's, read to the topic's end before anything is consumed
     let mut definitions = None;
-    let (watch, scanned) = crate::watch::Watch::new(cfg.workflows_dir.clone())
-        .scan_async()
-        .await;
-    let scanned = scanned.unwrap_or_default();
-    let files = if c.definitions_topic.is_empty() {
-        core.process(vec![Cmd::Files(scanned.clone())])?;
-        scanned
+    let watch = crate::watch::Watch::new(cfg.workflows_dir.clone());
+    let (watch, files) = if c.definitions_topic.is_empty() {
+        let (watch, files) = first_scan(watch).await?;
+        core.process(vec![Cmd::Files(files.clone())])?;
+        (watch, files)
     } else {
         let mut reader = crate::kafka::definitions::reader(
             k,
@@ -248,8 +260,10 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         reader
             .read_to_end(&mut rollout, Duration::from_secs(15))
             .await;
+        // this broker's files as they are once the cluster's are known
+        let (watch, scanned) = first_scan(watch).await?;
         rollout.start(
-            crate::rollout::local_files(&cfg.workflows_dir, scanned),
+            crate::rollout::local_files(&watch, scanned),
             chrono::Utc::now(),
         );
         crate::kafka::definitions::publish(&producer, &c.definitions_topic, &mut rollout).await;
@@ -257,7 +271,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         let (cluster, files) = (rollout.cluster_files(), rollout.files());
         core.process(vec![Cmd::Files(cluster), Cmd::Files(files.clone())])?;
         definitions = Some((reader, rollout));
-        files
+        (watch, files)
     };
     if files.is_empty() {
         tracing::warn!(dir = %cfg.workflows_dir.display(), "no workflow files found; add *.yaml or *.json files there");

@@ -289,14 +289,14 @@ pub async fn run(
     let topic = reader.topic.clone();
     tokio::spawn(reader.caught.clone().serve(reader.end.clone()));
     let mut tick = tokio::time::interval(every);
-    // a scan that waited for a file to go quiet is not followed at once by another
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let mut next = None;
         tokio::select! {
             _ = tick.tick() => {
                 let (w, files) = watch.scan_async().await;
                 watch = w;
+                // a scan that waited for a change to hold is not followed at once by another
+                tick.reset();
                 if let Some(files) = files {
                     let named = crate::rollout::named(watch.dir(), files);
                     rollout.scanned(named, chrono::Utc::now());

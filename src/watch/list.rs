@@ -31,8 +31,12 @@ fn walk(dir: &Path, walked: &mut BTreeSet<PathBuf>, out: &mut Vec<PathBuf>) -> i
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e),
     };
-    for entry in entries {
-        let p = entry?.path();
+    // in name order, so a directory reached by two paths is always listed under the same one
+    let mut paths = entries
+        .map(|e| e.map(|e| e.path()))
+        .collect::<io::Result<Vec<_>>>()?;
+    paths.sort();
+    for p in paths {
         let hidden = p
             .file_name()
             .and_then(|n| n.to_str())

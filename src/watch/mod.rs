@@ -16,7 +16,7 @@
 //!
 //! Nothing that cannot be read takes away what was deployed: a directory that cannot be
 //! listed keeps the last set whole, and a file that cannot be read (its permissions, text
-//! that is not UTF-8) keeps its last text.
+//! that is not UTF-8) keeps its last text. A directory that is not there is empty.
 
 mod list;
 
@@ -58,6 +58,9 @@ struct Known {
     since: Instant,
     /// The text last read, while the file counts as there.
     text: Option<String>,
+    /// The stamp the current scan read it at: a scan that looks again after another file
+    /// changed does not read it twice.
+    read_at: Option<Stamp>,
 }
 
 /// The workflow directory as the scans have seen it.
@@ -94,6 +97,11 @@ impl Watch {
         &self.dir
     }
 
+    /// The modification time `path` had when it was last looked at.
+    pub fn modified(&self, path: &Path) -> Option<SystemTime> {
+        Some(self.known.get(path)?.stamp?.1)
+    }
+
     /// The workflow files (path -> text) as they are once every change has held for
     /// [`QUIET`], waiting [`QUIET_WAIT`] at most (see the module docs). A missing directory is
     /// empty. Blocks: async callers use [`Watch::scan_async`].
@@ -120,6 +128,9 @@ impl Watch {
     }
 
     fn scan_until(&mut self, deadline: Instant) -> Files {
+        for k in self.known.values_mut() {
+            k.read_at = None;
+        }
         loop {
             let listed = match self.list() {
                 Ok(listed) => listed,
@@ -163,6 +174,7 @@ impl Watch {
                 stamp: None,
                 since: now,
                 text: None,
+                read_at: None,
             });
         }
         self.known.retain(|path, k| {
@@ -207,13 +219,16 @@ impl Watch {
                 }
                 continue;
             }
+            if k.read_at.is_some() && k.read_at == k.stamp {
+                continue;
+            }
             match std::fs::read_to_string(path) {
                 Ok(text) => match stamp(path) {
                     Ok(after) if after != k.stamp && Instant::now() < deadline => {
                         (k.stamp, k.since) = (after, Instant::now());
                         return false;
                     }
-                    _ => k.text = Some(text),
+                    _ => (k.text, k.read_at) = (Some(text), k.stamp),
                 },
                 Err(e) if e.kind() == io::ErrorKind::NotFound && Instant::now() < deadline => {
                     (k.stamp, k.since) = (None, Instant::now());
@@ -283,20 +298,24 @@ mod tests {
     fn a_file_being_written_is_read_once_it_is_quiet() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("w.yaml");
-        // truncated, as an editor does before writing, then written in three chunks; the
-        // quiet time is long enough that a slow machine does not stretch a gap past it
+        std::fs::write(&path, "id: old\n").unwrap();
+        let quiet = Duration::from_millis(300);
+        let mut watch = Watch::with(dir.path().into(), quiet, QUIET_WAIT);
+        assert_eq!(text(&watch.scan(), &path).as_deref(), Some("id: old\n"));
+        // truncated, as an editor does before writing, then written in chunks: each gap
+        // shorter than the quiet time, all of them longer
         let mut file = std::fs::File::create(&path).unwrap();
         let writer = std::thread::spawn(move || {
-            for chunk in ["id: w\n", "name: w\n", "version: '1'\n"] {
-                std::thread::sleep(Duration::from_millis(20));
+            for chunk in ["id: w\n", "name: w\n", "version: '1'\n", "start: a\n"] {
+                std::thread::sleep(quiet / 3);
                 file.write_all(chunk.as_bytes()).unwrap();
             }
         });
-        let files = Watch::with(dir.path().into(), Duration::from_millis(500), QUIET_WAIT).scan();
+        let files = watch.scan();
         writer.join().unwrap();
         assert_eq!(
             text(&files, &path).as_deref(),
-            Some("id: w\nname: w\nversion: '1'\n")
+            Some("id: w\nname: w\nversion: '1'\nstart: a\n")
         );
     }
 
@@ -349,6 +368,56 @@ mod tests {
         assert_eq!(watch.scan(), Files::new());
         assert_eq!(watch.waits, 2, "the deletion was held for the quiet time");
         assert!(watch.known.is_empty(), "{:?}", watch.known);
+    }
+
+    #[test]
+    fn a_file_still_away_at_the_deadline_keeps_its_text_until_it_stays_away() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.yaml");
+        std::fs::write(&path, "a").unwrap();
+        let quiet = Duration::from_millis(300);
+        let mut watch = Watch::with(dir.path().into(), quiet, quiet / 6);
+        let deadline = Instant::now() + QUIET_WAIT;
+        while text(&watch.scan(), &path).is_none() {
+            assert!(Instant::now() < deadline, "never read");
+        }
+        std::fs::remove_file(&path).unwrap();
+        let gone = Instant::now();
+        assert_eq!(
+            text(&watch.scan(), &path).as_deref(),
+            Some("a"),
+            "away too briefly"
+        );
+        loop {
+            let files = watch.scan();
+            if text(&files, &path).is_none() {
+                break;
+            }
+            assert!(gone.elapsed() < QUIET_WAIT * 5, "never let go");
+        }
+        assert!(gone.elapsed() >= quiet, "let go after {:?}", gone.elapsed());
+    }
+
+    #[test]
+    fn a_directory_that_cannot_be_listed_keeps_the_last_set() {
+        let base = tempfile::tempdir().unwrap();
+        let parent = base.path().join("mnt");
+        let dir = parent.join("workflows");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("w.yaml"), "a").unwrap();
+        let mut watch = Watch::new(dir.clone());
+        let first = watch.scan();
+        assert_eq!(first.len(), 1);
+        // the directory cannot be told any more (its parent is now a file: ENOTDIR)
+        std::fs::rename(&parent, base.path().join("away")).unwrap();
+        std::fs::write(&parent, "").unwrap();
+        assert_eq!(watch.scan(), first);
+        // a directory that is not there is empty
+        std::fs::remove_file(&parent).unwrap();
+        let deadline = Instant::now() + QUIET_WAIT * 5;
+        while !watch.scan().is_empty() {
+            assert!(Instant::now() < deadline, "never let go");
+        }
     }
 
     #[test]
