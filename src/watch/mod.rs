@@ -280,9 +280,23 @@ mod tests {
     use std::io::Write;
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
+    use tempfile::TempDir;
 
     fn text(files: &Files, path: &Path) -> Option<String> {
         files.get(&path.display().to_string()).cloned()
+    }
+
+    /// A directory holding `w.yaml` with `text`, and a watch of it that has read it.
+    fn watched(text: &str, quiet: Duration, quiet_wait: Duration) -> (TempDir, PathBuf, Watch) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w.yaml");
+        std::fs::write(&path, text).unwrap();
+        let mut watch = Watch::with(dir.path().into(), quiet, quiet_wait);
+        let deadline = Instant::now() + QUIET_WAIT * 5;
+        while self::text(&watch.scan(), &path).as_deref() != Some(text) {
+            assert!(Instant::now() < deadline, "never read");
+        }
+        (dir, path, watch)
     }
 
     fn set_modified(path: &Path, at: SystemTime) {
@@ -296,12 +310,8 @@ mod tests {
 
     #[test]
     fn a_file_being_written_is_read_once_it_is_quiet() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("w.yaml");
-        std::fs::write(&path, "id: old\n").unwrap();
         let quiet = Duration::from_millis(300);
-        let mut watch = Watch::with(dir.path().into(), quiet, QUIET_WAIT);
-        assert_eq!(text(&watch.scan(), &path).as_deref(), Some("id: old\n"));
+        let (_dir, path, mut watch) = watched("id: old\n", quiet, QUIET_WAIT);
         // truncated, as an editor does before writing, then written in chunks: each gap
         // shorter than the quiet time, all of them longer
         let mut file = std::fs::File::create(&path).unwrap();
@@ -321,17 +331,13 @@ mod tests {
 
     #[test]
     fn an_unchanged_directory_is_read_again_without_waiting() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("w.yaml");
-        std::fs::write(&path, "a").unwrap();
-        let mut watch = Watch::new(dir.path().into());
-        let first = watch.scan();
-        assert_eq!(text(&first, &path).as_deref(), Some("a"));
+        let (_dir, path, mut watch) = watched("a", QUIET, QUIET_WAIT);
         assert_eq!(
             watch.waits, 1,
             "what a watch has not seen before waits once"
         );
-        assert_eq!(watch.scan(), first);
+        let again = watch.scan();
+        assert_eq!(text(&again, &path).as_deref(), Some("a"));
         assert_eq!(watch.waits, 1, "nothing changed: no wait");
         std::fs::write(&path, "bb").unwrap();
         assert_eq!(text(&watch.scan(), &path).as_deref(), Some("bb"));
@@ -340,11 +346,7 @@ mod tests {
 
     #[test]
     fn a_file_replaced_through_a_rename_stays_deployed() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("w.yaml");
-        std::fs::write(&path, "a").unwrap();
-        let mut watch = Watch::with(dir.path().into(), Duration::from_millis(500), QUIET_WAIT);
-        assert_eq!(text(&watch.scan(), &path).as_deref(), Some("a"));
+        let (dir, path, mut watch) = watched("a", Duration::from_millis(500), QUIET_WAIT);
         // an editor moves the old file away, then writes the new one
         std::fs::rename(&path, dir.path().join("w.yaml~")).unwrap();
         let new = path.clone();
@@ -359,11 +361,7 @@ mod tests {
 
     #[test]
     fn a_deleted_file_is_let_go_once_it_stays_away() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("w.yaml");
-        std::fs::write(&path, "a").unwrap();
-        let mut watch = Watch::new(dir.path().into());
-        assert_eq!(text(&watch.scan(), &path).as_deref(), Some("a"));
+        let (_dir, path, mut watch) = watched("a", QUIET, QUIET_WAIT);
         std::fs::remove_file(&path).unwrap();
         assert_eq!(watch.scan(), Files::new());
         assert_eq!(watch.waits, 2, "the deletion was held for the quiet time");
@@ -372,15 +370,8 @@ mod tests {
 
     #[test]
     fn a_file_still_away_at_the_deadline_keeps_its_text_until_it_stays_away() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("w.yaml");
-        std::fs::write(&path, "a").unwrap();
         let quiet = Duration::from_millis(300);
-        let mut watch = Watch::with(dir.path().into(), quiet, quiet / 6);
-        let deadline = Instant::now() + QUIET_WAIT;
-        while text(&watch.scan(), &path).is_none() {
-            assert!(Instant::now() < deadline, "never read");
-        }
+        let (_dir, path, mut watch) = watched("a", quiet, quiet / 6);
         std::fs::remove_file(&path).unwrap();
         let gone = Instant::now();
         assert_eq!(
@@ -422,11 +413,7 @@ mod tests {
 
     #[test]
     fn a_file_that_cannot_be_read_keeps_its_last_text() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("w.yaml");
-        std::fs::write(&path, "id: w\n").unwrap();
-        let mut watch = Watch::new(dir.path().into());
-        assert_eq!(text(&watch.scan(), &path).as_deref(), Some("id: w\n"));
+        let (dir, path, mut watch) = watched("id: w\n", QUIET, QUIET_WAIT);
         std::fs::write(&path, [0xff, 0xfe, 0x00]).unwrap(); // not UTF-8
         let other = dir.path().join("v.yaml");
         std::fs::write(&other, [0xff]).unwrap();
@@ -468,11 +455,7 @@ mod tests {
 
     #[test]
     fn file_times_do_not_decide_when_a_file_is_quiet() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("w.yaml");
-        std::fs::write(&path, "a").unwrap();
-        let mut watch = Watch::new(dir.path().into());
-        watch.scan();
+        let (_dir, path, mut watch) = watched("a", QUIET, QUIET_WAIT);
         // a file server whose clock is behind: the new text looks an hour old
         std::fs::write(&path, "bb").unwrap();
         set_modified(&path, SystemTime::now() - Duration::from_secs(3600));
