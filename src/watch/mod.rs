@@ -109,17 +109,22 @@ impl Watch {
         self.scan_until(Instant::now() + self.quiet_wait)
     }
 
-    /// [`Watch::scan`] on a blocking thread. A scan that panicked gives no files and a watch
-    /// that starts over.
+    /// [`Watch::scan`] on a blocking thread. A scan that panicked gives no files, and the
+    /// watch keeps what it knew (the texts it keeps for files it cannot read among them).
     pub async fn scan_async(mut self) -> (Watch, Option<Files>) {
         let dir = self.dir.clone();
-        match tokio::task::spawn_blocking(move || {
-            let files = self.scan();
-            (self, files)
+        let scanned = tokio::task::spawn_blocking(move || {
+            let files = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.scan()));
+            (self, files.ok())
         })
-        .await
-        {
-            Ok((watch, files)) => (watch, Some(files)),
+        .await;
+        match scanned {
+            Ok((watch, files)) => {
+                if files.is_none() {
+                    tracing::error!(dir = %dir.display(), "scanning the workflows directory panicked; the deployed files stay as they are");
+                }
+                (watch, files)
+            }
             Err(e) => {
                 tracing::error!(dir = %dir.display(), error = %e, "scanning the workflows directory failed");
                 (Watch::new(dir), None)
