@@ -1,5 +1,5 @@
 //! Deployment by directory: every `*.json|*.yaml|*.yml` under `workflows_dir` (recursively,
-//! hidden files skipped, [`list`]) is read at start and whenever the directory changes.
+//! hidden files skipped; `list`) is read at start and whenever the directory changes.
 //! Polling (by default every second) rather than inotify: it works the same on bind mounts,
 //! network file systems and container volumes, and a full read is cheap for workflow-sized
 //! files. The core gets the whole set each time something changed and diffs it itself.
