@@ -18,7 +18,8 @@
 //!
 //! Bounded: at most the budget in bytes (keys, values and a fixed overhead per entry; the
 //! broker's RSS measured about a tenth above what is counted); the first marked leaves first,
-//! and an entry (key, value and overhead) over an eighth of its shard's share is not kept. A budget of 0 keeps nothing.
+//! and an entry (key, value and overhead) over an eighth of its shard's share is not kept. A
+//! budget of 0 keeps nothing.
 
 use crate::fifo::Fifo;
 use bytes::Bytes;

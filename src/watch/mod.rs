@@ -121,12 +121,14 @@ impl Watch {
         match scanned {
             Ok((watch, files)) => {
                 if files.is_none() {
-                    tracing::error!(dir = %dir.display(), "scanning the workflows directory panicked; the deployed files stay as they are");
+                    tracing::error!(dir = %dir.display(),
+                        "scanning the workflows directory panicked; the deployed files stay as they are");
                 }
                 (watch, files)
             }
             Err(e) => {
-                tracing::error!(dir = %dir.display(), error = %e, "scanning the workflows directory failed");
+                tracing::error!(dir = %dir.display(), error = %e,
+                    "scanning the workflows directory failed");
                 (Watch::new(dir), None)
             }
         }
