@@ -21,7 +21,8 @@
 //! also shows the store's files, the bloom filters it keeps in memory for them, its memtables
 //! and its bytes on disk (`flowbroker_store_*`), and the broker's memory swapped out: a
 //! 10-minute overload can need swap for the test tansu, which keeps every record in memory
-//! (`scripts/swapfile.sh`); the figures count the broker's RSS and swap together. When the load
+//! (`scripts/swapfile.sh`); the figures count the broker's RSS and swap together, and the last
+//! two columns show tansu's (a tansu that swaps slows the whole machine). When the load
 //! stops it prints that memory under load and its trend (medians of the quarters, least-squares
 //! slope), before the drain, which a test Kafka that runs out of memory may not finish.
 //! Results: docs/performance.md.
@@ -53,13 +54,17 @@ struct Sample {
     /// (high - low: what snapshots have not trimmed).
     written: i64,
     kept: i64,
+    /// The test tansu's RSS and its memory swapped out: a tansu that swaps slows everything
+    /// on the machine, so a slow stretch of the run is read against these first.
+    kafka_mib: f64,
+    kafka_swap_mib: f64,
 }
 
 impl Sample {
     /// One line of the table.
     fn row(&self) -> String {
         format!(
-            "{:>7.0} {:>10} {:>12} {:>10} {:>9} {:>8.1} {:>8.1} {:>18} {:>9} {:>8.1} {:>10.1} {:>9.0}",
+            "{:>7.0} {:>10} {:>12} {:>10} {:>9} {:>8.1} {:>8.1} {:>18} {:>9} {:>8.1} {:>10.1} {:>9.0} {:>10.0} {:>11.0}",
             self.at,
             self.consumed,
             self.dedupe,
@@ -71,7 +76,9 @@ impl Sample {
             self.segments,
             self.filters_mib,
             self.memtables_mib,
-            self.disk_mib
+            self.disk_mib,
+            self.kafka_mib,
+            self.kafka_swap_mib
         )
     }
 }
@@ -80,6 +87,7 @@ fn sample(b: &Broker, kafka: &Kafka, t0: Instant) -> Sample {
     let m = b.metrics();
     let marks = kafka.all_watermarks("flowbroker.changelog");
     let mib = |name: &str| metric_sum(&m, name, "") as f64 / (1 << 20) as f64;
+    let (kafka_kib, kafka_swap_kib) = kafka.memory_kib().unwrap_or((0, 0));
     Sample {
         written: marks.iter().map(|(_, high)| high).sum(),
         kept: marks.iter().map(|(low, high)| high - low).sum(),
@@ -94,6 +102,8 @@ fn sample(b: &Broker, kafka: &Kafka, t0: Instant) -> Sample {
         filters_mib: mib("flowbroker_store_filter_bytes"),
         memtables_mib: mib("flowbroker_store_write_buffer_bytes"),
         disk_mib: mib("flowbroker_store_disk_bytes"),
+        kafka_mib: kafka_kib as f64 / 1024.0,
+        kafka_swap_mib: kafka_swap_kib as f64 / 1024.0,
     }
 }
 
@@ -155,7 +165,7 @@ fn main() {
     let mut samples = vec![];
     println!("sustained: {rate}/s for {secs} s, dedupe_window = retention = {window}");
     println!(
-        "{:>7} {:>10} {:>12} {:>10} {:>9} {:>8} {:>8} {:>18} {:>9} {:>8} {:>10} {:>9}",
+        "{:>7} {:>10} {:>12} {:>10} {:>9} {:>8} {:>8} {:>18} {:>9} {:>8} {:>10} {:>9} {:>10} {:>11}",
         "t (s)",
         "consumed",
         "dedupe ids",
@@ -167,7 +177,9 @@ fn main() {
         "segments",
         "filt MiB",
         "memtab MiB",
-        "disk MiB"
+        "disk MiB",
+        "tansu MiB",
+        "tansu swap"
     );
     let end = t0 + Duration::from_secs(secs);
     while Instant::now() < end || !publisher.is_finished() {

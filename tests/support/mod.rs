@@ -208,6 +208,21 @@ impl Kafka {
         }
     }
 
+    /// The tansu process's resident set and its memory swapped out, in KiB (Linux `/proc`);
+    /// `None` for a Kafka in a container. The test tansu keeps every record in memory, so a
+    /// long run can make it swap, and the broker's rate then says more about the machine
+    /// than about the broker.
+    pub fn memory_kib(&self) -> Option<(u64, u64)> {
+        let pid = match &self.proc {
+            Proc::Tansu(child) | Proc::Persistent(Some(child), ..) => child.id(),
+            _ => return None,
+        };
+        Some((
+            status_kib_of(pid, "VmRSS:")?,
+            status_kib_of(pid, "VmSwap:").unwrap_or(0),
+        ))
+    }
+
     pub fn start() -> Kafka {
         match std::env::var("FLOWBROKER_TEST_KAFKA").as_deref() {
             Ok("docker") => return Kafka::docker(),
@@ -489,6 +504,13 @@ impl Drop for Kafka {
             _ => {}
         }
     }
+}
+
+/// A `/proc/<pid>/status` field given in kB (`VmRSS:`, `VmSwap:`).
+pub fn status_kib_of(pid: u32, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = text.lines().find(|l| l.starts_with(field))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// CPU time process `pid` has used so far (user and system, all threads), in seconds.
@@ -1088,7 +1110,7 @@ impl Broker {
 
     /// A `/proc/<pid>/status` field given in kB.
     fn status_kib(&self, field: &str) -> Option<u64> {
-        self.proc_number("status", field)
+        status_kib_of(self.child.as_ref()?.id(), field)
     }
 
     /// The number after `field` in the process's `/proc/<pid>/<file>`.
