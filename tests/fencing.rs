@@ -194,6 +194,10 @@ macro_rules! inner_reads {
             self.inner.end(p)
         }
 
+        fn ends(&mut self, ps: &[PartitionId]) -> Result<Vec<i64>, LogError> {
+            self.inner.ends(ps)
+        }
+
         fn start(&mut self, p: PartitionId) -> Result<i64, LogError> {
             self.inner.start(p)
         }

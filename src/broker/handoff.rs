@@ -344,15 +344,19 @@ pub(super) fn fenced_since<T>(
     if appending.0.elapsed().max(by_clock) <= RECHECK_AFTER {
         return Ok(Vec::new());
     }
+    let landed: Vec<(PartitionId, i64)> = effects
+        .iter()
+        .filter_map(|(p, _)| Some((*p, *tail.get(p)?)))
+        .collect();
+    let partitions: Vec<PartitionId> = landed.iter().map(|(p, _)| *p).collect();
+    // every end in one question: this runs on the core thread, and a Kafka slow enough to
+    // bring a landing here answers each question slowly
+    let ends = log.ends(&partitions)?;
     let mut out = Vec::new();
-    for (p, _) in effects {
-        let Some(last) = tail.get(p).copied() else {
-            continue;
-        };
-        let end = log.end(*p)?;
+    for ((p, last), end) in landed.into_iter().zip(ends) {
         if end > last + 1 {
-            if let Some(by) = fenced_by(log, *p, last + 1, end - 1)? {
-                out.push((*p, by));
+            if let Some(by) = fenced_by(log, p, last + 1, end - 1)? {
+                out.push((p, by));
             }
         }
     }

@@ -88,6 +88,12 @@ pub trait Log: Send {
     /// The offset the next record appended to `partition` will get (its end).
     fn end(&mut self, partition: PartitionId) -> Result<i64, LogError>;
 
+    /// [`Log::end`] of each of `partitions`, in their order. By default one question per
+    /// partition; a log that can ask for all of them at once should.
+    fn ends(&mut self, partitions: &[PartitionId]) -> Result<Vec<i64>, LogError> {
+        partitions.iter().map(|&p| self.end(p)).collect()
+    }
+
     /// The first offset of `partition` still held (records before it were deleted).
     fn start(&mut self, partition: PartitionId) -> Result<i64, LogError>;
 

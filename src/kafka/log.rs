@@ -15,7 +15,7 @@ use crate::cluster::work::Work;
 use crate::cluster::{Log, LogError};
 use crate::config::Config;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::ClientConfig;
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
 use std::time::Duration;
 
 pub struct KafkaLog {
@@ -267,6 +267,47 @@ impl Log for KafkaLog {
                 partition,
                 why: format!("cannot read the changelog's end: {e}"),
             })
+    }
+
+    /// One ListOffsets request per Kafka broker leading some of them (librdkafka's
+    /// `offsets_for_times` with the "latest" timestamp), where [`Log::end`] asks twice per
+    /// partition, one partition after the other: with twelve partitions, a slow Kafka held the
+    /// core for seconds (docs/performance.md, forty-second session).
+    fn ends(&mut self, partitions: &[PartitionId]) -> Result<Vec<i64>, LogError> {
+        let Some(&first) = partitions.first() else {
+            return Ok(Vec::new());
+        };
+        let failed = |why: String| LogError::Changelog {
+            partition: first,
+            why: format!("cannot read the changelog's end: {why}"),
+        };
+        let mut asked = TopicPartitionList::new();
+        for p in partitions {
+            asked
+                .add_partition_offset(&self.changelog, p.kafka(), Offset::End)
+                .map_err(|e| failed(e.to_string()))?;
+        }
+        let got = self
+            .reader
+            .offsets_for_times(asked, Duration::from_secs(10))
+            .map_err(|e| failed(e.to_string()))?;
+        partitions
+            .iter()
+            .map(|&p| {
+                let e = got.find_partition(&self.changelog, p.kafka());
+                match e.as_ref().map(|e| (e.offset(), e.error())) {
+                    Some((Offset::Offset(end), Ok(()))) => Ok(end),
+                    Some((_, Err(err))) => Err(LogError::Changelog {
+                        partition: p,
+                        why: format!("cannot read the changelog's end: {err}"),
+                    }),
+                    other => Err(LogError::Changelog {
+                        partition: p,
+                        why: format!("cannot read the changelog's end: Kafka answered {other:?}"),
+                    }),
+                }
+            })
+            .collect()
     }
 
     fn start(&mut self, partition: PartitionId) -> Result<i64, LogError> {
