@@ -352,6 +352,7 @@ pub(super) fn fenced_since<T>(
     // every end in one question: this runs on the core thread, and a Kafka slow enough to
     // bring a landing here answers each question slowly
     let ends = log.ends(&partitions)?;
+    debug_assert_eq!(ends.len(), partitions.len(), "an end per partition asked");
     let mut out = Vec::new();
     for ((p, last), end) in landed.into_iter().zip(ends) {
         if end > last + 1 {

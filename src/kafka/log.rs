@@ -272,41 +272,41 @@ impl Log for KafkaLog {
     /// One ListOffsets request per Kafka broker leading some of them (librdkafka's
     /// `offsets_for_times` with the "latest" timestamp), where [`Log::end`] asks twice per
     /// partition, one partition after the other: with twelve partitions, a slow Kafka held the
-    /// core for seconds (docs/performance.md, forty-second session).
+    /// core for seconds (docs/performance.md, forty-second session). A partition without a
+    /// clean answer is asked again with [`Log::end`]: after a retried request librdkafka
+    /// keeps the failed attempt's error beside the answer that followed it, and the first is
+    /// what a lookup finds.
     fn ends(&mut self, partitions: &[PartitionId]) -> Result<Vec<i64>, LogError> {
-        let Some(&first) = partitions.first() else {
-            return Ok(Vec::new());
-        };
-        let failed = |why: String| LogError::Changelog {
-            partition: first,
-            why: format!("cannot read the changelog's end: {why}"),
-        };
         let mut asked = TopicPartitionList::new();
         for p in partitions {
-            asked
-                .add_partition_offset(&self.changelog, p.kafka(), Offset::End)
-                .map_err(|e| failed(e.to_string()))?;
+            // (only an offset that is not End's can be refused)
+            let _ = asked.add_partition_offset(&self.changelog, p.kafka(), Offset::End);
         }
-        let got = self
-            .reader
-            .offsets_for_times(asked, Duration::from_secs(10))
-            .map_err(|e| failed(e.to_string()))?;
-        partitions
+        let got = match partitions.is_empty() {
+            true => None, // librdkafka refuses an empty list
+            false => self
+                .reader
+                .offsets_for_times(asked, Duration::from_secs(10))
+                .map_err(|e| {
+                    tracing::debug!(error = %e,
+                        "the changelog's ends in one request failed: asking a partition at a time")
+                })
+                .ok(),
+        };
+        let answered: Vec<Option<i64>> = partitions
             .iter()
-            .map(|&p| {
-                let e = got.find_partition(&self.changelog, p.kafka());
-                match e.as_ref().map(|e| (e.offset(), e.error())) {
-                    Some((Offset::Offset(end), Ok(()))) => Ok(end),
-                    Some((_, Err(err))) => Err(LogError::Changelog {
-                        partition: p,
-                        why: format!("cannot read the changelog's end: {err}"),
-                    }),
-                    other => Err(LogError::Changelog {
-                        partition: p,
-                        why: format!("cannot read the changelog's end: Kafka answered {other:?}"),
-                    }),
+            .map(|p| {
+                let e = got.as_ref()?.find_partition(&self.changelog, p.kafka())?;
+                match (e.offset(), e.error()) {
+                    (Offset::Offset(end), Ok(())) => Some(end),
+                    _ => None,
                 }
             })
+            .collect();
+        partitions
+            .iter()
+            .zip(answered)
+            .map(|(&p, end)| end.map_or_else(|| self.end(p), Ok))
             .collect()
     }
 
