@@ -279,7 +279,7 @@ impl Log for KafkaLog {
     fn ends(&mut self, partitions: &[PartitionId]) -> Result<Vec<i64>, LogError> {
         let mut asked = TopicPartitionList::new();
         for p in partitions {
-            // (only an offset that is not End's can be refused)
+            // (never refused for End; a partition left out is asked on its own below)
             let _ = asked.add_partition_offset(&self.changelog, p.kafka(), Offset::End);
         }
         let got = match partitions.is_empty() {
