@@ -202,8 +202,13 @@ impl Kafka {
     /// CPU time the tansu process has used so far (all threads), in seconds; `None` for a
     /// Kafka in a container.
     pub fn cpu_secs(&self) -> Option<f64> {
+        cpu_secs_of(self.tansu_pid()?)
+    }
+
+    /// The tansu process's id, while it runs; `None` for a Kafka in a container.
+    fn tansu_pid(&self) -> Option<u32> {
         match &self.proc {
-            Proc::Tansu(child) | Proc::Persistent(Some(child), ..) => cpu_secs_of(child.id()),
+            Proc::Tansu(child) | Proc::Persistent(Some(child), ..) => Some(child.id()),
             _ => None,
         }
     }
@@ -213,10 +218,7 @@ impl Kafka {
     /// long run can make it swap, and the broker's rate then says more about the machine
     /// than about the broker.
     pub fn memory_kib(&self) -> Option<(u64, u64)> {
-        let pid = match &self.proc {
-            Proc::Tansu(child) | Proc::Persistent(Some(child), ..) => child.id(),
-            _ => return None,
-        };
+        let pid = self.tansu_pid()?;
         Some((
             status_kib_of(pid, "VmRSS:")?,
             status_kib_of(pid, "VmSwap:").unwrap_or(0),
@@ -508,7 +510,12 @@ impl Drop for Kafka {
 
 /// A `/proc/<pid>/status` field given in kB (`VmRSS:`, `VmSwap:`).
 pub fn status_kib_of(pid: u32, field: &str) -> Option<u64> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    proc_number_of(pid, "status", field)
+}
+
+/// The number after `field` in `/proc/<pid>/<file>`.
+fn proc_number_of(pid: u32, file: &str, field: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).ok()?;
     let line = text.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }
@@ -1115,10 +1122,7 @@ impl Broker {
 
     /// The number after `field` in the process's `/proc/<pid>/<file>`.
     fn proc_number(&self, file: &str, field: &str) -> Option<u64> {
-        let pid = self.child.as_ref()?.id();
-        let text = std::fs::read_to_string(format!("/proc/{pid}/{file}")).ok()?;
-        let line = text.lines().find(|l| l.starts_with(field))?;
-        line.split_whitespace().nth(1)?.parse().ok()
+        proc_number_of(self.child.as_ref()?.id(), file, field)
     }
 
     /// CPU time the process has used so far (user and system, all threads), in seconds.
