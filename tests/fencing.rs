@@ -433,10 +433,20 @@ fn an_owner_paused_past_a_provisional_fence_takes_its_partition_back() {
     assert!(owner.instance_ids().contains(&third));
 }
 
+/// Where another broker's fence goes, if anywhere, in [`PausedWithTwoOnTheirWay`].
+#[derive(Clone, Copy, PartialEq)]
+enum OtherFence {
+    AfterBoth,
+    Between,
+    /// None: the pause was all (the group did not move the partition).
+    Nowhere,
+}
+
 /// A changelog on which, once armed, the first append sent stays on its way (as far as the
 /// core knows) until a second one is sent. Then, with both in the changelog, another broker
-/// fences the partition and the clock moves on 30 s: a process paused with two rounds'
-/// appends of one partition on their way while the group moved the partition.
+/// fences the partition (unless [`OtherFence::Nowhere`]) and the clock moves on 30 s: a
+/// process paused with two rounds' appends of one partition on their way while the group
+/// moved the partition.
 struct PausedWithTwoOnTheirWay {
     inner: KafkaLog,
     other: KafkaLog,
@@ -447,8 +457,7 @@ struct PausedWithTwoOnTheirWay {
     first_sent: Arc<tokio::sync::Notify>,
     /// Set when the second append was sent while the first was held on its way.
     both: Arc<AtomicBool>,
-    /// The other broker's fence goes between the two records instead of after both.
-    fence_between: bool,
+    fence: OtherFence,
 }
 
 impl Log for PausedWithTwoOnTheirWay {
@@ -482,10 +491,10 @@ impl Log for PausedWithTwoOnTheirWay {
                 self.armed.store(false, Ordering::SeqCst);
                 // both records in the changelog, and the other broker's fence after them (or
                 // between them)
-                let sent = (!self.fence_between)
+                let sent = (self.fence != OtherFence::Between)
                     .then(|| futures::executor::block_on(self.inner.send(entries)?))
                     .transpose()?;
-                for (p, _) in entries {
+                for (p, _) in entries.iter().filter(|_| self.fence != OtherFence::Nowhere) {
                     let owner = self.other.owner();
                     self.other.append(&[(
                         *p,
@@ -529,8 +538,7 @@ async fn send_start(
 }
 
 /// What became of two starts whose rounds' appends of partition 0 were on their way together
-/// when the owner was paused and another broker fenced the partition (after both records, or
-/// between them when `fence_between`).
+/// when the owner was paused and another broker fenced the partition as `fence` says.
 struct TwoOnTheirWay {
     first: Result<String, AdminError>,
     second: Result<String, AdminError>,
@@ -539,9 +547,11 @@ struct TwoOnTheirWay {
     /// The instances a broker taking partition 0 over then restores, and what it lets out.
     restored: Vec<String>,
     resent: usize,
+    /// `flowbroker_landing_rechecks_total` of the paused owner: `ends` and `records`.
+    rechecks: (u64, u64),
 }
 
-fn two_on_their_way(fence_between: bool) -> TwoOnTheirWay {
+fn two_on_their_way(fence: OtherFence) -> TwoOnTheirWay {
     let kafka = Kafka::start();
     let topics = ("two.work", "two.changelog");
     kafka.create_topic(topics.0, 1);
@@ -561,7 +571,7 @@ fn two_on_their_way(fence_between: bool) -> TwoOnTheirWay {
             gate: None,
             first_sent: f,
             both: b,
-            fence_between,
+            fence,
         })
     });
     let Node {
@@ -572,6 +582,7 @@ fn two_on_their_way(fence_between: bool) -> TwoOnTheirWay {
     } = old;
     core.process(vec![Cmd::Assigned(vec![p0])]).unwrap();
     while out.try_recv().is_ok() {}
+    let rechecks = core.metrics().landing_rechecks.clone();
     armed.store(true, Ordering::SeqCst);
 
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -615,6 +626,10 @@ fn two_on_their_way(fence_between: bool) -> TwoOnTheirWay {
         let_out: k,
         restored: new.instance_ids(),
         resent: let_out(&mut new),
+        rechecks: (
+            rechecks.with_label_values(&["ends"]).get(),
+            rechecks.with_label_values(&["records"]).get(),
+        ),
     }
 }
 
@@ -625,7 +640,7 @@ fn two_on_their_way(fence_between: bool) -> TwoOnTheirWay {
 /// owner restores both instances and sends their outbox.
 #[test]
 fn two_batches_on_their_way_before_another_brokers_fence_both_stand() {
-    let r = two_on_their_way(false);
+    let r = two_on_their_way(OtherFence::AfterBoth);
     let first = r
         .first
         .expect("the first batch precedes the fence: it stands");
@@ -642,13 +657,44 @@ fn two_batches_on_their_way_before_another_brokers_fence_both_stand() {
         r.resent > 0,
         "the new owner sends the outbox the paused one held back"
     );
+    assert!(
+        r.rechecks.1 > 0,
+        "a record after the first batch was not its own: read back {:?}",
+        r.rechecks
+    );
+}
+
+/// The same pause with no other broker's fence (the group did not move the partition): both
+/// batches stand and their effects leave. The first batch's landing finds a record after it
+/// in the changelog, but that is the second batch, acknowledged meanwhile: the changelog is
+/// asked for its end and not read back.
+#[test]
+fn a_pause_with_only_its_own_batches_after_lets_effects_out_without_reading_back() {
+    let r = two_on_their_way(OtherFence::Nowhere);
+    let first = r.first.expect("the first batch stands");
+    let second = r.second.expect("the second batch stands");
+    assert!(r.let_out > 0, "the owner let its effects out");
+    assert!(
+        r.restored.contains(&first) && r.restored.contains(&second),
+        "{:?}",
+        r.restored
+    );
+    let (ends, records) = r.rechecks;
+    assert!(
+        ends > 0,
+        "the pause made the landing ask for the changelog's end"
+    );
+    assert_eq!(
+        records, 0,
+        "nothing was read back: the second batch is its own"
+    );
 }
 
 /// The same with the other broker's fence between the two records: the first batch stands,
 /// the second is void (its start told to retry) and the new owner has only the first.
 #[test]
 fn a_batch_on_its_way_after_another_brokers_fence_is_void() {
-    let r = two_on_their_way(true);
+    let r = two_on_their_way(OtherFence::Between);
     let first = r
         .first
         .expect("the first batch precedes the fence: it stands");

@@ -75,7 +75,7 @@ pub struct Core {
     /// broker wrote to the partition since, and it is checked for a newer fence.
     pub(super) tail: BTreeMap<PartitionId, i64>,
     /// Partitions let go (or taken back) because another broker fenced them after a batch of
-    /// this broker's that stands (`handoff::fenced_since`): the fence that batch was built
+    /// this broker's that stands (`handoff::Recheck`): the fence that batch was built
     /// under and the offset of the last such batch. A later batch of the same fence, already
     /// on its way then, stands too when no other broker's fence precedes it
     /// (`broker::landing`).
@@ -509,7 +509,7 @@ impl Core {
         self.flights.push_back(Flight {
             steps,
             finish,
-            landed: Box::pin(futures::future::join_all(landed)),
+            landed: super::flight::Landing::new(landed),
         });
         Ok(())
     }

@@ -14,10 +14,12 @@ use crate::cluster::work::Work;
 use crate::cluster::LogError;
 use crate::store::Write;
 use chrono::{DateTime, Utc};
+use futures::future::MaybeDone;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 /// What one append acknowledged: the offset each partition's record got.
 pub(super) type Appended = Result<Vec<(PartitionId, i64)>, LogError>;
@@ -57,7 +59,50 @@ pub(super) struct Flight {
     pub steps: Vec<Step>,
     pub finish: Finish,
     /// Every step's append, in order.
-    pub landed: Pin<Box<dyn Future<Output = Vec<Appended>> + Send>>,
+    pub landed: Landing,
+}
+
+/// The appends of a round's steps, in order: it resolves to what each acknowledged once all
+/// have been, and tells, without waiting, the offsets those acknowledged so far got.
+pub(super) struct Landing(Vec<MaybeDone<crate::cluster::Appending>>);
+
+impl Landing {
+    pub fn new(appends: Vec<crate::cluster::Appending>) -> Self {
+        Landing(appends.into_iter().map(MaybeDone::Future).collect())
+    }
+
+    /// The changelog offsets of `p` that this round's appends acknowledged so far (looked at
+    /// without waiting).
+    pub fn acked(&mut self, p: PartitionId) -> impl Iterator<Item = i64> + '_ {
+        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+        for a in self.0.iter_mut() {
+            // (a later poll by the landing's waiter registers its own waker again)
+            let _ = Pin::new(a).poll(&mut cx);
+        }
+        self.0.iter_mut().flat_map(move |a| {
+            let got = Pin::new(a).output_mut().and_then(|r| r.as_ref().ok());
+            got.into_iter()
+                .flatten()
+                .filter(move |(q, _)| *q == p)
+                .map(|(_, o)| *o)
+        })
+    }
+}
+
+impl Future for Landing {
+    type Output = Vec<Appended>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Vec<Appended>> {
+        let mut all = true;
+        for a in self.0.iter_mut() {
+            all &= Pin::new(a).poll(cx).is_ready();
+        }
+        if !all {
+            return Poll::Pending;
+        }
+        let taken = self.0.iter_mut().map(|a| Pin::new(a).take_output());
+        Poll::Ready(taken.map(|a| a.expect("a landing is taken once")).collect())
+    }
 }
 
 impl Flight {

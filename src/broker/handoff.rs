@@ -323,43 +323,71 @@ fn read_left(
 }
 
 /// How long after its append a batch's effects may leave without looking at the changelog
-/// again. Far below any session timeout (Kafka's minimum is 6 s): the group cannot move a
-/// partition and its new owner fence it sooner than that after this broker stopped
-/// heartbeating.
-const RECHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
+/// again: half the group's session timeout. The group moves a partition only once its owner
+/// sent no heartbeat for a whole session timeout, and a broker running when it sent the append
+/// had sent one at most a heartbeat interval (a sixth of it, `kafka::consumer`) before; the
+/// other third leaves room for a heartbeat sent late. Its new owner's fence comes later still,
+/// after a rebalance.
+pub(super) fn recheck_after(session_timeout_ms: u32) -> std::time::Duration {
+    std::time::Duration::from_millis(u64::from(session_timeout_ms) / 2)
+}
 
-/// The partitions among `effects` that another broker fenced after this broker appended
-/// their batch, and by whom, when more than [`RECHECK_AFTER`] passed since the append (by the
-/// monotonic clock or the core's): this broker was stopped or starved in between, and must not
-/// let the batch's effects out. The batch itself stands (it precedes the fence); whoever owns
-/// the partition next restores it and sends its outbox.
-pub(super) fn fenced_since<T>(
-    log: &mut dyn Log,
-    appending: (std::time::Instant, chrono::DateTime<chrono::Utc>),
-    now: chrono::DateTime<chrono::Utc>,
-    tail: &BTreeMap<PartitionId, i64>,
-    effects: &[(PartitionId, T)],
-) -> Result<Vec<(PartitionId, FencedBy)>, LogError> {
-    let by_clock = (now - appending.1).to_std().unwrap_or_default();
-    if appending.0.elapsed().max(by_clock) <= RECHECK_AFTER {
-        return Ok(Vec::new());
-    }
-    let landed: Vec<(PartitionId, i64)> = effects
-        .iter()
-        .filter_map(|(p, _)| Some((*p, *tail.get(p)?)))
-        .collect();
-    let partitions: Vec<PartitionId> = landed.iter().map(|(p, _)| *p).collect();
-    // every end in one question: this runs on the core thread, and a Kafka slow enough to
-    // bring a landing here answers each question slowly
-    let ends = log.ends(&partitions)?;
-    debug_assert_eq!(ends.len(), partitions.len(), "an end per partition asked");
-    let mut out = Vec::new();
-    for ((p, last), end) in landed.into_iter().zip(ends) {
-        if end > last + 1 {
+/// The check before a landing batch's effects leave, for a broker stopped or starved
+/// between the append and its landing.
+pub(super) struct Recheck<'a> {
+    /// When the batch's append was sent (monotonic, and the core's clock).
+    pub sent: (std::time::Instant, chrono::DateTime<chrono::Utc>),
+    pub now: chrono::DateTime<chrono::Utc>,
+    /// [`recheck_after`].
+    pub after: std::time::Duration,
+    pub metrics: &'a crate::metrics::Metrics,
+}
+
+impl Recheck<'_> {
+    /// The partitions among `effects` that another broker fenced after this broker appended
+    /// their batch (the last record of each in `tail`), and by whom, when more than
+    /// [`Recheck::after`] passed since the append (by the monotonic clock or the core's):
+    /// this broker was stopped or starved in between, and must not let the batch's effects
+    /// out. The batch itself stands (it precedes the fence); whoever owns the partition next
+    /// restores it and sends its outbox. `own(p)` are the offsets of `p` that this broker's
+    /// later appends got, as far as Kafka acknowledged them: when every record after the batch
+    /// is one of those, none is a fence, and nothing is read back.
+    pub fn fenced<T>(
+        &self,
+        log: &mut dyn Log,
+        tail: &BTreeMap<PartitionId, i64>,
+        effects: &[(PartitionId, T)],
+        mut own: impl FnMut(PartitionId) -> std::collections::BTreeSet<i64>,
+    ) -> Result<Vec<(PartitionId, FencedBy)>, LogError> {
+        let by_clock = (self.now - self.sent.1).to_std().unwrap_or_default();
+        if self.sent.0.elapsed().max(by_clock) <= self.after || effects.is_empty() {
+            return Ok(Vec::new());
+        }
+        let landed: Vec<(PartitionId, i64)> = effects
+            .iter()
+            .filter_map(|(p, _)| Some((*p, *tail.get(p)?)))
+            .collect();
+        let partitions: Vec<PartitionId> = landed.iter().map(|(p, _)| *p).collect();
+        // every end in one question: this runs on the core thread, and a Kafka slow enough
+        // to bring a landing here answers each question slowly
+        let ends = log.ends(&partitions)?;
+        debug_assert_eq!(ends.len(), partitions.len(), "an end per partition asked");
+        let rechecks = &self.metrics.landing_rechecks;
+        rechecks.with_label_values(&["ends"]).inc();
+        let mut out = Vec::new();
+        for ((p, last), end) in landed.into_iter().zip(ends) {
+            if end <= last + 1 {
+                continue;
+            }
+            let after = end - last - 1;
+            if own(p).range(last + 1..end).count() as i64 == after {
+                continue;
+            }
+            rechecks.with_label_values(&["records"]).inc();
             if let Some(by) = fenced_by(log, p, last + 1, end - 1)? {
                 out.push((p, by));
             }
         }
+        Ok(out)
     }
-    Ok(out)
 }

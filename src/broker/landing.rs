@@ -45,8 +45,10 @@ impl Core {
         let Flight {
             steps, mut finish, ..
         } = f;
-        for (step, appended) in steps.into_iter().zip(appended) {
-            self.land_step(step, appended, &mut finish, inputs)?;
+        let mut appended: std::collections::VecDeque<_> = appended.into();
+        for step in steps {
+            let a = appended.pop_front().expect("an append per step");
+            self.land_step(step, a, &appended, &mut finish, inputs)?;
         }
         // void batches' direct records go to the new owners before any offset is committed
         self.flush_strays()?;
@@ -56,11 +58,12 @@ impl Core {
 
     /// Lands one append (a step of a round): batches of partitions lost to a newer fence (or
     /// built under an older fence of this broker) are void; the others go to the store, then
-    /// their effects leave.
+    /// their effects leave. `later` are what the round's later steps' appends acknowledged.
     pub(super) fn land_step(
         &mut self,
         step: Step,
         appended: Appended,
+        later: &std::collections::VecDeque<Appended>,
         finish: &mut Finish,
         inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
     ) -> Result<(), CoreError> {
@@ -210,8 +213,22 @@ impl Core {
         // records let out below carry the time of this check (`LetOut::at`)
         let checked = self.clock.now();
         if let Some(log) = self.log.as_mut() {
-            let held =
-                super::handoff::fenced_since(log.as_mut(), sent, checked, &self.tail, &effects)?;
+            // the records this broker appended after the batch, as far as Kafka acknowledged
+            // them: the round's later steps, then the rounds built after it
+            let flights = &mut self.flights;
+            let own = |p: PartitionId| -> BTreeSet<i64> {
+                let steps = later.iter().filter_map(|a| a.as_ref().ok()).flatten();
+                let steps = steps.filter(|(q, _)| *q == p).map(|(_, o)| *o);
+                let rounds = flights.iter_mut().flat_map(|f| f.landed.acked(p));
+                steps.chain(rounds).collect()
+            };
+            let check = super::handoff::Recheck {
+                sent,
+                now: checked,
+                after: super::handoff::recheck_after(self.cfg.kafka.session_timeout_ms),
+                metrics: &self.metrics,
+            };
+            let held = check.fenced(log.as_mut(), &self.tail, &effects, own)?;
             effects.retain(|(p, _)| !held.iter().any(|(q, _)| q == p));
             for (p, by) in held {
                 if let (Some(&fence), Some(&last)) = (fences.get(&p), self.tail.get(&p)) {

@@ -194,7 +194,13 @@ impl Core {
                 }
                 false => {
                     step.changed = changed.into_iter().map(|(p, w)| (p, Arc::new(w))).collect();
-                    self.land_step(step, Ok(Vec::new()), finish, &mut inputs)?;
+                    self.land_step(
+                        step,
+                        Ok(Vec::new()),
+                        &Default::default(),
+                        finish,
+                        &mut inputs,
+                    )?;
                     for (p, i) in std::mem::take(&mut self.loopback) {
                         inputs.entry(p).or_default().push(i);
                     }
