@@ -90,9 +90,6 @@ pub struct KafkaConfig {
     pub auto_offset_reset: String,
     /// `fetch.wait.max.ms`: the longest a fetch waits for records (latency vs. requests).
     pub fetch_wait_max_ms: u32,
-    /// Both groups' `session.timeout.ms` (heartbeats every sixth of it). A batch that lands
-    /// more than half of it after its append looks for another broker's fence before its
-    /// effects leave (docs/scale.md "Fencing").
     pub session_timeout_ms: u32,
     /// The shortest time between two input offset commits to the group; one commit is in
     /// flight at a time, and a graceful stop commits once more. Commits say where the group's

@@ -31,7 +31,7 @@ pub struct Metrics {
     /// acknowledgement came, since the core reads it between steps).
     pub append_seconds: prometheus::Histogram,
     /// Landings late enough to look at the changelog again before their effects leave
-    /// (`broker::handoff::Recheck`): `ends` per landing step, `records` per partition whose
+    /// (`broker::handoff::Recheck`): `ends` per late step with effects, `records` per partition whose
     /// records after the batch had to be read back.
     pub landing_rechecks: IntCounterVec,
     /// Inputs (records, requests, call results, acknowledgements) taken per round.
@@ -117,7 +117,7 @@ impl Metrics {
             commit_seconds: histogram(&r, "flowbroker_store_commit_seconds", "Store transaction commit latency.", &[], fast.clone()),
             landing_seconds: plain(&r, "flowbroker_round_landing_seconds", "Per changelog append (one record per partition a round changed; a large round appends more than once): from its records sent to the changelog topic until its round landed, that is, Kafka acknowledged them and the core took the round up (after the round it was building meanwhile).", fast.clone()),
             append_seconds: plain(&r, "flowbroker_changelog_append_seconds", "Per changelog append: from its records sent to the changelog topic until the core saw Kafka acknowledge all of them (Kafka's share of flowbroker_round_landing_seconds; read between the core's steps, so a step being applied when the acknowledgement came adds to it).", fast.clone()),
-            landing_rechecks: counter(&r, "flowbroker_landing_rechecks_total", "Changelog appends that landed more than half the session timeout after they were sent (a broker stopped or starved meanwhile), so the core asked for the changelog's ends before letting their effects out (read=ends, once per append), and partitions whose records after the batch were not all this broker's own acknowledged appends, so they were read back to look for another broker's fence (read=records).", &["read"]),
+            landing_rechecks: counter(&r, "flowbroker_landing_rechecks_total", "Changelog appends with effects that landed more than a second after they were sent (a broker stopped or starved meanwhile), so the core asked for the changelog's ends before letting their effects out (read=ends, once per such append), and partitions whose records after the batch were not all this broker's own acknowledged appends, so they were read back to look for another broker's fence (read=records).", &["read"]),
             round_inputs: plain(&r, "flowbroker_round_inputs", "Inputs taken per round that took any (records, requests, call results, produce acknowledgements).", vec![1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0]),
             definitions_wait: plain(&r, "flowbroker_intake_definitions_wait_seconds", "Per batch of input records (input topics and the work topic): how long intake held it until every definition published on the definitions topic before it arrived was deployed here (one offsets request to Kafka, shared by the batches waiting), before it went to the core.", fast.clone()),
             schedule_lag: histogram(&r, "flowbroker_schedule_lag_seconds", "Cron firing lag: commit time minus tick time.", &["workflow"], fast),

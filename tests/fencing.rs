@@ -178,7 +178,8 @@ fn a_fenced_out_owner_lets_nothing_out_and_its_batch_is_not_restored() {
     assert!(ids.contains(&first) && ids.contains(&second), "{ids:?}");
 }
 
-/// The [`Log`] methods a changelog wrapper here passes to its `inner` log unchanged.
+/// The [`Log`] methods a changelog wrapper here passes to its `inner` log unchanged
+/// (`but_read`: all but `read`).
 macro_rules! inner_reads {
     () => {
         fn read(
@@ -190,6 +191,9 @@ macro_rules! inner_reads {
             self.inner.read(p, from, through)
         }
 
+        inner_reads!(but_read);
+    };
+    (but_read) => {
         fn end(&mut self, p: PartitionId) -> Result<i64, LogError> {
             self.inner.end(p)
         }
@@ -438,8 +442,12 @@ fn an_owner_paused_past_a_provisional_fence_takes_its_partition_back() {
 enum OtherFence {
     AfterBoth,
     Between,
-    /// None: the pause was all (the group did not move the partition).
-    Nowhere,
+    /// None: the pause was all (the group did not move the partition). With
+    /// `second_pending`, the second append's acknowledgement reaches the core only once the
+    /// changelog is read.
+    Nowhere {
+        second_pending: bool,
+    },
 }
 
 /// A changelog on which, once armed, the first append sent stays on its way (as far as the
@@ -458,6 +466,8 @@ struct PausedWithTwoOnTheirWay {
     /// Set when the second append was sent while the first was held on its way.
     both: Arc<AtomicBool>,
     fence: OtherFence,
+    /// Lets the second append's acknowledgement through (`second_pending`).
+    release_second: Option<futures::channel::oneshot::Sender<()>>,
 }
 
 impl Log for PausedWithTwoOnTheirWay {
@@ -494,7 +504,8 @@ impl Log for PausedWithTwoOnTheirWay {
                 let sent = (self.fence != OtherFence::Between)
                     .then(|| futures::executor::block_on(self.inner.send(entries)?))
                     .transpose()?;
-                for (p, _) in entries.iter().filter(|_| self.fence != OtherFence::Nowhere) {
+                let nowhere = matches!(self.fence, OtherFence::Nowhere { .. });
+                for (p, _) in entries.iter().filter(|_| !nowhere) {
                     let owner = self.other.owner();
                     self.other.append(&[(
                         *p,
@@ -511,12 +522,36 @@ impl Log for PausedWithTwoOnTheirWay {
                 self.clock.advance(chrono::Duration::seconds(30));
                 self.both.store(true, Ordering::SeqCst);
                 let _ = open.send(());
+                if self.fence
+                    == (OtherFence::Nowhere {
+                        second_pending: true,
+                    })
+                {
+                    let (release, released) = futures::channel::oneshot::channel();
+                    self.release_second = Some(release);
+                    return Ok(Box::pin(async move {
+                        let _ = released.await;
+                        Ok(r)
+                    }));
+                }
                 Ok(Box::pin(std::future::ready(Ok(r))))
             }
         }
     }
 
-    inner_reads!();
+    fn read(
+        &mut self,
+        p: PartitionId,
+        from: i64,
+        through: i64,
+    ) -> Result<Vec<(i64, Entry)>, LogError> {
+        if let Some(release) = self.release_second.take() {
+            let _ = release.send(());
+        }
+        self.inner.read(p, from, through)
+    }
+
+    inner_reads!(but_read);
 }
 
 /// Sends a start of `step` to a running core; its answer comes on the receiver.
@@ -572,6 +607,7 @@ fn two_on_their_way(fence: OtherFence) -> TwoOnTheirWay {
             first_sent: f,
             both: b,
             fence,
+            release_second: None,
         })
     });
     let Node {
@@ -670,7 +706,9 @@ fn two_batches_on_their_way_before_another_brokers_fence_both_stand() {
 /// asked for its end and not read back.
 #[test]
 fn a_pause_with_only_its_own_batches_after_lets_effects_out_without_reading_back() {
-    let r = two_on_their_way(OtherFence::Nowhere);
+    let r = two_on_their_way(OtherFence::Nowhere {
+        second_pending: false,
+    });
     let first = r.first.expect("the first batch stands");
     let second = r.second.expect("the second batch stands");
     assert!(r.let_out > 0, "the owner let its effects out");
@@ -688,6 +726,30 @@ fn a_pause_with_only_its_own_batches_after_lets_effects_out_without_reading_back
         records, 0,
         "nothing was read back: the second batch is its own"
     );
+}
+
+/// The same, but the second batch's append is not acknowledged yet when the first lands: the
+/// record after the first batch is not known to be its own, so it is read back (then the
+/// acknowledgement comes), and both batches' effects leave.
+#[test]
+fn a_pause_with_its_own_batch_after_not_acknowledged_yet_reads_it_back() {
+    let r = two_on_their_way(OtherFence::Nowhere {
+        second_pending: true,
+    });
+    let first = r.first.expect("the first batch stands");
+    let second = r.second.expect("the second batch stands");
+    assert!(r.let_out > 0, "the owner let its effects out");
+    assert!(
+        r.restored.contains(&first) && r.restored.contains(&second),
+        "{:?}",
+        r.restored
+    );
+    let (ends, records) = r.rechecks;
+    assert!(
+        ends > 0,
+        "the pause made the landing ask for the changelog's end"
+    );
+    assert!(records > 0, "the record not acknowledged yet was read back");
 }
 
 /// The same with the other broker's fence between the two records: the first batch stands,

@@ -71,13 +71,16 @@ impl Landing {
         Landing(appends.into_iter().map(MaybeDone::Future).collect())
     }
 
-    /// The changelog offsets of `p` that this round's appends acknowledged so far (looked at
-    /// without waiting).
-    pub fn acked(&mut self, p: PartitionId) -> impl Iterator<Item = i64> + '_ {
+    /// The changelog offsets of `p` that this round's appends acknowledged so far. Polls the
+    /// appends not acknowledged yet, without waiting (a poll with a waker that wakes nobody:
+    /// the core awaits only the oldest round's landing, and polls it again with its own waker
+    /// before it waits, `Core::run`). A landing already taken has none left.
+    pub fn acked_so_far(&mut self, p: PartitionId) -> impl Iterator<Item = i64> + '_ {
         let mut cx = Context::from_waker(futures::task::noop_waker_ref());
         for a in self.0.iter_mut() {
-            // (a later poll by the landing's waiter registers its own waker again)
-            let _ = Pin::new(a).poll(&mut cx);
+            if matches!(a, MaybeDone::Future(_)) {
+                let _ = Pin::new(a).poll(&mut cx);
+            }
         }
         self.0.iter_mut().flat_map(move |a| {
             let got = Pin::new(a).output_mut().and_then(|r| r.as_ref().ok());

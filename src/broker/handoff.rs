@@ -323,14 +323,13 @@ fn read_left(
 }
 
 /// How long after its append a batch's effects may leave without looking at the changelog
-/// again: half the group's session timeout. The group moves a partition only once its owner
-/// sent no heartbeat for a whole session timeout, and a broker running when it sent the append
-/// had sent one at most a heartbeat interval (a sixth of it, `kafka::consumer`) before; the
-/// other third leaves room for a heartbeat sent late. Its new owner's fence comes later still,
-/// after a rebalance.
-pub(super) fn recheck_after(session_timeout_ms: u32) -> std::time::Duration {
-    std::time::Duration::from_millis(u64::from(session_timeout_ms) / 2)
-}
+/// again. Far below any session timeout (Kafka's minimum is 6 s): the group cannot move a
+/// partition and its new owner fence it sooner than that after this broker stopped
+/// heartbeating. Also far below the 30 s a revocation waits for the core
+/// (`kafka::membership`). Not derived from `kafka.session_timeout_ms`: `kafka.properties`
+/// may set the group's own, and a broker cut off from the group coordinator may have sent
+/// its last heartbeat long before the append.
+const RECHECK_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// The check before a landing batch's effects leave, for a broker stopped or starved
 /// between the append and its landing.
@@ -338,20 +337,20 @@ pub(super) struct Recheck<'a> {
     /// When the batch's append was sent (monotonic, and the core's clock).
     pub sent: (std::time::Instant, chrono::DateTime<chrono::Utc>),
     pub now: chrono::DateTime<chrono::Utc>,
-    /// [`recheck_after`].
-    pub after: std::time::Duration,
     pub metrics: &'a crate::metrics::Metrics,
 }
 
 impl Recheck<'_> {
     /// The partitions among `effects` that another broker fenced after this broker appended
     /// their batch (the last record of each in `tail`), and by whom, when more than
-    /// [`Recheck::after`] passed since the append (by the monotonic clock or the core's):
+    /// [`RECHECK_AFTER`] passed since the append (by the monotonic clock or the core's):
     /// this broker was stopped or starved in between, and must not let the batch's effects
     /// out. The batch itself stands (it precedes the fence); whoever owns the partition next
     /// restores it and sends its outbox. `own(p)` are the offsets of `p` that this broker's
-    /// later appends got, as far as Kafka acknowledged them: when every record after the batch
-    /// is one of those, none is a fence, and nothing is read back.
+    /// later changelog appends (`Log::send`) got, as far as Kafka acknowledged them: when every
+    /// record after the batch is one of those, none is a fence, and nothing is read back (an
+    /// offset Kafka acknowledged is taken to stay that record's: no unclean leader election
+    /// truncated the changelog).
     pub fn fenced<T>(
         &self,
         log: &mut dyn Log,
@@ -360,7 +359,7 @@ impl Recheck<'_> {
         mut own: impl FnMut(PartitionId) -> std::collections::BTreeSet<i64>,
     ) -> Result<Vec<(PartitionId, FencedBy)>, LogError> {
         let by_clock = (self.now - self.sent.1).to_std().unwrap_or_default();
-        if self.sent.0.elapsed().max(by_clock) <= self.after || effects.is_empty() {
+        if self.sent.0.elapsed().max(by_clock) <= RECHECK_AFTER || effects.is_empty() {
             return Ok(Vec::new());
         }
         let landed: Vec<(PartitionId, i64)> = effects

@@ -219,13 +219,12 @@ impl Core {
             let own = |p: PartitionId| -> BTreeSet<i64> {
                 let steps = later.iter().filter_map(|a| a.as_ref().ok()).flatten();
                 let steps = steps.filter(|(q, _)| *q == p).map(|(_, o)| *o);
-                let rounds = flights.iter_mut().flat_map(|f| f.landed.acked(p));
+                let rounds = flights.iter_mut().flat_map(|f| f.landed.acked_so_far(p));
                 steps.chain(rounds).collect()
             };
             let check = super::handoff::Recheck {
                 sent,
                 now: checked,
-                after: super::handoff::recheck_after(self.cfg.kafka.session_timeout_ms),
                 metrics: &self.metrics,
             };
             let held = check.fenced(log.as_mut(), &self.tail, &effects, own)?;
