@@ -700,15 +700,12 @@ fn two_batches_on_their_way_before_another_brokers_fence_both_stand() {
     );
 }
 
-/// The same pause with no other broker's fence (the group did not move the partition): both
-/// batches stand and their effects leave. The first batch's landing finds a record after it
-/// in the changelog, but that is the second batch, acknowledged meanwhile: the changelog is
-/// asked for its end and not read back.
-#[test]
-fn a_pause_with_only_its_own_batches_after_lets_effects_out_without_reading_back() {
-    let r = two_on_their_way(OtherFence::Nowhere {
-        second_pending: false,
-    });
+/// A pause with no other broker's fence (the group did not move the partition), the second
+/// append acknowledged before the first lands or after (`second_pending`): both batches
+/// stand, their effects leave, and the landing asked for the changelog's end. Returns how many
+/// partitions' records were read back.
+fn pause_alone(second_pending: bool) -> u64 {
+    let r = two_on_their_way(OtherFence::Nowhere { second_pending });
     let first = r.first.expect("the first batch stands");
     let second = r.second.expect("the second batch stands");
     assert!(r.let_out > 0, "the owner let its effects out");
@@ -722,34 +719,23 @@ fn a_pause_with_only_its_own_batches_after_lets_effects_out_without_reading_back
         ends > 0,
         "the pause made the landing ask for the changelog's end"
     );
-    assert_eq!(
-        records, 0,
-        "nothing was read back: the second batch is its own"
-    );
+    records
 }
 
-/// The same, but the second batch's append is not acknowledged yet when the first lands: the
-/// record after the first batch is not known to be its own, so it is read back (then the
-/// acknowledgement comes), and both batches' effects leave.
+/// The first batch's landing finds a record after it in the changelog, but that is the second
+/// batch, acknowledged meanwhile: nothing is read back.
+#[test]
+fn a_pause_with_only_its_own_batches_after_lets_effects_out_without_reading_back() {
+    let records = pause_alone(false);
+    assert_eq!(records, 0, "the record after the first batch is its own");
+}
+
+/// The second batch's append is not acknowledged yet when the first lands: the record after
+/// the first batch is not known to be its own, so it is read back (then the acknowledgement
+/// comes).
 #[test]
 fn a_pause_with_its_own_batch_after_not_acknowledged_yet_reads_it_back() {
-    let r = two_on_their_way(OtherFence::Nowhere {
-        second_pending: true,
-    });
-    let first = r.first.expect("the first batch stands");
-    let second = r.second.expect("the second batch stands");
-    assert!(r.let_out > 0, "the owner let its effects out");
-    assert!(
-        r.restored.contains(&first) && r.restored.contains(&second),
-        "{:?}",
-        r.restored
-    );
-    let (ends, records) = r.rechecks;
-    assert!(
-        ends > 0,
-        "the pause made the landing ask for the changelog's end"
-    );
-    assert!(records > 0, "the record not acknowledged yet was read back");
+    assert!(pause_alone(true) > 0, "the record was read back");
 }
 
 /// The same with the other broker's fence between the two records: the first batch stands,
