@@ -31,8 +31,8 @@ pub struct Metrics {
     /// acknowledgement came, since the core reads it between steps).
     pub append_seconds: prometheus::Histogram,
     /// Landings late enough to look at the changelog again before their effects leave
-    /// (`broker::handoff::Recheck`): `ends` per late step with effects, `records` per partition whose
-    /// records after the batch had to be read back.
+    /// (`broker::handoff::Recheck`): `ends` per late step with effects, `records` per
+    /// partition whose records after the batch had to be read back.
     pub landing_rechecks: IntCounterVec,
     /// Inputs (records, requests, call results, acknowledgements) taken per round.
     pub round_inputs: prometheus::Histogram,
