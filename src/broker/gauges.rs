@@ -1,8 +1,9 @@
 //! The store-kept gauges `/metrics` appends: instances by status and the sizes of the small
 //! tables (outbox, buffer, calls in flight), per state partition this broker owns. A
 //! partition's series come from its owner only (a store keeps the keys of partitions it owned
-//! before), so summing over the cluster's brokers counts every partition once. Then the
-//! store's own figures for this broker: segments, bytes on disk and in memory per table, and
+//! before), so summing over the cluster's brokers counts every partition once; while a
+//! tombstone merge keeps the store's snapshots closed, as they were last read ([`Kept`]).
+//! Then the store's own figures for this broker: segments, bytes on disk and in memory per table, and
 //! the bytes committed to each. Then, from the cluster's directory, the latest snapshot
 //! announced of each owned partition.
 
@@ -10,18 +11,60 @@ use super::counters::Counter;
 use crate::cluster::directory::Directory;
 use crate::cluster::partition::PartitionId;
 use crate::engine::Status;
-use crate::store::{Entry as _, Scope, Store, StoreError, Table};
+use crate::store::{Entry as _, Scope, Snapshot, Store, StoreError, Table};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// The store-kept gauges for `/metrics`, one series per owned partition.
+/// The store-kept gauges last read, served while a tombstone merge keeps the store's
+/// snapshots closed (`store::compact`): a merge of a large table can take longer than a scrape
+/// may wait.
+#[derive(Debug, Default)]
+pub struct Kept(std::sync::Mutex<Option<String>>);
+
+/// The gauges for `/metrics`: the store-kept ones, one series per owned partition, read from
+/// a snapshot of the store, or, while a merge keeps snapshots closed, as they were last read
+/// (`kept`; the first read waits for the merge); then the store's own figures, read now.
 /// `held` says how many outbox entries a partition holds in memory (`broker::young`).
 pub fn gauges(
     store: &Store,
     owned: &[PartitionId],
     held: &dyn Fn(PartitionId) -> usize,
+    kept: &Kept,
 ) -> Result<String, StoreError> {
-    let tx = store.read()?;
+    let last = || kept.0.lock().ok().and_then(|k| k.clone());
+    let mut s = match store.try_read().map(|tx| kept_gauges(&tx, owned, held)) {
+        Some(read) => read?,
+        None => match last() {
+            Some(s) => s,
+            None => kept_gauges(&store.read()?, owned, held)?,
+        },
+    };
+    if let Ok(mut k) = kept.0.lock() {
+        *k = Some(s.clone());
+    }
+    store_figures(store, &mut s);
+    Ok(s)
+}
+
+/// One gauge family: its help and type lines, then a line per labelled value.
+fn gauge_family(s: &mut String, name: &str, help: &str, rows: Vec<(String, i64)>) {
+    let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge");
+    for (labels, n) in rows {
+        if labels.is_empty() {
+            let _ = writeln!(s, "{name} {n}");
+        } else {
+            let _ = writeln!(s, "{name}{{{labels}}} {n}");
+        }
+    }
+}
+
+/// The gauges kept in the store, read from snapshot `tx`: instances by status and the sizes
+/// of the small tables (outbox, buffer, calls in flight), per partition in `owned`.
+fn kept_gauges(
+    tx: &Snapshot<'_>,
+    owned: &[PartitionId],
+    held: &dyn Fn(PartitionId) -> usize,
+) -> Result<String, StoreError> {
     let mut counters: BTreeMap<(u16, String), i64> = BTreeMap::new();
     for (p, k, v) in tx.partitioned::<serde_json::Value>(Table::Meta)? {
         if let (Some(p), Some(n)) = (p, v.as_i64()) {
@@ -35,16 +78,8 @@ pub fn gauges(
             .unwrap_or(0)
     };
     let mut s = String::new();
-    let mut family = |name: &str, help: &str, rows: Vec<(String, i64)>| {
-        let _ = writeln!(s, "# HELP {name} {help}\n# TYPE {name} gauge");
-        for (labels, n) in rows {
-            if labels.is_empty() {
-                let _ = writeln!(s, "{name} {n}");
-            } else {
-                let _ = writeln!(s, "{name}{{{labels}}} {n}");
-            }
-        }
-    };
+    let mut family =
+        |name: &str, help: &str, rows: Vec<(String, i64)>| gauge_family(&mut s, name, help, rows);
     let mut rows = Vec::new();
     for &p in owned {
         for st in Status::ALL {
@@ -89,6 +124,14 @@ pub fn gauges(
         "State partitions this broker owns.",
         vec![(String::new(), owned.len() as i64)],
     );
+    Ok(s)
+}
+
+/// The store's own figures, as it counts them now: files, bytes and memory per table, the
+/// records kept in memory, and what was written, flushed and looked up.
+fn store_figures(store: &Store, s: &mut String) {
+    let mut family =
+        |name: &str, help: &str, rows: Vec<(String, i64)>| gauge_family(s, name, help, rows);
     let stats = store.stats();
     type Figure = fn(&crate::store::TableStats) -> i64;
     let tables: [(&str, &str, Figure); 4] = [
@@ -166,7 +209,6 @@ pub fn gauges(
             let _ = writeln!(s, "{name}{{table=\"{}\"}} {}", t.table.name(), count(t));
         }
     }
-    Ok(s)
 }
 
 /// The latest snapshot announced (on the owners topic, as this broker has read it so far) of
@@ -197,4 +239,46 @@ pub fn latest_snapshots(directory: &std::sync::RwLock<Directory>, owned: &[Parti
         rows.iter().map(|r| (r.0, r.2.to_string())).collect(),
     );
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_merge_gets_the_gauges_last_read_at_once_and_the_store_figures_now() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (kept, owned) = (Kept::default(), [PartitionId(0)]);
+        let pending = |n: usize| {
+            format!(
+                "flowbroker_outbox_pending{{partition=\"{}\"}} {n}\n",
+                owned[0]
+            )
+        };
+        let first = gauges(&store, &owned, &|_| 7, &kept).unwrap();
+        assert!(first.contains(&pending(7)), "{first}");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::scope(|scope| {
+            // (taken in here: a failed assertion drops it before the scope joins the reader)
+            let merge = store.merging();
+            let reader = tx.clone();
+            let (store, owned, kept) = (&store, &owned, &kept);
+            scope.spawn(move || reader.send(gauges(store, owned, &|_| 9, kept)));
+            let during = rx.recv_timeout(Duration::from_secs(30));
+            let during = during.expect("answered while the merge runs").unwrap();
+            assert!(during.contains(&pending(7)), "as last read: {during}");
+            assert!(
+                during.contains("flowbroker_store_segments{table="),
+                "{during}"
+            );
+            drop(merge);
+        });
+        let after = gauges(&store, &owned, &|_| 9, &kept).unwrap();
+        assert!(
+            after.contains(&pending(9)),
+            "read again once merged: {after}"
+        );
+    }
 }
