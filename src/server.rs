@@ -377,7 +377,7 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
                     gate.authorization(),
                 ),
                 work_end: Some(crate::kafka::work::ends(k, &cfg.cluster.work_topic)?),
-                kept: Default::default(),
+                last_scrape: Default::default(),
             },
             gate,
         );

@@ -2,10 +2,10 @@
 //! tables (outbox, buffer, calls in flight), per state partition this broker owns. A
 //! partition's series come from its owner only (a store keeps the keys of partitions it owned
 //! before), so summing over the cluster's brokers counts every partition once; while a
-//! tombstone merge keeps the store's snapshots closed, as they were last read ([`Kept`]).
-//! Then the store's own figures for this broker: segments, bytes on disk and in memory per table, and
-//! the bytes committed to each. Then, from the cluster's directory, the latest snapshot
-//! announced of each owned partition.
+//! tombstone merge keeps the store's snapshots closed, as a scrape last read them
+//! ([`LastScrape`]). Then the store's own figures for this broker: segments, bytes on disk
+//! and in memory per table, and the bytes committed to each. Then, from the cluster's
+//! directory, the latest snapshot announced of each owned partition.
 
 use super::counters::Counter;
 use crate::cluster::directory::Directory;
@@ -15,33 +15,51 @@ use crate::store::{Entry as _, Scope, Snapshot, Store, StoreError, Table};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-/// The store-kept gauges last read, served while a tombstone merge keeps the store's
-/// snapshots closed (`store::compact`): a merge of a large table can take longer than a scrape
-/// may wait.
+/// The store-kept gauges a scrape last read, and for which partitions: served while the
+/// store's snapshots are closed for a tombstone merge (`store::compact`), which on a large
+/// table can take longer than a scrape may wait.
 #[derive(Debug, Default)]
-pub struct Kept(std::sync::Mutex<Option<String>>);
+pub struct LastScrape(std::sync::Mutex<Option<(Vec<PartitionId>, String)>>);
+
+impl LastScrape {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<(Vec<PartitionId>, String)>> {
+        // (it guards a copy of text: a panic elsewhere leaves it whole)
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
 
 /// The gauges for `/metrics`: the store-kept ones, one series per owned partition, read from
-/// a snapshot of the store, or, while a merge keeps snapshots closed, as they were last read
-/// (`kept`; the first read waits for the merge); then the store's own figures, read now.
+/// a snapshot of the store; then the store's own figures, read now. While a merge keeps
+/// snapshots closed (or waits for open ones to close), the store-kept ones are as `last` read
+/// them if the broker owned the same partitions then; otherwise this waits for the merge.
 /// `held` says how many outbox entries a partition holds in memory (`broker::young`).
 pub fn gauges(
     store: &Store,
     owned: &[PartitionId],
     held: &dyn Fn(PartitionId) -> usize,
-    kept: &Kept,
+    last: &LastScrape,
 ) -> Result<String, StoreError> {
-    let last = || kept.0.lock().ok().and_then(|k| k.clone());
-    let mut s = match store.try_read().map(|tx| kept_gauges(&tx, owned, held)) {
-        Some(read) => read?,
-        None => match last() {
-            Some(s) => s,
-            None => kept_gauges(&store.read()?, owned, held)?,
-        },
+    let fresh = |tx: &Snapshot<'_>| -> Result<String, StoreError> {
+        let text = kept_gauges(tx, owned, held)?;
+        *last.lock() = Some((owned.to_vec(), text.clone()));
+        Ok(text)
     };
-    if let Ok(mut k) = kept.0.lock() {
-        *k = Some(s.clone());
-    }
+    let mut s = match store.try_read() {
+        Some(tx) => fresh(&tx)?,
+        None => {
+            let kept = last
+                .lock()
+                .as_ref()
+                .filter(|(then, _)| then == owned)
+                .map(|(_, t)| t.clone());
+            match kept {
+                Some(text) => text,
+                None => fresh(&store.read()?)?,
+            }
+        }
+    };
     store_figures(store, &mut s);
     Ok(s)
 }
@@ -244,41 +262,84 @@ pub fn latest_snapshots(directory: &std::sync::RwLock<Directory>, owned: &[Parti
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::Write;
+    use std::sync::Arc;
     use std::time::Duration;
+
+    /// The value of the series starting `series ` in `text`.
+    fn value(text: &str, series: &str) -> u64 {
+        let line = text.lines().find(|l| l.starts_with(&format!("{series} ")));
+        let line = line.unwrap_or_else(|| panic!("no {series} in {text}"));
+        line.rsplit(' ').next().unwrap().parse().unwrap()
+    }
+
+    /// Reads the gauges on a thread of its own (so a read that waits fails the test instead of
+    /// hanging it), with `held` entries in memory per partition.
+    fn scrape(
+        store: &Arc<Store>,
+        owned: &[PartitionId],
+        held: usize,
+        last: &Arc<LastScrape>,
+    ) -> String {
+        let (store, owned, last) = (store.clone(), owned.to_vec(), last.clone());
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(gauges(&store, &owned, &move |_| held, &last)));
+        let got = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("answered at once");
+        got.unwrap()
+    }
 
     #[test]
     fn a_merge_gets_the_gauges_last_read_at_once_and_the_store_figures_now() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let (kept, owned) = (Kept::default(), [PartitionId(0)]);
-        let pending = |n: usize| {
-            format!(
-                "flowbroker_outbox_pending{{partition=\"{}\"}} {n}\n",
-                owned[0]
-            )
+        let store = Arc::new(Store::open(dir.path()).unwrap());
+        let last = Arc::new(LastScrape::default());
+        let (p0, p1) = (PartitionId(0), PartitionId(1));
+        let pending = |p: PartitionId| format!("flowbroker_outbox_pending{{partition=\"{p}\"}}");
+        let written = "flowbroker_store_written_bytes_total{table=\"meta\"}";
+        let write = |key: &str| {
+            let value = Some(bytes::Bytes::from_static(b"1"));
+            let w = Write {
+                table: Table::Meta,
+                key: key.into(),
+                value,
+            };
+            store.apply(&[w], false).unwrap();
         };
-        let first = gauges(&store, &owned, &|_| 7, &kept).unwrap();
-        assert!(first.contains(&pending(7)), "{first}");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::scope(|scope| {
-            // (taken in here: a failed assertion drops it before the scope joins the reader)
-            let merge = store.merging();
-            let reader = tx.clone();
-            let (store, owned, kept) = (&store, &owned, &kept);
-            scope.spawn(move || reader.send(gauges(store, owned, &|_| 9, kept)));
-            let during = rx.recv_timeout(Duration::from_secs(30));
-            let during = during.expect("answered while the merge runs").unwrap();
-            assert!(during.contains(&pending(7)), "as last read: {during}");
+        let first = scrape(&store, &[p0], 7, &last);
+        assert_eq!(value(&first, &pending(p0)), 7);
+        write("a");
+        {
+            let _merge = store.merging();
+            let during = scrape(&store, &[p0], 9, &last);
+            assert_eq!(value(&during, &pending(p0)), 7, "as last read: {during}");
             assert!(
-                during.contains("flowbroker_store_segments{table="),
-                "{during}"
+                value(&during, written) > value(&first, written),
+                "the store's own figures read now: {during}"
             );
-            drop(merge);
-        });
-        let after = gauges(&store, &owned, &|_| 9, &kept).unwrap();
-        assert!(
-            after.contains(&pending(9)),
-            "read again once merged: {after}"
+        }
+        let after = scrape(&store, &[p0], 9, &last);
+        assert_eq!(value(&after, &pending(p0)), 9, "read again once merged");
+        // what is kept is the latest read, and only for the partitions it was read for
+        let _merge = store.merging();
+        let during = scrape(&store, &[p0], 11, &last);
+        assert_eq!(value(&during, &pending(p0)), 9, "the latest read: {during}");
+        // owning another partition now: what was kept does not say, so it waits for the merge
+        let (tx, rx) = std::sync::mpsc::channel();
+        let (s, l) = (store.clone(), last.clone());
+        std::thread::spawn(move || tx.send(gauges(&s, &[p0, p1], &|_| 0, &l)));
+        // (a read that served what was kept would answer at once; a correct one waits for as
+        // long as the merge holds, so no wait here can make it fail)
+        let early = rx.recv_timeout(Duration::from_millis(500));
+        assert!(early.is_err(), "answered during the merge: {early:?}");
+        drop(_merge);
+        let now = rx.recv_timeout(Duration::from_secs(30)).expect("answered");
+        let now = now.unwrap();
+        assert_eq!(
+            value(&now, &pending(p1)),
+            0,
+            "read for both partitions: {now}"
         );
     }
 }

@@ -260,9 +260,9 @@ pub async fn metrics(State(s): State<AppState>) -> Result<impl IntoResponse, Api
     let owned: Vec<_> = s.shared.owned().into_keys().collect();
     let latest = crate::broker::gauges::latest_snapshots(&s.shared.directory, &owned);
     // counting tables and waiting out a tombstone merge are for a blocking thread
-    let (store, shared, kept) = (s.store.clone(), s.shared.clone(), s.kept.clone());
+    let (store, shared, last) = (s.store.clone(), s.shared.clone(), s.last_scrape.clone());
     let mut gauges = tokio::task::spawn_blocking(move || {
-        crate::broker::gauges::gauges(&store, &owned, &|p| shared.outbox_held(p), &kept)
+        crate::broker::gauges::gauges(&store, &owned, &|p| shared.outbox_held(p), &last)
     })
     .await
     .map_err(|e| {

@@ -45,8 +45,8 @@ pub struct AppState {
     pub peers: Peers,
     /// The work topic's end per partition (reads wait for their writes: [`barrier`]).
     pub work_end: Option<barrier::WorkEnd>,
-    /// The store-kept gauges `/metrics` served last.
-    pub kept: Arc<crate::broker::gauges::Kept>,
+    /// The store-kept gauges `/metrics` read last (served during a tombstone merge).
+    pub last_scrape: Arc<crate::broker::gauges::LastScrape>,
 }
 
 /// The routes, behind the token check and the body limit of `gate`.

@@ -233,8 +233,8 @@ impl Harness {
         let all: Vec<_> = self.cfg.cluster.parts().all().collect();
         let store = self.store.as_ref().unwrap();
         // (nothing kept from an earlier read: a merge running now is waited for)
-        let kept = Default::default();
-        flowbroker::broker::gauges::gauges(store, &all, &|_| 0, &kept).unwrap()
+        let last = Default::default();
+        flowbroker::broker::gauges::gauges(store, &all, &|_| 0, &last).unwrap()
     }
 
     /// The instances-by-status gauge for `status`, summed over the partitions.
