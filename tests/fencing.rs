@@ -178,22 +178,20 @@ fn a_fenced_out_owner_lets_nothing_out_and_its_batch_is_not_restored() {
     assert!(ids.contains(&first) && ids.contains(&second), "{ids:?}");
 }
 
-/// The [`Log`] methods a changelog wrapper here passes to its `inner` log unchanged
-/// (`but_read`: all but `read`).
+/// The [`Log`] methods a changelog wrapper here passes to its `inner` log unchanged; given a
+/// method's name, `read` calls it first.
 macro_rules! inner_reads {
-    () => {
+    ($($before_read:ident)?) => {
         fn read(
             &mut self,
             p: PartitionId,
             from: i64,
             through: i64,
         ) -> Result<Vec<(i64, Entry)>, LogError> {
+            $(self.$before_read();)?
             self.inner.read(p, from, through)
         }
 
-        inner_reads!(but_read);
-    };
-    (but_read) => {
         fn end(&mut self, p: PartitionId) -> Result<i64, LogError> {
             self.inner.end(p)
         }
@@ -539,19 +537,16 @@ impl Log for PausedWithTwoOnTheirWay {
         }
     }
 
-    fn read(
-        &mut self,
-        p: PartitionId,
-        from: i64,
-        through: i64,
-    ) -> Result<Vec<(i64, Entry)>, LogError> {
+    inner_reads!(let_second_land);
+}
+
+impl PausedWithTwoOnTheirWay {
+    /// The changelog is read: the second append's acknowledgement held back comes now.
+    fn let_second_land(&mut self) {
         if let Some(release) = self.release_second.take() {
             let _ = release.send(());
         }
-        self.inner.read(p, from, through)
     }
-
-    inner_reads!(but_read);
 }
 
 /// Sends a start of `step` to a running core; its answer comes on the receiver.
