@@ -7,16 +7,15 @@ use super::entries::{CallOf, InstanceOf};
 use super::hot::Hot;
 use super::index;
 use super::lifecycle::{self, Lifecycle};
-use super::records::{
-    Buffered, Call, HistoryEntryOf, InstanceRecord, OutRecord, StoredVersion, TimerEntry,
-};
+use super::records::{Call, HistoryEntryOf, InstanceRecord, OutRecord, StoredVersion, TimerEntry};
 use super::registry::{Deployed, Registry};
+use super::timed::Finished;
 use super::Stat;
 use crate::cluster::partition::{PartitionId, Partitions};
 use crate::cluster::work::{IndexChange, IndexEntry, Source, Work};
 use crate::config::{Config, Windows};
 use crate::engine::{self, Action, EngineError, ErrorInfo, Event, Input, Instance};
-use crate::store::{at, Table, Txn};
+use crate::store::{At, Txn};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -460,7 +459,7 @@ impl<'a, 's> Batch<'a, 's> {
                         remote.entry(owner).or_default().push(IndexChange {
                             entry: kind,
                             key: match kind {
-                                IndexEntry::Waits => e.waits_key(),
+                                IndexEntry::Waits => e.waits().into_key(),
                                 IndexEntry::Active => e.active().into_key(),
                             },
                             instance: e.instance.clone(),
@@ -788,7 +787,7 @@ impl<'a, 's> Batch<'a, 's> {
     /// remembered for retention.
     fn finish(&mut self, rec: &InstanceRecord) -> Result<()> {
         self.tx
-            .put(Table::Finished, &at(self.now, &rec.instance.id), &())?;
+            .write(&At::<Finished>::new(self.now, &rec.instance.id), &())?;
         self.added.finished += 1;
         for t in &rec.instance.timers {
             self.disarm(t)?;
@@ -797,7 +796,7 @@ impl<'a, 's> Batch<'a, 's> {
             return Ok(());
         }
         let prefix = BufferedAt::instance_prefix(&rec.instance.id);
-        for (k, b) in self.tx.prefix::<Buffered>(Table::Buffer, &prefix)? {
+        for (k, b) in self.tx.scan::<BufferedAt>(&prefix)? {
             self.delete_buffered(&BufferedAt::found(k), &b)?;
             self.fx.stats.push(Stat::BufferDropped);
         }
@@ -821,7 +820,7 @@ impl<'a, 's> Batch<'a, 's> {
             .collect();
         let mut offers = Vec::new();
         let prefix = BufferedAt::instance_prefix(&inst.id);
-        for (k, b) in self.tx.prefix::<Buffered>(Table::Buffer, &prefix)? {
+        for (k, b) in self.tx.scan::<BufferedAt>(&prefix)? {
             if queued.contains(&k.as_str()) {
                 continue;
             }

@@ -1,12 +1,14 @@
 //! The typed entries of tables keyed by several parts: a deployed version a partition's
-//! instances run on, a pending all-events start, the head of an unpinned waits key, the
-//! active instance of a correlation key and the marks of the instances it replaced, and the
-//! events buffered for an instance or held for a key. Each names its table and its value's
+//! instances run on, a pending all-events start, an instance waiting under a waits key and
+//! the head of an unpinned one, the
+//! active instance of a correlation key and the marks of the instances it replaced, the
+//! events buffered for an instance or held for a key, and the events seen lately. Each names its table and its value's
 //! type ([`Entry`]); the keys are the parts joined as stores have always held them
 //! (`store::key`, `store::num`).
 
 use super::records::{Buffered, Join, StoredVersion};
 use crate::store::{key, push_num, Entry, Table, SEP};
+use crate::time::stamp::Stamp;
 use std::borrow::Cow;
 
 /// An entry kind keyed by the parts it names, joined with `store::key` in that order once,
@@ -65,6 +67,26 @@ by_parts!(
     SupersededOf, Superseded, (), active, instance
 );
 
+by_parts!(
+    /// An instance that waits for `workflow`'s event `event` under waits key `wait_key`
+    /// (`broker::index`).
+    WaitsOf, Waits, (), workflow, event, wait_key, instance
+);
+
+impl WaitsOf {
+    /// The prefix of every entry that waits under `wait_key` for `workflow`'s event `event`.
+    pub fn prefix(workflow: &str, event: &str, wait_key: &str) -> String {
+        let mut k = key(&[workflow, event, wait_key]);
+        k.push(SEP);
+        k
+    }
+
+    /// The full key, taken without a copy (a remote index change carries it).
+    pub fn into_key(self) -> String {
+        self.key
+    }
+}
+
 impl ActiveOf {
     /// The full key, taken without a copy (a remote index change carries it).
     pub fn into_key(self) -> String {
@@ -74,6 +96,38 @@ impl ActiveOf {
     /// The mark for `instance` replaced under this key.
     pub fn superseded(&self, instance: &str) -> SupersededOf {
         SupersededOf::new(&self.key, instance)
+    }
+}
+
+/// An event seen within the dedupe window (`broker::dedupe`), by its `source` and `id`; the
+/// value is when its window ends.
+pub struct SeenOf {
+    key: String,
+}
+
+impl SeenOf {
+    pub fn new(source: &str, id: &str) -> Self {
+        SeenOf {
+            key: key(&[source, id]),
+        }
+    }
+
+    /// An entry by its key as its expiry index named it.
+    pub fn stored(key: String) -> Self {
+        SeenOf { key }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.key
+    }
+}
+
+impl Entry for SeenOf {
+    const TABLE: Table = Table::Seen;
+    type Value = Stamp;
+
+    fn key(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.key)
     }
 }
 
@@ -168,6 +222,18 @@ mod tests {
         let m = a.superseded("p1-i");
         assert_eq!(m.key(), format!("w{SEP}e{SEP}k1{SEP}p1-i"));
         assert_eq!(<SupersededOf as Entry>::TABLE, Table::Superseded);
+        let w = WaitsOf::new("w", "e", "k1", "p1-i");
+        assert_eq!(w.key(), format!("w{SEP}e{SEP}k1{SEP}p1-i"));
+        assert!(w.key().starts_with(&WaitsOf::prefix("w", "e", "k1")));
+        assert!(!WaitsOf::new("w", "e", "k10", "p1-i")
+            .key()
+            .starts_with(&WaitsOf::prefix("w", "e", "k1")));
+        assert_eq!(<WaitsOf as Entry>::TABLE, Table::Waits);
+        assert_eq!(w.into_key(), format!("w{SEP}e{SEP}k1{SEP}p1-i"));
+        let s = SeenOf::new("/src", "e1");
+        assert_eq!(s.key(), format!("/src{SEP}e1"));
+        assert_eq!(SeenOf::stored(s.as_str().to_string()).key(), s.key());
+        assert_eq!(<SeenOf as Entry>::TABLE, Table::Seen);
     }
 
     #[test]

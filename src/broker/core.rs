@@ -17,10 +17,11 @@
 pub use super::error::CoreError;
 use super::flight::{Finish, Flight};
 use super::processor::PartInput;
-use super::records::{Call, OutRecord, StoredVersion, TimerEntry};
+use super::records::{Call, OutRecord, StoredVersion};
 use super::registry::Registry;
 pub use super::shared::Shared;
 use super::tickets::Ticket;
+use super::timed::Timer;
 use super::window::FirstDeployed;
 use super::{Clock, Cmd, OutboxKey, Stat};
 use crate::cluster::node::InputPartition;
@@ -405,7 +406,7 @@ impl Core {
         let none = Pending::default();
         let pending = self.pending.get(&p).unwrap_or(&none);
         let tx = self.store.scoped_over(Scope::Partition(p.0), pending);
-        let first = tx.first::<TimerEntry>(Table::Timers)?;
+        let first = tx.first_of::<Timer>()?;
         Ok(first.and_then(|(k, _)| split_at(&k).map(|(t, _)| t)))
     }
 

@@ -4,11 +4,13 @@
 //! handled by stored offsets already; this covers copies at different offsets.
 
 use super::batch::{Added, Batch, Result};
+use super::compound::SeenOf;
 use super::counters::Counter;
+use super::timed::SeenExpiry;
 use super::Stat;
 use crate::engine::Event;
-use crate::store::{at, key, Table};
-use chrono::{DateTime, Utc};
+use crate::store::At;
+use crate::time::stamp::Stamp;
 
 /// Entries the periodic sweep removes at least, when due.
 const SWEEP_LIMIT: usize = 10_000;
@@ -20,9 +22,9 @@ impl Batch<'_, '_> {
         if window <= chrono::Duration::zero() {
             return Ok(false);
         }
-        let k = key(&[&event.source, &event.id]);
-        let before = self.tx.get::<DateTime<Utc>>(Table::Seen, &k)?;
-        if let Some(until) = before {
+        let seen = SeenOf::new(&event.source, &event.id);
+        let before = self.tx.read(&seen)?;
+        if let Some(Stamp(until)) = before {
             if until > self.now {
                 self.fx
                     .stats
@@ -31,9 +33,9 @@ impl Batch<'_, '_> {
             }
         }
         let until = self.now + window;
+        self.tx.write(&seen, &Stamp(until))?;
         self.tx
-            .put(Table::Seen, &k, &crate::time::stamp::Stamp(until))?;
-        self.tx.put(Table::SeenExpiry, &at(until, &k), &())?;
+            .write(&At::<SeenExpiry>::new(until, seen.as_str()), &())?;
         self.added.seen += 1;
         self.added.seen_new += usize::from(before.is_none());
         Ok(false)
@@ -46,12 +48,12 @@ impl Batch<'_, '_> {
         let limit = Added::pace(self.added.seen, periodic, SWEEP_LIMIT);
         let mut gone = 0i64;
         if limit > 0 {
-            let due: Vec<(String, ())> = self.tx.take_due(Table::SeenExpiry, self.now, limit)?;
-            for (seen, ()) in due {
-                let until: Option<DateTime<Utc>> = self.tx.get(Table::Seen, &seen)?;
-                if until.is_some_and(|u| u <= self.now) {
+            for (seen, ()) in self.tx.take_due_of::<SeenExpiry>(self.now, limit)? {
+                let seen = SeenOf::stored(seen);
+                let until = self.tx.read(&seen)?;
+                if until.is_some_and(|Stamp(u)| u <= self.now) {
                     // just read, so there: removed without looking again
-                    self.tx.remove(Table::Seen, &seen);
+                    self.tx.unset(&seen);
                     gone += 1;
                 }
             }

@@ -9,10 +9,11 @@ use super::entries::TimerIdOf;
 use super::lifecycle::{self, Lifecycle};
 use super::produced::Produced;
 use super::records::{Buffered, InstanceRecord, OutRecord, TimerEntry};
+use super::timed::{BufferExpiry, Timer};
 use super::Stat;
 use crate::cluster::work::Work;
 use crate::engine::{Event, Status};
-use crate::store::{at, num, Table};
+use crate::store::{num, At, Table};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -73,9 +74,9 @@ impl Batch<'_, '_> {
         if !self.may_have_buffered()? {
             return Ok(());
         }
-        let held: Vec<(String, Buffered)> = self
+        let held = self
             .tx
-            .prefix(Table::Buffer, &BufferedAt::held_prefix(active))?;
+            .scan::<BufferedAt>(&BufferedAt::held_prefix(active))?;
         for (k, b) in held {
             self.delete_buffered(&BufferedAt::found(k), &b)?;
             if self.is_here(instance) {
@@ -100,7 +101,7 @@ impl Batch<'_, '_> {
         Counter::Buffered.bump(self.tx, 1)?;
         self.added.buffered += 1;
         self.tx
-            .put(Table::BufferExpiry, &at(b.expires, k.as_str()), &())
+            .write(&At::<BufferExpiry>::new(b.expires, k.as_str()), &())
     }
 
     /// Whether the partition may have buffered or held events: its count of them
@@ -117,7 +118,7 @@ impl Batch<'_, '_> {
         Counter::Buffered.bump(self.tx, -1)?;
         // (an entry kept beside the event: removed unread, that table keeps no bloom filters)
         self.tx
-            .remove(Table::BufferExpiry, &at(b.expires, k.as_str()));
+            .unset(&At::<BufferExpiry>::new(b.expires, k.as_str()));
         Ok(())
     }
 
@@ -156,16 +157,16 @@ impl Batch<'_, '_> {
     /// Arms (or re-arms) a durable timer.
     pub fn arm(&mut self, id: &str, due: DateTime<Utc>, entry: &TimerEntry) -> Result<()> {
         self.disarm(id)?;
-        let k = at(due, id);
-        self.tx.put(Table::Timers, &k, entry)?;
-        self.tx.write(&TimerIdOf(id), &k)?;
+        let timer = At::<Timer>::new(due, id);
+        self.tx.write(&timer, entry)?;
+        self.tx.write(&TimerIdOf(id), &timer.into_key())?;
         Ok(())
     }
 
     pub fn disarm(&mut self, id: &str) -> Result<()> {
         if let Some(k) = self.tx.read(&TimerIdOf(id))? {
             // the entry its id points to: removed unread (`Timers` keeps no bloom filters)
-            self.tx.remove(Table::Timers, &k);
+            self.tx.unset(&At::<Timer>::stored(k));
             self.tx.unset(&TimerIdOf(id)); // just read
         }
         Ok(())

@@ -14,12 +14,11 @@
 //! - rules whose value is an expression add a guard: the value the expression gives on the
 //!   instance's data (`!` when it does not evaluate), matched against the event's attribute.
 
-use super::compound::ActiveOf;
+use super::compound::{ActiveOf, WaitsOf};
 use crate::cluster::partition::{PartitionId, Partitions};
 use crate::definition::Definition;
 use crate::engine::{expected, waits_for, Event, Instance};
 use crate::model::{CorrelationDef, EventDef};
-use crate::store::key;
 use std::collections::BTreeSet;
 
 /// The key of instances that have not pinned the values of a definition yet (and, in a
@@ -189,9 +188,9 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// The key in `Waits`: `workflow SEP event SEP key SEP instance`.
-    pub fn waits_key(&self) -> String {
-        key(&[&self.workflow, &self.event, &self.key, &self.instance])
+    /// The entry in `Waits`: `workflow SEP event SEP key SEP instance`.
+    pub fn waits(&self) -> WaitsOf {
+        WaitsOf::new(&self.workflow, &self.event, &self.key, &self.instance)
     }
 
     /// The entry in `Active`: `workflow SEP event SEP key`.
@@ -385,7 +384,10 @@ states:
                 key: k,
                 instance: "i".into(),
             };
-            assert_eq!(Entry::from_waits_key(&entry.waits_key()), Some(entry));
+            assert_eq!(
+                Entry::from_waits_key(&entry.waits().into_key()),
+                Some(entry)
+            );
         }
         // a fixed value that differs, or a missing attribute: no keys at all
         assert!(EventValues::of(

@@ -50,7 +50,9 @@
 //! - [`records`]: what the store's tables hold; [`produced`]: the outbox's Kafka records,
 //!   encoded once when they enter it; [`entries`]: the typed entries of the
 //!   tables keyed by one id (instances, calls, timer ids, schedules); [`compound`]: those
-//!   keyed by several parts (versions, pending all-events starts, unpinned heads); [`counters`]: the
+//!   keyed by several parts (versions, pending all-events starts, unpinned heads, seen
+//!   events); [`timed`]: the kinds of the time-keyed tables (timers, expiry indexes,
+//!   finished instances); [`counters`]: the
 //!   counters each partition keeps; [`positions`]: how far each source of a partition's inputs was applied (the
 //!   `offsets` table's two kinds of entry, typed as `store::Entry`s).
 //! - [`shared`]: what the HTTP side reads without asking the core (owned partitions, the
@@ -106,6 +108,7 @@ mod sweep;
 mod swf_events;
 mod swf_tasks;
 mod tickets;
+pub mod timed;
 mod unpinned;
 pub mod window;
 mod young;

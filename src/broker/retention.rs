@@ -4,7 +4,7 @@
 use super::batch::{Added, Batch, Result};
 use super::counters::Counter;
 use super::entries::InstanceOf;
-use crate::store::Table;
+use super::timed::Finished;
 
 /// Instances the periodic sweep forgets at least, when due.
 const SWEEP_LIMIT: usize = 1_000;
@@ -21,8 +21,7 @@ impl Batch<'_, '_> {
         if limit == 0 {
             return Ok(());
         }
-        let due: Vec<(String, ())> = self.tx.take_due(Table::Finished, self.now - keep, limit)?;
-        for (id, ()) in due {
+        for (id, ()) in self.tx.take_due_of::<Finished>(self.now - keep, limit)? {
             let id = id.as_str();
             let Some(rec) = self.tx.read(&InstanceOf(id))? else {
                 continue;

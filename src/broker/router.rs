@@ -17,7 +17,7 @@
 
 use super::answers::token_target;
 use super::batch::{Batch, Result};
-use super::compound::{ActiveOf, JoinOf};
+use super::compound::{ActiveOf, JoinOf, WaitsOf};
 use super::index;
 use super::records::TimerEntry;
 use super::registry::event_start;
@@ -26,7 +26,7 @@ use crate::cluster::partition::{InstanceId, PartitionId};
 use crate::cluster::work::Work;
 use crate::definition::Body;
 use crate::engine::{EngineError, Event, Input};
-use crate::store::{key, Entry as _, Table, SEP};
+use crate::store::{Entry as _, SEP};
 use std::collections::BTreeSet;
 
 /// What happened to an event.
@@ -141,8 +141,8 @@ impl Batch<'_, '_> {
                     )? {
                         continue; // nobody waits under this unpinned key here
                     }
-                    let p = format!("{}{SEP}", key(&[&m.workflow, &m.event, &wk]));
-                    for (entry, ()) in self.tx.prefix::<()>(Table::Waits, &p)? {
+                    let p = WaitsOf::prefix(&m.workflow, &m.event, &wk);
+                    for (entry, ()) in self.tx.scan::<WaitsOf>(&p)? {
                         let inst = entry.rsplit(SEP).next().unwrap_or_default().to_string();
                         if seen.contains(&inst) {
                             continue;

@@ -4,9 +4,10 @@ use super::batch::{Added, Batch};
 use super::compound::BufferedAt;
 use super::entries::TimerIdOf;
 use super::records::TimerEntry;
+use super::timed::{BufferExpiry, Timer};
 use super::Stat;
 use crate::engine::Input;
-use crate::store::{StoreError, Table};
+use crate::store::StoreError;
 
 /// Entries a batch fires at most per due-timer pass.
 const TIMERS_PER_BATCH: usize = 1000;
@@ -15,8 +16,7 @@ const SWEEP_LIMIT: usize = 10_000;
 
 /// Fires every due timer, each exactly once (its entry goes in the same transaction).
 pub(super) fn fire_timers(b: &mut Batch<'_, '_>) -> Result<(), StoreError> {
-    let due: Vec<(String, TimerEntry)> = b.tx.take_due(Table::Timers, b.now, TIMERS_PER_BATCH)?;
-    for (id, entry) in due {
+    for (id, entry) in b.tx.take_due_of::<Timer>(b.now, TIMERS_PER_BATCH)? {
         // its id's entry points here (`arm` replaces both together): removed unread
         b.tx.unset(&TimerIdOf(&id));
         match entry {
@@ -39,8 +39,7 @@ pub(super) fn sweep_buffer(b: &mut Batch<'_, '_>, periodic: bool) -> Result<(), 
     if limit == 0 {
         return Ok(());
     }
-    let due: Vec<(String, ())> = b.tx.take_due(Table::BufferExpiry, b.now, limit)?;
-    for (k, ()) in due {
+    for (k, ()) in b.tx.take_due_of::<BufferExpiry>(b.now, limit)? {
         let k = BufferedAt::found(k);
         let Some(e) = b.tx.read(&k)? else {
             continue;

@@ -19,7 +19,7 @@
 
 use super::compound::HeadOf;
 use super::index::{self, Entry};
-use crate::store::{Entry as _, Table, Txn, SEP};
+use crate::store::{Table, Txn, SEP};
 use std::collections::BTreeMap;
 
 pub type Result<T> = crate::store::Result<T>;
@@ -32,28 +32,28 @@ fn head(workflow: &str, event: &str, wk: &str) -> HeadOf {
 /// Writes `Waits` entry `e`, and counts it in its key's head when the key has a value not
 /// pinned.
 pub fn put(tx: &Txn<'_>, e: &Entry) -> Result<()> {
-    let k = e.waits_key();
-    if index::has_any(&e.key) && !tx.contains(Table::Waits, &k)? {
+    let w = e.waits();
+    if index::has_any(&e.key) && !tx.holds(&w)? {
         let h = head(&e.workflow, &e.event, &e.key);
         let n = tx.read(&h)?.unwrap_or(0);
         tx.write(&h, &(n + 1))?;
     }
-    tx.put(Table::Waits, &k, &())
+    tx.write(&w, &())
 }
 
 /// Removes `Waits` entry `e` (unread when its key is pinned: an entry not there leaves a
 /// tombstone that changes nothing), and takes it out of its key's head when the key has a
 /// value not pinned.
 pub fn remove(tx: &Txn<'_>, e: &Entry) -> Result<()> {
-    let k = e.waits_key();
-    if index::has_any(&e.key) && tx.contains(Table::Waits, &k)? {
+    let w = e.waits();
+    if index::has_any(&e.key) && tx.holds(&w)? {
         let h = head(&e.workflow, &e.event, &e.key);
         match tx.read(&h)?.unwrap_or(0) {
-            0 | 1 => tx.remove(Table::Unpinned, &h.key()),
+            0 | 1 => tx.unset(&h),
             n => tx.write(&h, &(n - 1))?,
         }
     }
-    tx.remove(Table::Waits, &k);
+    tx.unset(&w);
     Ok(())
 }
 
@@ -122,7 +122,7 @@ pub fn may_wait(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{Scope, Store};
+    use crate::store::{Entry as _, Scope, Store};
 
     fn entry(key: &str, instance: &str) -> Entry {
         Entry {
@@ -189,9 +189,8 @@ mod tests {
         // entries' heads are counted, a pinned entry's key has none
         apply(&store, &a, true);
         let tx = store.scoped(Scope::Partition(1));
-        tx.put(Table::Waits, &b.waits_key(), &()).unwrap(); // written without its head
-        tx.put(Table::Waits, &entry("k9", "d").waits_key(), &())
-            .unwrap();
+        tx.write(&b.waits(), &()).unwrap(); // written without its head
+        tx.write(&entry("k9", "d").waits(), &()).unwrap();
         let stale = entry(&format!("k1{}{any}", '\u{1e}'), "x");
         tx.write(&head("w", "e", &stale.key), &7).unwrap();
         tx.commit().unwrap();
@@ -208,7 +207,7 @@ mod tests {
         // a value holding a SEP (a guard from the instance's data) keeps its key whole
         let guarded = entry(&format!("{any}\u{1d}=a{SEP}b"), "g");
         let tx = store.scoped(Scope::Partition(1));
-        tx.put(Table::Waits, &guarded.waits_key(), &()).unwrap();
+        tx.write(&guarded.waits(), &()).unwrap();
         assert_eq!(rebuild(&tx).unwrap(), Some(1));
         tx.commit().unwrap();
         assert!(may(&store, true, &guarded.key));
@@ -228,7 +227,7 @@ mod tests {
         for i in 0..=MAX_HEADS {
             // an expression guard per instance: a head each
             let e = entry(&format!("{}\u{1d}={i}", index::ANY), &format!("i{i}"));
-            tx.put(Table::Waits, &e.waits_key(), &()).unwrap();
+            tx.write(&e.waits(), &()).unwrap();
         }
         tx.commit().unwrap();
         let tx = store.scoped(Scope::Partition(1));

@@ -90,6 +90,12 @@ impl Txn<'_> {
         self.forget_resident(E::TABLE, &entry.key())
     }
 
+    /// Every entry of kind `E` whose key starts with `prefix`, in key order, as (full key
+    /// without the scope's prefix, value) ([`Txn::prefix`]).
+    pub fn scan<E: Entry>(&self, prefix: &str) -> Result<Vec<(String, E::Value)>> {
+        self.prefix(E::TABLE, prefix)
+    }
+
     /// Adds `by` to a counter entry (absent counts as 0); returns the new value.
     pub fn add<E: Entry<Value = i64>>(&self, entry: &E, by: i64) -> Result<i64> {
         let n = self.read(entry)?.unwrap_or(0) + by;

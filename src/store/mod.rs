@@ -7,7 +7,8 @@
 //! Every table maps a string key to a value in MessagePack (`codec`; JSON before layout 5,
 //! still read), but for the outbox's Kafka records (`broker::produced`, postcard). Keys that must sort by time or sequence carry
 //! zero-padded numbers, so a range scan returns them in order. See `tables` for the layout,
-//! `entry` for typed keys (each names its table and its value's type), `pending` for the
+//! `entry` for typed keys (each names its table and its value's type) and `timed` for
+//! those of the time-keyed tables, `pending` for the
 //! writes of rounds in flight, `due` for where each time-keyed table's
 //! live entries start, `stats` for what each table holds on disk and in memory, `compact`
 //! for dropping the tombstones of deleted keys and `readers` for the open snapshots a merge
@@ -24,6 +25,7 @@ pub mod resident;
 mod snapshot;
 mod stats;
 mod tables;
+mod timed;
 mod txn;
 
 use codec::encode;
@@ -34,6 +36,7 @@ pub use export::Export;
 pub use pending::Pending;
 pub use snapshot::Snapshot;
 pub use stats::{StoreStats, TableStats};
+pub use timed::{At, Timed};
 pub use txn::Txn;
 
 pub use tables::{at, key, num, push_num, split_at, Table, SEP};

@@ -7,18 +7,25 @@
 //! left to chrono.
 
 use chrono::{DateTime, Datelike, Timelike, Utc};
-use serde::{Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// The longest form: `YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ`.
 const LONGEST: usize = 30;
 
-/// A timestamp serialized as [`serialize`] writes it (for values stored on their own).
+/// A timestamp serialized as [`serialize`] writes it (for values stored on their own), and
+/// read back as chrono reads it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp(pub DateTime<Utc>);
 
 impl Serialize for Stamp {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         serialize(&self.0, s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Stamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        DateTime::<Utc>::deserialize(d).map(Stamp)
     }
 }
 
@@ -135,6 +142,8 @@ mod tests {
             assert_eq!(ours(t), chrono(t), "{t:?}");
             let back: DateTime<Utc> = serde_json::from_str(&ours(t)).unwrap();
             assert_eq!(back, t);
+            let back: Stamp = serde_json::from_str(&ours(t)).unwrap();
+            assert_eq!(back, Stamp(t));
         }
     }
 
