@@ -2,6 +2,7 @@
 //! acknowledged, its batches are checked against newer fences, written to the store, and only
 //! then are its effects let out, its requests answered and its input offsets committed.
 
+use super::batch::Effects;
 use super::checkpoints::CheckpointOf;
 use super::core::Core;
 use super::error::CoreError;
@@ -14,12 +15,25 @@ use crate::cluster::changelog::Checkpoint;
 use crate::cluster::partition::PartitionId;
 use crate::store::Entry as _;
 use crate::store::Write;
-use std::collections::{BTreeMap, BTreeSet};
+use chrono::{DateTime, Utc};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::Arc;
 
 /// A store commit that takes this long is logged as a warning (all are in
 /// `flowbroker_store_commit_seconds`).
 const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// What the changelog's offsets say of a step's batches ([`Core::verdict`]).
+#[derive(Default)]
+struct Verdict {
+    /// The batches that stand, at the offsets they got.
+    landed: BTreeMap<PartitionId, i64>,
+    /// Partitions another broker's fence took from under this broker: their batches are void.
+    lost: BTreeSet<PartitionId>,
+    /// Of those, partitions to take back (a resumed broker's provisional fence while the group
+    /// has them here).
+    retake: Vec<PartitionId>,
+}
 
 impl Core {
     /// Lands every round in flight, oldest first, waiting for their appends. `inputs` are
@@ -45,7 +59,7 @@ impl Core {
         let Flight {
             steps, mut finish, ..
         } = f;
-        let mut appended: std::collections::VecDeque<_> = appended.into();
+        let mut appended: VecDeque<_> = appended.into();
         for step in steps {
             let a = appended.pop_front().expect("an append per step");
             self.land_step(step, a, &appended, &mut finish, inputs)?;
@@ -63,7 +77,7 @@ impl Core {
         &mut self,
         step: Step,
         appended: Appended,
-        later: &std::collections::VecDeque<Appended>,
+        later: &VecDeque<Appended>,
         finish: &mut Finish,
         inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
     ) -> Result<(), CoreError> {
@@ -93,80 +107,17 @@ impl Core {
         // (below) that still precede the other broker's fence: they stand like it (the new
         // owner restores them and lets their effects out), so their requests were applied
         let stood = self.still_standing(&appended, &void, &fences)?;
-        let mut lost: BTreeSet<PartitionId> = BTreeSet::new();
-        // lost to a resumed broker's provisional fence while the group assigns them here
-        let mut retake: Vec<PartitionId> = Vec::new();
-        let checkpoints = appended.len();
-        let mut writes: Vec<Write> =
-            Vec::with_capacity(checkpoints + changed.iter().map(|(_, w)| w.len()).sum::<usize>());
-        // the changelog record each partition's batch got
-        let mut landed: BTreeMap<PartitionId, i64> = BTreeMap::new();
-        if let Some(log) = self.log.as_mut() {
-            for (p, offset) in appended {
-                if void.contains(&p) {
-                    continue;
-                }
-                // a zombie check that costs nothing while nobody else writes: only this
-                // broker's records since its fence means it still owns `p`
-                let prev = self.tail.get(&p).copied().unwrap_or(-1);
-                if offset != prev + 1 {
-                    if let Some(by) =
-                        super::handoff::fenced_by(log.as_mut(), p, prev + 1, offset - 1)?
-                    {
-                        if by.provisional && !self.resumed.contains(&p) {
-                            tracing::warn!(partition = %p, by = %by.owner, batch = offset,
-                                "a restarted broker resumed this state partition while the \
-                                 group has it here: the batch is void and the partition is \
-                                 taken back");
-                            retake.push(p);
-                        } else {
-                            tracing::error!(partition = %p, by = %by.owner, batch = offset,
-                                "another broker took this state partition over without this \
-                                 broker noticing: the batch is void (neither stored nor let \
-                                 out) and the partition released");
-                        }
-                        lost.insert(p);
-                        continue;
-                    }
-                }
-                self.tail.insert(p, offset);
-                landed.insert(p, offset);
-            }
-        }
-        let now = self.clock.now();
-        for (p, w) in changed {
-            if void.contains(&p) || lost.contains(&p) {
-                continue;
-            }
-            if let Some(pending) = self.pending.get_mut(&p) {
-                pending.settle(seq);
-            }
-            // (counted once the batch stands: a void one is not in the changelog's state)
-            if let Some(plan) = self.snapshots.as_mut() {
-                plan.grew(p, &w);
-            }
-            // (the pending writes let go of them above)
-            let w = Arc::try_unwrap(w).unwrap_or_else(|w| (*w).clone());
-            match landed.get(&p) {
-                // outbox entries wait in memory for Kafka (`broker::young`)
-                Some(&offset) => self.young.land(p, offset, w, now, &mut writes),
-                None => writes.extend(w),
-            }
-        }
-        for (&p, &offset) in &landed {
-            // not past the record of an outbox entry the store does not have yet
-            let cp = Checkpoint {
-                next: self.young.first(p).unwrap_or(offset + 1),
-                fence: self.fences.get(&p).copied(),
-            };
-            writes.push(CheckpointOf(p).node_write(&cp));
-        }
-        self.shared
-            .held_outbox(landed.keys().map(|&p| (p, self.young.len(p))));
+        let Verdict {
+            landed,
+            lost,
+            retake,
+        } = self.verdict(appended, &void)?;
+        let gone = |p: &PartitionId| void.contains(p) || lost.contains(p);
+        let writes = self.stage(seq, changed, gone, &landed);
         // a void batch lets nothing out; its requests are told to retry and its direct input
         // records go to the new owner (work topic records are read again there). A batch that
         // stood lets nothing out either; its requests keep their answers
-        effects.retain(|(p, _)| !void.contains(p) && !lost.contains(p));
+        effects.retain(|(p, _)| !gone(p));
         for &p in void.difference(&stood).chain(&lost) {
             for t in asked.remove(&p).unwrap_or_default() {
                 if let Some(t) = finish.tickets.get_mut(t) {
@@ -189,10 +140,112 @@ impl Core {
                     && fx.stats.is_empty()
                     && fx.offers.is_empty()
             });
+        self.commit(&writes, lazy)?;
+        // paused between the append and here (a stopped or starved process) long enough for
+        // the group to move a partition: its effects stay in (the new owner sends them). The
+        // records let out below carry the time of this check (`LetOut::at`)
+        let checked = self.clock.now();
+        self.recheck(&mut effects, later, sent, checked, &fences, inputs)?;
+        self.let_out(effects, finish, checked);
+        Ok(())
+    }
+
+    /// Which of the step's appended batches stand, by the changelog's offsets: a batch right
+    /// after this broker's last record of its partition does at no cost; one with records
+    /// between is void if another broker's fence is among them (the partition is lost, and
+    /// taken back when the fence is a resumed broker's provisional one while the group has it
+    /// here). Void batches (`void`) are left out.
+    fn verdict(
+        &mut self,
+        appended: Vec<(PartitionId, i64)>,
+        void: &BTreeSet<PartitionId>,
+    ) -> Result<Verdict, CoreError> {
+        let mut v = Verdict::default();
+        let Some(log) = self.log.as_mut() else {
+            return Ok(v);
+        };
+        for (p, offset) in appended {
+            if void.contains(&p) {
+                continue;
+            }
+            // a zombie check that costs nothing while nobody else writes: only this
+            // broker's records since its fence means it still owns `p`
+            let prev = self.tail.get(&p).copied().unwrap_or(-1);
+            if offset != prev + 1 {
+                if let Some(by) = super::handoff::fenced_by(log.as_mut(), p, prev + 1, offset - 1)?
+                {
+                    if by.provisional && !self.resumed.contains(&p) {
+                        tracing::warn!(partition = %p, by = %by.owner, batch = offset,
+                            "a restarted broker resumed this state partition while the \
+                             group has it here: the batch is void and the partition is \
+                             taken back");
+                        v.retake.push(p);
+                    } else {
+                        tracing::error!(partition = %p, by = %by.owner, batch = offset,
+                            "another broker took this state partition over without this \
+                             broker noticing: the batch is void (neither stored nor let \
+                             out) and the partition released");
+                    }
+                    v.lost.insert(p);
+                    continue;
+                }
+            }
+            self.tail.insert(p, offset);
+            v.landed.insert(p, offset);
+        }
+        Ok(v)
+    }
+
+    /// The store writes of round step `seq`'s batches (`changed`) but those of partitions
+    /// `gone`, and a checkpoint for each partition whose batch `landed` at a changelog offset.
+    fn stage(
+        &mut self,
+        seq: u64,
+        changed: Vec<(PartitionId, Arc<Vec<Write>>)>,
+        gone: impl Fn(&PartitionId) -> bool,
+        landed: &BTreeMap<PartitionId, i64>,
+    ) -> Vec<Write> {
+        let now = self.clock.now();
+        let size = changed.iter().map(|(_, w)| w.len()).sum::<usize>();
+        let mut writes = Vec::with_capacity(landed.len() + size);
+        for (p, w) in changed {
+            if gone(&p) {
+                continue;
+            }
+            if let Some(pending) = self.pending.get_mut(&p) {
+                pending.settle(seq);
+            }
+            // (counted once the batch stands: a void one is not in the changelog's state)
+            if let Some(plan) = self.snapshots.as_mut() {
+                plan.grew(p, &w);
+            }
+            // (the pending writes let go of them above)
+            let w = Arc::try_unwrap(w).unwrap_or_else(|w| (*w).clone());
+            match landed.get(&p) {
+                // outbox entries wait in memory for Kafka (`broker::young`)
+                Some(&offset) => self.young.land(p, offset, w, now, &mut writes),
+                None => writes.extend(w),
+            }
+        }
+        for (&p, &offset) in landed {
+            // not past the record of an outbox entry the store does not have yet
+            let cp = Checkpoint {
+                next: self.young.first(p).unwrap_or(offset + 1),
+                fence: self.fences.get(&p).copied(),
+            };
+            writes.push(CheckpointOf(p).node_write(&cp));
+        }
+        self.shared
+            .held_outbox(landed.keys().map(|&p| (p, self.young.len(p))));
+        writes
+    }
+
+    /// Writes a step's batches to the store, timed; waits for the disk only without a
+    /// changelog (with one, the local store is a cache of it) and when something leaves.
+    fn commit(&mut self, writes: &[Write], lazy: bool) -> Result<(), CoreError> {
         let t0 = std::time::Instant::now();
-        // with a changelog, the local store is a cache of it: no need to wait for the disk
         let sync = !lazy && self.log.is_none();
-        self.store.apply(&writes, sync)?;
+        self.store.apply(writes, sync)?;
         let took = t0.elapsed();
         self.metrics
             .commit_seconds
@@ -208,48 +261,72 @@ impl Core {
                  \"Memory\")"
             );
         }
-        // paused between the append and here (a stopped or starved process) long enough for
-        // the group to move a partition: its effects stay in (the new owner sends them). The
-        // records let out below carry the time of this check (`LetOut::at`)
-        let checked = self.clock.now();
-        if let Some(log) = self.log.as_mut() {
-            // the records this broker appended after the batch, as far as Kafka acknowledged
-            // them: the round's later steps, then the rounds built after it
-            let flights = &mut self.flights;
-            let own = |p: PartitionId| -> BTreeSet<i64> {
-                let steps = later.iter().filter_map(|a| a.as_ref().ok()).flatten();
-                let steps = steps.filter(|(q, _)| *q == p).map(|(_, o)| *o);
-                let rounds = flights.iter_mut().flat_map(|f| f.landed.acked_so_far(p));
-                steps.chain(rounds).collect()
-            };
-            let check = super::handoff::Recheck {
-                sent,
-                now: checked,
-                metrics: &self.metrics,
-            };
-            let held = check.fenced(log.as_mut(), &self.tail, &effects, own)?;
-            effects.retain(|(p, _)| !held.iter().any(|(q, _)| q == p));
-            for (p, by) in held {
-                if let (Some(&fence), Some(&last)) = (fences.get(&p), self.tail.get(&p)) {
-                    self.held_off.insert(p, (fence, last));
-                }
-                self.release(p, inputs);
-                if by.provisional && !self.resumed.contains(&p) {
-                    // as at an unexpected offset above: the group has `p` here
-                    tracing::warn!(partition = %p, by = %by.owner,
-                        "this broker was paused after its batch was appended and a restarted \
-                         broker resumed the partition meanwhile while the group has it here: \
-                         the batch's effects stay in and the partition is taken back (its \
-                         restore sends them)");
-                    self.take_over(p, inputs)?;
-                } else {
-                    tracing::error!(partition = %p, by = %by.owner,
-                        "this broker was paused after its batch was appended and another \
-                         broker took the partition over meanwhile: the batch's effects stay in \
-                         (the new owner sends them) and the partition is released");
-                }
+        Ok(())
+    }
+
+    /// A step landing late (`handoff::Recheck`) looks for another broker's fence after its
+    /// batches: the effects of a partition taken over meanwhile stay in (the new owner sends
+    /// them) and the partition is let go, or taken back when the fence is a resumed broker's
+    /// provisional one while the group has it here.
+    fn recheck(
+        &mut self,
+        effects: &mut Vec<(PartitionId, Effects)>,
+        later: &VecDeque<Appended>,
+        sent: (std::time::Instant, DateTime<Utc>),
+        checked: DateTime<Utc>,
+        fences: &BTreeMap<PartitionId, i64>,
+        inputs: &mut BTreeMap<PartitionId, Vec<PartInput>>,
+    ) -> Result<(), CoreError> {
+        let Some(log) = self.log.as_mut() else {
+            return Ok(());
+        };
+        // the records this broker appended after the batch, as far as Kafka acknowledged
+        // them: the round's later steps, then the rounds built after it
+        let flights = &mut self.flights;
+        let own = |p: PartitionId| -> BTreeSet<i64> {
+            let steps = later.iter().filter_map(|a| a.as_ref().ok()).flatten();
+            let steps = steps.filter(|(q, _)| *q == p).map(|(_, o)| *o);
+            let rounds = flights.iter_mut().flat_map(|f| f.landed.acked_so_far(p));
+            steps.chain(rounds).collect()
+        };
+        let check = super::handoff::Recheck {
+            sent,
+            now: checked,
+            metrics: &self.metrics,
+        };
+        let held = check.fenced(log.as_mut(), &self.tail, effects, own)?;
+        effects.retain(|(p, _)| !held.iter().any(|(q, _)| q == p));
+        for (p, by) in held {
+            if let (Some(&fence), Some(&last)) = (fences.get(&p), self.tail.get(&p)) {
+                self.held_off.insert(p, (fence, last));
+            }
+            self.release(p, inputs);
+            if by.provisional && !self.resumed.contains(&p) {
+                // as at an unexpected offset (`verdict`): the group has `p` here
+                tracing::warn!(partition = %p, by = %by.owner,
+                    "this broker was paused after its batch was appended and a restarted \
+                     broker resumed the partition meanwhile while the group has it here: \
+                     the batch's effects stay in and the partition is taken back (its \
+                     restore sends them)");
+                self.take_over(p, inputs)?;
+            } else {
+                tracing::error!(partition = %p, by = %by.owner,
+                    "this broker was paused after its batch was appended and another \
+                     broker took the partition over meanwhile: the batch's effects stay in \
+                     (the new owner sends them) and the partition is released");
             }
         }
+        Ok(())
+    }
+
+    /// Lets a landed step's effects out: function calls, task offers, spans, and its outbox
+    /// records (stamped `checked`, when the step was last checked against fences).
+    fn let_out(
+        &mut self,
+        effects: Vec<(PartitionId, Effects)>,
+        finish: &mut Finish,
+        checked: DateTime<Utc>,
+    ) {
         for (p, mut fx) in effects {
             finish.stats.append(&mut fx.stats);
             if let Some(x) = &self.out.spans {
@@ -268,7 +345,6 @@ impl Core {
                 .collect();
             self.send_out(out, checked);
         }
-        Ok(())
     }
 
     /// The partitions among `void` whose batch stands after all: built under the fence of a
