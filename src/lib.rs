@@ -87,7 +87,8 @@
 //!   published and read), the snapshot writer ([`kafka::snapshots`]), resuming after a
 //!   restart (`kafka::resume`), standby copies (`kafka::standby`, started from a snapshot
 //!   where the changelog was trimmed), reading a partition's range in order (the changelog,
-//!   a snapshot's chunks: `kafka::scan`), the definitions topic, topic creation;
+//!   a snapshot's chunks: `kafka::scan`), the definitions topic, the topics a broker needs and their creation
+//!   (`kafka::topics`);
 //!   [`cloudevent`] converts SDK events.
 //! - [`http`]: CloudEvents HTTP ingress, admin API (requests about another broker's
 //!   partitions are forwarded to it), workflow definitions and graphs, the web console

@@ -14,7 +14,6 @@
 use crate::broker::core::{Core, Outlets, Shared};
 use crate::broker::{Cmd, SystemClock};
 use crate::config::Config;
-use crate::kafka::TopicSpec;
 use crate::metrics::Metrics;
 use crate::store::Store;
 use std::sync::Arc;
@@ -61,6 +60,57 @@ async fn first_scan(
     }
 }
 
+/// The workflow files deployed at start, and what goes on following them.
+struct Deployed {
+    watch: crate::watch::Watch,
+    files: crate::watch::Files,
+    /// With a definitions topic: its reader and this broker's part in the rollout.
+    definitions: Option<(crate::kafka::definitions::Reader, crate::rollout::Rollout)>,
+}
+
+/// Deploys this broker's own files, and (with a definitions topic) every other broker's,
+/// read to the topic's end, before anything is consumed. The cluster's files go first: an
+/// invalid local edit then keeps their version deployed.
+async fn deploy(
+    cfg: &Config,
+    owner: &str,
+    metrics: &Metrics,
+    producer: &crate::kafka::sender::Sender,
+    core: &mut Core,
+) -> Result<Deployed, ServeError> {
+    let topic = &cfg.cluster.definitions_topic;
+    let watch = crate::watch::Watch::new(cfg.workflows_dir.clone());
+    if topic.is_empty() {
+        let (watch, files) = first_scan(watch).await?;
+        core.process(vec![Cmd::Files(files.clone())])?;
+        return Ok(Deployed {
+            watch,
+            files,
+            definitions: None,
+        });
+    }
+    let mut reader =
+        crate::kafka::definitions::reader(&cfg.kafka, topic, metrics.definitions_wait.clone())?;
+    let mut rollout = crate::rollout::Rollout::new(cfg.workflows_dir.clone(), owner.to_string());
+    reader
+        .read_to_end(&mut rollout, Duration::from_secs(15))
+        .await;
+    // this broker's files as they are once the cluster's are known
+    let (watch, scanned) = first_scan(watch).await?;
+    rollout.start(
+        crate::rollout::local_files(&watch, scanned),
+        chrono::Utc::now(),
+    );
+    crate::kafka::definitions::publish(producer, topic, &mut rollout).await;
+    let (cluster, files) = (rollout.cluster_files(), rollout.files());
+    core.process(vec![Cmd::Files(cluster), Cmd::Files(files.clone())])?;
+    Ok(Deployed {
+        watch,
+        files,
+        definitions: Some((reader, rollout)),
+    })
+}
+
 /// Runs the broker until SIGINT/SIGTERM or a fatal error.
 pub async fn serve(cfg: Config) -> Result<(), ServeError> {
     // span export, when the OTEL_* environment asks for it (checked first: a collector the
@@ -78,86 +128,7 @@ pub async fn serve(cfg: Config) -> Result<(), ServeError> {
 }
 
 async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<(), ServeError> {
-    let k = cfg.kafka.clone();
-    let c = cfg.cluster.clone();
-    // The internal topics are created whatever `create_topics` says: their partition count is
-    // the number of state partitions. Time retention is off on the changelog: it is trimmed
-    // after snapshots instead (docs/scale.md "Snapshots").
-    let mut topics = vec![
-        TopicSpec {
-            name: c.work_topic.clone(),
-            partitions: c.partitions as i32,
-            config: vec![],
-        },
-        TopicSpec {
-            name: c.changelog_topic.clone(),
-            partitions: c.partitions as i32,
-            config: vec![
-                ("retention.ms", "-1".into()),
-                ("cleanup.policy", "delete".into()),
-                (
-                    "max.message.bytes",
-                    crate::kafka::log::CHANGELOG_RECORD_MAX.to_string(),
-                ),
-            ],
-        },
-        TopicSpec {
-            name: c.owners_topic.clone(),
-            partitions: 1,
-            config: vec![("cleanup.policy", "compact".into())],
-        },
-    ];
-    topics.push(TopicSpec {
-        name: c.snapshot_topic.clone(),
-        partitions: c.partitions as i32,
-        config: vec![
-            ("retention.ms", "-1".into()),
-            ("cleanup.policy", "delete".into()),
-            // a chunk holding one large value is as large as that value
-            (
-                "max.message.bytes",
-                crate::kafka::log::CHANGELOG_RECORD_MAX.to_string(),
-            ),
-        ],
-    });
-    if !c.definitions_topic.is_empty() {
-        topics.push(TopicSpec {
-            name: c.definitions_topic.clone(),
-            partitions: 1,
-            config: vec![("cleanup.policy", "compact".into())],
-        });
-    }
-    if k.create_topics {
-        let mut user = k.input_topics.clone();
-        user.extend([
-            k.output_topic.clone(),
-            k.lifecycle_topic.clone(),
-            k.dlq_topic.clone(),
-        ]);
-        user.extend(k.topics.values().cloned());
-        user.sort();
-        user.dedup();
-        topics.extend(user.into_iter().map(|name| TopicSpec {
-            name,
-            partitions: k.topic_partitions,
-            config: vec![],
-        }));
-    }
-    // Not fatal: the topics may be managed elsewhere, or Kafka may come up later (the
-    // clients reconnect on their own).
-    if let Err(e) = crate::kafka::ensure_topics(&k, &topics).await {
-        tracing::warn!(error = %e, "could not create topics at start; continuing");
-    }
-    // The work topic decides how many state partitions there are (set when it was created).
-    let wt = c.work_topic.clone();
-    let existing = tokio::task::spawn_blocking(move || crate::kafka::partitions_of(&k, &wt)).await;
-    if let Ok(Some(n)) = existing {
-        if n != cfg.cluster.partitions {
-            tracing::warn!(configured = cfg.cluster.partitions, topic = %c.work_topic, partitions = n,
-                "the work topic exists with another partition count; using its count");
-            cfg.cluster.partitions = n;
-        }
-    }
+    crate::kafka::topics::prepare(&mut cfg).await;
     let cfg = Arc::new(cfg);
     let store = Arc::new(Store::open_with(&cfg.store_path(), cfg.store.memory())?);
     // deleted keys' tombstones are dropped as they pile up (docs/store.md "Costs we accept")
@@ -242,37 +213,11 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         owner.clone(),
         shared.clone(),
     )?));
-    // definitions: this broker's own files, and (with a definitions topic) every other
-    // broker's, read to the topic's end before anything is consumed
-    let mut definitions = None;
-    let watch = crate::watch::Watch::new(cfg.workflows_dir.clone());
-    let (watch, files) = if c.definitions_topic.is_empty() {
-        let (watch, files) = first_scan(watch).await?;
-        core.process(vec![Cmd::Files(files.clone())])?;
-        (watch, files)
-    } else {
-        let mut reader = crate::kafka::definitions::reader(
-            k,
-            &c.definitions_topic,
-            metrics.definitions_wait.clone(),
-        )?;
-        let mut rollout = crate::rollout::Rollout::new(cfg.workflows_dir.clone(), owner.clone());
-        reader
-            .read_to_end(&mut rollout, Duration::from_secs(15))
-            .await;
-        // this broker's files as they are once the cluster's are known
-        let (watch, scanned) = first_scan(watch).await?;
-        rollout.start(
-            crate::rollout::local_files(&watch, scanned),
-            chrono::Utc::now(),
-        );
-        crate::kafka::definitions::publish(&producer, &c.definitions_topic, &mut rollout).await;
-        // the cluster's files first: an invalid local edit then keeps their version deployed
-        let (cluster, files) = (rollout.cluster_files(), rollout.files());
-        core.process(vec![Cmd::Files(cluster), Cmd::Files(files.clone())])?;
-        definitions = Some((reader, rollout));
-        (watch, files)
-    };
+    let Deployed {
+        watch,
+        files,
+        definitions,
+    } = deploy(&cfg, &owner, &metrics, &producer, &mut core).await?;
     if files.is_empty() {
         tracing::warn!(dir = %cfg.workflows_dir.display(), "no workflow files found; add *.yaml or *.json files there");
     }
@@ -353,40 +298,19 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
         )),
         None => tokio::spawn(crate::watch::run(watch, every, files, cmd_tx.clone())),
     };
-    if !cfg.http.listen.is_empty() {
-        let listener = tokio::net::TcpListener::bind(&cfg.http.listen)
-            .await
-            .map_err(|source| ServeError::Listen {
-                addr: cfg.http.listen.clone(),
-                source,
-            })?;
-        let token = cfg.http.token().map_err(ServeError::Token)?;
-        tracing::info!(addr = %cfg.http.listen, token = token.is_some(), "http listening");
-        let gate = crate::http::auth::Gate::new(token, cfg.http.max_body_bytes)
-            .with_aws(cfg.http.aws_key());
-        let app = crate::http::router(
-            crate::http::AppState {
-                core: cmd_tx.clone(),
-                store: store.clone(),
-                metrics: metrics.clone(),
-                shared: shared.clone(),
-                assigned,
-                peers: crate::http::Peers::new(
-                    owner.clone(),
-                    cfg.cluster.parts(),
-                    gate.authorization(),
-                ),
-                work_end: Some(crate::kafka::work::ends(k, &cfg.cluster.work_topic)?),
-                last_scrape: Default::default(),
-            },
-            gate,
-        );
-        tokio::spawn(async move {
-            if let Err(e) = axum::serve(listener, app).await {
-                tracing::error!(error = %e, "http server stopped");
-            }
-        });
-    }
+    listen(&cfg, |authorization| {
+        Ok(crate::http::AppState {
+            core: cmd_tx.clone(),
+            store: store.clone(),
+            metrics: metrics.clone(),
+            shared: shared.clone(),
+            assigned,
+            peers: crate::http::Peers::new(owner.clone(), cfg.cluster.parts(), authorization),
+            work_end: Some(crate::kafka::work::ends(k, &cfg.cluster.work_topic)?),
+            last_scrape: Default::default(),
+        })
+    })
+    .await?;
     drop(cmd_tx);
 
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
@@ -420,41 +344,100 @@ async fn run(mut cfg: Config, spans: Option<crate::otel::Exporter>) -> Result<()
             } else {
                 tracing::info!(session_timeout_ms = cfg.kafka.session_timeout_ms, "shutting down: the group reassigns this broker's partitions after the session timeout (kafka.leave_group_on_stop = false), flushing the producer (anything unsent is re-sent by the next owner)");
             }
+            let stopping = Stopping {
+                control: control_tx,
+                commits,
+                consumer,
+                state_consumer,
+                producer,
+            };
             let all = cfg.cluster.parts().all().collect();
-            let _ = tokio::task::spawn_blocking(move || {
-                use rdkafka::consumer::Consumer;
-                // stop writing first, then leave: the next owners fence and restore
-                let (done, stopped) = std::sync::mpsc::sync_channel(1);
-                if control_tx.send(Cmd::Revoked(all, Some(done))).is_ok() {
-                    let _ = stopped.recv_timeout(Duration::from_secs(30));
-                }
-                // what the last rounds landed, before the group moves the partitions
-                commits.flush(Duration::from_secs(5));
-                if leave {
-                    // librdkafka revokes the assignment, then sends LeaveGroup from its own
-                    // thread: wait for the revocations so the leaves are on their way before
-                    // exit
-                    consumer.unsubscribe();
-                    state_consumer.unsubscribe();
-                    let end = std::time::Instant::now() + Duration::from_secs(5);
-                    while (consumer.assignment().is_ok_and(|a| a.count() > 0)
-                        || state_consumer.assignment().is_ok_and(|a| a.count() > 0))
-                        && std::time::Instant::now() < end
-                    {
-                        std::thread::sleep(Duration::from_millis(20));
-                    }
-                    drop(consumer);
-                    drop(state_consumer);
-                } else {
-                    // no LeaveGroup: the consumers are never closed (closing one leaves its
-                    // group); the process ends with them, as after a crash
-                    std::mem::forget(consumer);
-                    std::mem::forget(state_consumer);
-                }
-                producer.flush(Duration::from_secs(5))
-            }).await;
+            let _ = tokio::task::spawn_blocking(move || stopping.stop(all, leave)).await;
             Ok(())
         }
+    }
+}
+
+/// Serves the HTTP API on `http.listen`, on a task of its own (nothing when it is empty).
+/// `state` is what the handlers share, given how this broker authorizes itself to its
+/// peers (its own token).
+async fn listen(
+    cfg: &Config,
+    state: impl FnOnce(Option<String>) -> Result<crate::http::AppState, ServeError>,
+) -> Result<(), ServeError> {
+    if cfg.http.listen.is_empty() {
+        return Ok(());
+    }
+    let listener = tokio::net::TcpListener::bind(&cfg.http.listen)
+        .await
+        .map_err(|source| ServeError::Listen {
+            addr: cfg.http.listen.clone(),
+            source,
+        })?;
+    let token = cfg.http.token().map_err(ServeError::Token)?;
+    tracing::info!(addr = %cfg.http.listen, token = token.is_some(), "http listening");
+    let gate =
+        crate::http::auth::Gate::new(token, cfg.http.max_body_bytes).with_aws(cfg.http.aws_key());
+    let app = crate::http::router(state(gate.authorization())?, gate);
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "http server stopped");
+        }
+    });
+    Ok(())
+}
+
+/// What a stop on a signal closes, in order ([`Stopping::stop`]).
+struct Stopping {
+    control: mpsc::UnboundedSender<Cmd>,
+    commits: crate::kafka::commits::Commits,
+    consumer: Arc<crate::kafka::consumer::KafkaConsumer>,
+    state_consumer: Arc<crate::kafka::membership::StateConsumer>,
+    producer: crate::kafka::sender::Sender,
+}
+
+impl Stopping {
+    /// Stops writing first (the core lets go of `all` partitions), commits what the last
+    /// rounds landed, then leaves the groups (`leave`: kafka.leave_group_on_stop) or not, and
+    /// flushes the producer. Blocks.
+    fn stop(self, all: Vec<crate::cluster::partition::PartitionId>, leave: bool) {
+        use rdkafka::consumer::Consumer;
+        let Stopping {
+            control,
+            commits,
+            consumer,
+            state_consumer,
+            producer,
+        } = self;
+        // stop writing first, then leave: the next owners fence and restore
+        let (done, stopped) = std::sync::mpsc::sync_channel(1);
+        if control.send(Cmd::Revoked(all, Some(done))).is_ok() {
+            let _ = stopped.recv_timeout(Duration::from_secs(30));
+        }
+        // what the last rounds landed, before the group moves the partitions
+        commits.flush(Duration::from_secs(5));
+        if leave {
+            // librdkafka revokes the assignment, then sends LeaveGroup from its own
+            // thread: wait for the revocations so the leaves are on their way before
+            // exit
+            consumer.unsubscribe();
+            state_consumer.unsubscribe();
+            let end = std::time::Instant::now() + Duration::from_secs(5);
+            while (consumer.assignment().is_ok_and(|a| a.count() > 0)
+                || state_consumer.assignment().is_ok_and(|a| a.count() > 0))
+                && std::time::Instant::now() < end
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            drop(consumer);
+            drop(state_consumer);
+        } else {
+            // no LeaveGroup: the consumers are never closed (closing one leaves its
+            // group); the process ends with them, as after a crash
+            std::mem::forget(consumer);
+            std::mem::forget(state_consumer);
+        }
+        let _ = producer.flush(Duration::from_secs(5));
     }
 }
 

@@ -6,7 +6,8 @@
 //! producer's polling thread and the acknowledgements waited for), the changelog ([`log`]),
 //! the work reader ([`work`]), partition claims ([`owners`]), snapshots ([`snapshots`]),
 //! resuming after a restart before the group assigns ([`resume`]), standby replicas
-//! ([`standby`]), topic creation, and the client settings built from
+//! ([`standby`]), the topics it needs and their creation ([`topics`]), and the client
+//! settings built from
 //! [`crate::config::KafkaConfig`].
 
 pub mod binary;
@@ -24,13 +25,13 @@ mod scan;
 pub mod sender;
 pub mod snapshots;
 pub mod standby;
+pub mod topics;
 pub mod work;
 
+pub use topics::{ensure_topics, partitions_of, TopicSpec};
+
 use crate::config::KafkaConfig;
-use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
-use rdkafka::client::DefaultClientContext;
 use rdkafka::ClientConfig;
-use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum KafkaError {
@@ -77,68 +78,4 @@ pub fn owned_headers(m: &impl rdkafka::message::Message) -> Vec<(String, Vec<u8>
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// A topic to create when missing.
-pub struct TopicSpec {
-    pub name: String,
-    pub partitions: i32,
-    /// Topic configs (`retention.ms`, ...).
-    pub config: Vec<(&'static str, String)>,
-}
-
-/// Creates missing topics (ignores "already exists"); a broker that refuses is logged, not
-/// fatal, since topics may be managed elsewhere.
-pub async fn ensure_topics(cfg: &KafkaConfig, topics: &[TopicSpec]) -> Result<(), KafkaError> {
-    let admin: AdminClient<DefaultClientContext> =
-        client_config(cfg, &[])
-            .create()
-            .map_err(|source| KafkaError::Client {
-                what: "admin",
-                brokers: cfg.brokers.clone(),
-                source,
-            })?;
-    let new: Vec<NewTopic> = topics
-        .iter()
-        .map(|t| {
-            t.config.iter().fold(
-                NewTopic::new(&t.name, t.partitions, TopicReplication::Fixed(1)),
-                |n, (k, v)| n.set(k, v),
-            )
-        })
-        .collect();
-    let opts = AdminOptions::new()
-        .operation_timeout(Some(Duration::from_secs(10)))
-        .request_timeout(Some(Duration::from_secs(10)));
-    let results = admin
-        .create_topics(new.iter(), &opts)
-        .await
-        .map_err(|source| KafkaError::Client {
-            what: "create topics",
-            brokers: cfg.brokers.clone(),
-            source,
-        })?;
-    for r in results {
-        match r {
-            Ok(t) => tracing::info!(topic = %t, "created topic"),
-            Err((t, rdkafka::types::RDKafkaErrorCode::TopicAlreadyExists)) => {
-                tracing::debug!(topic = %t, "topic exists")
-            }
-            Err((t, code)) => {
-                tracing::warn!(topic = %t, error = %code, "could not create topic; create it yourself if it is missing")
-            }
-        }
-    }
-    Ok(())
-}
-
-/// The number of partitions `topic` has, when Kafka knows the topic.
-pub fn partitions_of(cfg: &KafkaConfig, topic: &str) -> Option<usize> {
-    let c: rdkafka::consumer::BaseConsumer = client_config(cfg, &[]).create().ok()?;
-    use rdkafka::consumer::Consumer;
-    let md = c
-        .fetch_metadata(Some(topic), Duration::from_secs(10))
-        .ok()?;
-    let t = md.topics().iter().find(|t| t.name() == topic)?;
-    (t.error().is_none() && !t.partitions().is_empty()).then(|| t.partitions().len())
 }
