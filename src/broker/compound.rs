@@ -27,6 +27,11 @@ macro_rules! by_parts {
                     key: key(&[$($part),+]),
                 }
             }
+
+            /// The full key, taken without a copy (a remote index change carries it).
+            pub fn into_key(self) -> String {
+                self.key
+            }
         }
 
         impl Entry for $name {
@@ -80,38 +85,22 @@ impl WaitsOf {
         k.push(SEP);
         k
     }
-
-    /// The full key, taken without a copy (a remote index change carries it).
-    pub fn into_key(self) -> String {
-        self.key
-    }
 }
 
 impl ActiveOf {
-    /// The full key, taken without a copy (a remote index change carries it).
-    pub fn into_key(self) -> String {
-        self.key
-    }
-
     /// The mark for `instance` replaced under this key.
     pub fn superseded(&self, instance: &str) -> SupersededOf {
         SupersededOf::new(&self.key, instance)
     }
 }
 
-/// An event seen within the dedupe window (`broker::dedupe`), by its `source` and `id`; the
-/// value is when its window ends.
-pub struct SeenOf {
-    key: String,
-}
+by_parts!(
+    /// An event seen within the dedupe window (`broker::dedupe`), by its `source` and `id`;
+    /// the value is when its window ends.
+    SeenOf, Seen, Stamp, source, id
+);
 
 impl SeenOf {
-    pub fn new(source: &str, id: &str) -> Self {
-        SeenOf {
-            key: key(&[source, id]),
-        }
-    }
-
     /// An entry by its key as its expiry index named it.
     pub fn stored(key: String) -> Self {
         SeenOf { key }
@@ -119,15 +108,6 @@ impl SeenOf {
 
     pub fn as_str(&self) -> &str {
         &self.key
-    }
-}
-
-impl Entry for SeenOf {
-    const TABLE: Table = Table::Seen;
-    type Value = Stamp;
-
-    fn key(&self) -> Cow<'_, str> {
-        Cow::Borrowed(&self.key)
     }
 }
 

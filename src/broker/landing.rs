@@ -26,7 +26,8 @@ const SLOW_COMMIT: std::time::Duration = std::time::Duration::from_secs(1);
 /// What the changelog's offsets say of a step's batches ([`Core::verdict`]).
 #[derive(Default)]
 struct Verdict {
-    /// The batches that stand, at the offsets they got.
+    /// The changelog record each partition's batch got, for the batches no fence voids
+    /// (empty without a changelog).
     landed: BTreeMap<PartitionId, i64>,
     /// Partitions another broker's fence took from under this broker: their batches are void.
     lost: BTreeSet<PartitionId>,
@@ -241,7 +242,8 @@ impl Core {
     }
 
     /// Writes a step's batches to the store, timed; waits for the disk only without a
-    /// changelog (with one, the local store is a cache of it) and when something leaves.
+    /// changelog (with one, the local store is a cache of it), and not for a `lazy` step
+    /// (one that lets nothing out).
     fn commit(&mut self, writes: &[Write], lazy: bool) -> Result<(), CoreError> {
         let t0 = std::time::Instant::now();
         let sync = !lazy && self.log.is_none();
@@ -320,7 +322,8 @@ impl Core {
     }
 
     /// Lets a landed step's effects out: function calls, task offers, spans, and its outbox
-    /// records (stamped `checked`, when the step was last checked against fences).
+    /// records (stamped `checked`, when the step was last checked against fences); its
+    /// counts go to the round's `finish`.
     fn let_out(
         &mut self,
         effects: Vec<(PartitionId, Effects)>,

@@ -1,8 +1,8 @@
 //! The topics a broker needs: the internal ones (work, changelog, owners, snapshots,
 //! definitions), created whatever `kafka.create_topics` says, since their partition count is
 //! the number of state partitions; and, with `kafka.create_topics`, the user's (inputs,
-//! outputs, lifecycle, dead letters). The work topic, once it exists, decides how many state
-//! partitions there are.
+//! outputs, lifecycle, dead letters and the `kafka.topics` events are sent to). The work
+//! topic, once it exists, decides how many state partitions there are.
 
 use super::{client_config, KafkaError};
 use crate::config::{Config, KafkaConfig};
