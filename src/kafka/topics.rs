@@ -31,6 +31,19 @@ pub async fn prepare(cfg: &mut Config) {
     }
 }
 
+/// The configs of a topic kept until the broker trims it (the changelog, snapshots), whose
+/// records may be as large as a changelog record.
+fn kept_whole() -> Vec<(&'static str, String)> {
+    vec![
+        ("retention.ms", "-1".into()),
+        ("cleanup.policy", "delete".into()),
+        (
+            "max.message.bytes",
+            super::log::CHANGELOG_RECORD_MAX.to_string(),
+        ),
+    ]
+}
+
 /// The topics `cfg` needs. Time retention is off on the changelog: it is trimmed after
 /// snapshots instead (docs/scale.md "Snapshots").
 pub fn wanted(cfg: &Config) -> Vec<TopicSpec> {
@@ -44,32 +57,18 @@ pub fn wanted(cfg: &Config) -> Vec<TopicSpec> {
         TopicSpec {
             name: c.changelog_topic.clone(),
             partitions: c.partitions as i32,
-            config: vec![
-                ("retention.ms", "-1".into()),
-                ("cleanup.policy", "delete".into()),
-                (
-                    "max.message.bytes",
-                    super::log::CHANGELOG_RECORD_MAX.to_string(),
-                ),
-            ],
+            config: kept_whole(),
         },
         TopicSpec {
             name: c.owners_topic.clone(),
             partitions: 1,
             config: vec![("cleanup.policy", "compact".into())],
         },
+        // a chunk holding one large value is as large as that value
         TopicSpec {
             name: c.snapshot_topic.clone(),
             partitions: c.partitions as i32,
-            config: vec![
-                ("retention.ms", "-1".into()),
-                ("cleanup.policy", "delete".into()),
-                // a chunk holding one large value is as large as that value
-                (
-                    "max.message.bytes",
-                    super::log::CHANGELOG_RECORD_MAX.to_string(),
-                ),
-            ],
+            config: kept_whole(),
         },
     ];
     if !c.definitions_topic.is_empty() {
@@ -192,6 +191,11 @@ mod tests {
             .unwrap();
         assert_eq!(log.partitions, 6);
         assert!(log.config.contains(&("retention.ms", "-1".to_string())));
+        let chunks = wanted(&cfg)
+            .into_iter()
+            .find(|t| t.name == cfg.cluster.snapshot_topic)
+            .unwrap();
+        assert_eq!(chunks.config, log.config);
 
         cfg.kafka.create_topics = true;
         cfg.kafka.input_topics = vec!["a".into(), "a".into()];
