@@ -85,20 +85,15 @@ pub fn run(config: Option<&Path>, out: Output, s: Send<'_>) -> Result<(), String
     };
     let ce = crate::cloudevent::to_sdk(&e)?;
     let record = MessageRecord::from_event(ce).map_err(|e| e.to_string())?;
-    let producer: FutureProducer = crate::kafka::client_config(
+    let producer: FutureProducer = crate::kafka::create(
         &cfg.kafka,
         &[
             ("enable.idempotence", "true".into()),
             ("message.timeout.ms", "15000".into()),
         ],
+        "producer",
     )
-    .create()
-    .map_err(|e| {
-        format!(
-            "cannot create a Kafka producer for {}: {e}",
-            cfg.kafka.brokers
-        )
-    })?;
+    .map_err(|e| e.to_string())?;
     let key = s.key.unwrap_or(&e.id).to_string();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -126,11 +126,7 @@ pub fn create(
     let topics: Vec<&str> = cfg.input_topics.iter().map(String::as_str).collect();
     consumer
         .subscribe(&topics)
-        .map_err(|source| KafkaError::Client {
-            what: "subscribe",
-            brokers: cfg.brokers.clone(),
-            source,
-        })?;
+        .map_err(KafkaError::client(cfg, "subscribe"))?;
     Ok((Arc::new(consumer), rx))
 }
 
@@ -150,11 +146,9 @@ pub fn create_outside(
     for i in &inputs.0 {
         let _ = tpl.add_partition_offset(&i.topic, i.partition, Offset::Stored);
     }
-    consumer.assign(&tpl).map_err(|source| KafkaError::Client {
-        what: "assign",
-        brokers: cfg.brokers.clone(),
-        source,
-    })?;
+    consumer
+        .assign(&tpl)
+        .map_err(KafkaError::client(cfg, "assign"))?;
     Ok(Arc::new(consumer))
 }
 
@@ -213,11 +207,7 @@ fn build(
         intake,
         rebalanced: watch::channel(0).0,
     })
-    .map_err(|source| KafkaError::Client {
-        what: "consumer",
-        brokers: cfg.brokers.clone(),
-        source,
-    })
+    .map_err(KafkaError::client(cfg, "consumer"))
 }
 
 /// What librdkafka fetches ahead of the application, per consumer (the input consumer, the

@@ -6,7 +6,7 @@
 //! matched against definitions older than ones already published.
 
 use super::sender::{Record, Sender};
-use super::{client_config, KafkaError};
+use super::KafkaError;
 use crate::broker::Cmd;
 use crate::cluster::definitions::Published;
 use crate::config::KafkaConfig;
@@ -135,7 +135,7 @@ pub fn reader(
     topic: &str,
     waited: prometheus::Histogram,
 ) -> Result<Reader, KafkaError> {
-    let consumer: BaseConsumer = client_config(
+    let consumer: BaseConsumer = super::create(
         cfg,
         &[
             ("group.id", format!("{}.definitions", cfg.group_id)),
@@ -143,13 +143,8 @@ pub fn reader(
             ("enable.auto.offset.store", "false".into()),
             ("fetch.wait.max.ms", "100".into()),
         ],
-    )
-    .create()
-    .map_err(|source| KafkaError::Client {
-        what: "definitions reader",
-        brokers: cfg.brokers.clone(),
-        source,
-    })?;
+        "definitions reader",
+    )?;
     let (tx, records) = mpsc::unbounded_channel();
     let caught = Arc::new(Caught {
         waited: Some(waited),
@@ -187,14 +182,7 @@ pub fn reader(
             }
         })
         .expect("definitions thread");
-    let ends: BaseConsumer =
-        client_config(cfg, &[])
-            .create()
-            .map_err(|source| KafkaError::Client {
-                what: "definitions topic offsets",
-                brokers: cfg.brokers.clone(),
-                source,
-            })?;
+    let ends: BaseConsumer = super::create(cfg, &[], "definitions topic offsets")?;
     let t = topic.to_string();
     let end = Arc::new(move || {
         ends.fetch_watermarks(&t, 0, Duration::from_secs(5))

@@ -55,7 +55,7 @@ impl KafkaLog {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let forwarder = appender(k, "work producer", "poll work", &[])?;
-        let reader: BaseConsumer = client_config(
+        let reader: BaseConsumer = super::create(
             k,
             &[
                 ("group.id", format!("{}.restore", k.group_id)),
@@ -64,13 +64,8 @@ impl KafkaLog {
                 ("fetch.wait.max.ms", k.fetch_wait_max_ms.to_string()),
                 ("auto.offset.reset", "earliest".into()),
             ],
-        )
-        .create()
-        .map_err(|source| KafkaError::Client {
-            what: "changelog reader",
-            brokers: k.brokers.clone(),
-            source,
-        })?;
+            "changelog reader",
+        )?;
         Ok(KafkaLog {
             producers,
             forwarder,
@@ -143,11 +138,7 @@ fn appender(
     thread: &str,
     forced: &[(&str, &str)],
 ) -> Result<Polled<Acks>, KafkaError> {
-    Polled::create(&appender_config(k, forced), Acks, thread).map_err(|source| KafkaError::Client {
-        what,
-        brokers: k.brokers.clone(),
-        source,
-    })
+    Polled::create(&appender_config(k, forced), Acks, thread).map_err(KafkaError::client(k, what))
 }
 
 /// Sets `message.max.bytes` of a client that writes the store's values (changelog records,

@@ -103,11 +103,7 @@ pub fn create(
     work_topic: &str,
     control: mpsc::UnboundedSender<Cmd>,
 ) -> Result<(Arc<StateConsumer>, watch::Receiver<usize>), KafkaError> {
-    let client = |source| KafkaError::Client {
-        what: "state partition consumer",
-        brokers: cfg.brokers.clone(),
-        source,
-    };
+    let client = KafkaError::client(cfg, "state partition consumer");
     let (assigned, rx) = watch::channel(0);
     // it reads nothing, but anything fetched before the pause lands is bounded as elsewhere
     let settings: Vec<_> = group_settings(cfg, group(cfg), Some(node))

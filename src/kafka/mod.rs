@@ -45,6 +45,32 @@ pub enum KafkaError {
     Topic { topic: String, message: String },
 }
 
+impl KafkaError {
+    /// What a failed call of the client `what`, talking to `cfg`'s brokers, returns.
+    pub fn client<'a>(
+        cfg: &'a KafkaConfig,
+        what: &'static str,
+    ) -> impl Fn(rdkafka::error::KafkaError) -> KafkaError + Copy + 'a {
+        move |source| KafkaError::Client {
+            what,
+            brokers: cfg.brokers.clone(),
+            source,
+        }
+    }
+}
+
+/// A client of type `C` (a consumer, a producer, an admin client) made with
+/// [`client_config`]'s settings; `what` names it in the error if it cannot be made.
+pub fn create<C: rdkafka::config::FromClientConfig>(
+    cfg: &KafkaConfig,
+    settings: &[(&str, String)],
+    what: &'static str,
+) -> Result<C, KafkaError> {
+    client_config(cfg, settings)
+        .create()
+        .map_err(KafkaError::client(cfg, what))
+}
+
 /// `compression.type` of the records only brokers read (changelog records and fences, work
 /// records, snapshot chunks): a changelog record's values repeat each other's topics, header
 /// names and ids, and compressed they cost Kafka about a fifth less CPU per instance
@@ -78,4 +104,37 @@ pub fn owned_headers(m: &impl rdkafka::message::Message) -> Vec<(String, Vec<u8>
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rdkafka::consumer::BaseConsumer;
+
+    #[test]
+    fn a_client_that_cannot_be_made_names_itself_the_brokers_and_the_fix() {
+        let mut cfg = KafkaConfig {
+            brokers: "kafka-a:9092".into(),
+            ..KafkaConfig::default()
+        };
+        cfg.properties.insert("no.such.property".into(), "1".into());
+        let Err(e) = create::<BaseConsumer>(&cfg, &[], "probe") else {
+            panic!("a consumer with an unknown property was made");
+        };
+        let text = e.to_string();
+        assert!(
+            matches!(e, KafkaError::Client { what: "probe", .. }),
+            "{e:?}"
+        );
+        assert!(text.contains("kafka-a:9092"), "{text}");
+        assert!(text.contains("no.such.property"), "{text}");
+        assert!(text.contains("fix: check kafka.brokers"), "{text}");
+        // the user's properties win over the client's own settings
+        cfg.properties.clear();
+        cfg.properties
+            .insert("fetch.wait.max.ms".into(), "7".into());
+        let c = client_config(&cfg, &[("fetch.wait.max.ms", "100".into())]);
+        assert_eq!(c.get("fetch.wait.max.ms"), Some("7"));
+        assert_eq!(c.get("bootstrap.servers"), Some("kafka-a:9092"));
+    }
 }

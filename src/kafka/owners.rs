@@ -5,7 +5,7 @@
 //! Kafka broker compacts).
 
 use super::sender::{Record, Sender};
-use super::{client_config, KafkaError};
+use super::KafkaError;
 use crate::broker::shared::Shared;
 use crate::cluster::directory::Claim;
 use crate::cluster::node::NodeId;
@@ -69,7 +69,7 @@ pub async fn publish(
 /// Reads the owners topic from the beginning, forever, on a thread of its own, folding every
 /// claim into `shared.directory`.
 pub fn tail(cfg: &KafkaConfig, topic: &str, shared: Arc<Shared>) -> Result<(), KafkaError> {
-    let consumer: BaseConsumer = client_config(
+    let consumer: BaseConsumer = super::create(
         cfg,
         &[
             ("group.id", format!("{}.owners", cfg.group_id)),
@@ -77,13 +77,8 @@ pub fn tail(cfg: &KafkaConfig, topic: &str, shared: Arc<Shared>) -> Result<(), K
             ("enable.auto.offset.store", "false".into()),
             ("fetch.wait.max.ms", "100".into()),
         ],
-    )
-    .create()
-    .map_err(|source| KafkaError::Client {
-        what: "owners reader",
-        brokers: cfg.brokers.clone(),
-        source,
-    })?;
+        "owners reader",
+    )?;
     let (cfg, topic) = (cfg.clone(), topic.to_string());
     std::thread::Builder::new()
         .name("flowbroker-owners".into())

@@ -128,13 +128,8 @@ impl Sender {
                 ),
             ],
         );
-        let producer = Polled::create(&c, Reports { outbox }, "poll outbox").map_err(|source| {
-            KafkaError::Client {
-                what: "producer",
-                brokers: cfg.brokers.clone(),
-                source,
-            }
-        })?;
+        let producer = Polled::create(&c, Reports { outbox }, "poll outbox")
+            .map_err(KafkaError::client(cfg, "producer"))?;
         Ok((Sender { producer }, reports))
     }
 

@@ -78,13 +78,6 @@ struct Thread {
 /// Starts the writer thread; `shared`'s directory learns each snapshot it announces.
 pub fn start(cfg: &Config, broker: String, shared: Arc<Shared>) -> Result<Snapshots, KafkaError> {
     let k = &cfg.kafka;
-    let client = |what| {
-        move |source| KafkaError::Client {
-            what,
-            brokers: k.brokers.clone(),
-            source,
-        }
-    };
     let mut c = client_config(
         k,
         &[
@@ -97,11 +90,9 @@ pub fn start(cfg: &Config, broker: String, shared: Arc<Shared>) -> Result<Snapsh
     // a chunk is at most CHUNK_BYTES, but one value larger than that is a chunk of its own
     // (an instance with large data): as large as a changelog record may be
     super::log::keep_record_limit(&mut c);
-    let producer =
-        Polled::create(&c, Acks, "poll snapshots").map_err(client("snapshot producer"))?;
-    let admin: AdminClient<DefaultClientContext> = client_config(k, &[])
-        .create()
-        .map_err(client("snapshot trimmer"))?;
+    let producer = Polled::create(&c, Acks, "poll snapshots")
+        .map_err(KafkaError::client(k, "snapshot producer"))?;
+    let admin: AdminClient<DefaultClientContext> = super::create(k, &[], "snapshot trimmer")?;
     let w = Thread {
         producer,
         admin,

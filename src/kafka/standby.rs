@@ -73,11 +73,9 @@ pub fn start(
             ("auto.offset.reset", "error".into()),
         ],
     );
-    let consumer: BaseConsumer = config.create().map_err(|source| KafkaError::Client {
-        what: "standby reader",
-        brokers: k.brokers.clone(),
-        source,
-    })?;
+    let consumer: BaseConsumer = config
+        .create()
+        .map_err(KafkaError::client(k, "standby reader"))?;
     let mut tail = Tail {
         consumer,
         config,

@@ -108,14 +108,7 @@ pub struct TopicSpec {
 /// Creates missing topics (ignores "already exists"); a broker that refuses is logged, not
 /// fatal, since topics may be managed elsewhere.
 pub async fn ensure_topics(cfg: &KafkaConfig, topics: &[TopicSpec]) -> Result<(), KafkaError> {
-    let admin: AdminClient<DefaultClientContext> =
-        client_config(cfg, &[])
-            .create()
-            .map_err(|source| KafkaError::Client {
-                what: "admin",
-                brokers: cfg.brokers.clone(),
-                source,
-            })?;
+    let admin: AdminClient<DefaultClientContext> = super::create(cfg, &[], "admin")?;
     let new: Vec<NewTopic> = topics
         .iter()
         .map(|t| {
@@ -131,11 +124,7 @@ pub async fn ensure_topics(cfg: &KafkaConfig, topics: &[TopicSpec]) -> Result<()
     let results = admin
         .create_topics(new.iter(), &opts)
         .await
-        .map_err(|source| KafkaError::Client {
-            what: "create topics",
-            brokers: cfg.brokers.clone(),
-            source,
-        })?;
+        .map_err(KafkaError::client(cfg, "create topics"))?;
     for r in results {
         match r {
             Ok(t) => tracing::info!(topic = %t, "created topic"),

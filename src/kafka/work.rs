@@ -2,7 +2,7 @@
 //! restored state records (a consumer of its own, assigned by the core, not by the group), and
 //! hands their records to the core in batches per partition.
 
-use super::{client_config, KafkaError};
+use super::KafkaError;
 use crate::broker::Cmd;
 use crate::cluster::partition::PartitionId;
 use crate::cluster::work::{ReadFrom, Work};
@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, watch};
 
 pub fn create(cfg: &Config) -> Result<StreamConsumer, KafkaError> {
     let k = &cfg.kafka;
-    client_config(
+    super::create(
         k,
         &[
             // no group membership: the core assigns partitions; the id is only required
@@ -34,13 +34,8 @@ pub fn create(cfg: &Config) -> Result<StreamConsumer, KafkaError> {
                 .map(|(k, v)| (*k, v.to_string())),
         )
         .collect::<Vec<_>>(),
+        "work reader",
     )
-    .create()
-    .map_err(|source| KafkaError::Client {
-        what: "work reader",
-        brokers: k.brokers.clone(),
-        source,
-    })
 }
 
 /// Reads until the core goes away. `ctl` says which partitions to read from which offset
@@ -220,14 +215,7 @@ pub fn ends(
     cfg: &crate::config::KafkaConfig,
     topic: &str,
 ) -> Result<crate::cluster::WorkEnd, KafkaError> {
-    let c: rdkafka::consumer::BaseConsumer =
-        client_config(cfg, &[])
-            .create()
-            .map_err(|source| KafkaError::Client {
-                what: "work topic offsets",
-                brokers: cfg.brokers.clone(),
-                source,
-            })?;
+    let c: rdkafka::consumer::BaseConsumer = super::create(cfg, &[], "work topic offsets")?;
     let topic = topic.to_string();
     Ok(Arc::new(move |p: PartitionId| {
         c.fetch_watermarks(&topic, p.kafka(), std::time::Duration::from_secs(5))
