@@ -7,20 +7,11 @@
 //! its payloads, when a new one comes. Retention deletes the rest with the instance.
 
 use super::batch::{Batch, Result};
+use super::history_entries::{HistoryAt, PayloadOf};
 use super::records::{HistoryEntryOf, PayloadRef};
 use crate::engine::{Action, Input};
-use crate::store::{key, num, Scope, Snapshot, Table, SEP};
+use crate::store::{Scope, Snapshot, Txn};
 use serde_json::{json, Value};
-
-/// The key of payload `n` of entry `seq` of instance `id`.
-fn payload_key(id: &str, seq: u64, n: usize) -> String {
-    key(&[id, &num(seq), &num(n as u64)])
-}
-
-/// The key prefix of entry `seq`'s payloads.
-fn entry_prefix(id: &str, seq: u64) -> String {
-    format!("{}{SEP}", key(&[id, &num(seq)]))
-}
 
 /// Where a payload field is in an entry (its JSON pointer is made only for one stored apart).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,43 +157,33 @@ impl Batch<'_, '_> {
             .filter(|(_, v)| larger_than(v, inline))
             .map(|(slot, _)| slot)
             .collect();
-        let k = key(&[id, &num(seq)]);
+        let at = HistoryAt::new(id, seq);
         if large.is_empty() {
             // the usual case: the entry is written from what it borrows, nothing copied
-            self.tx.put(Table::History, &k, &entry)?;
+            self.tx.write_encoded(&at, Txn::encode(&entry))?;
         } else {
             let (copy, apart) = set_apart(&entry, large);
             for (n, bytes) in apart.into_iter().enumerate() {
-                self.tx
-                    .put_encoded(Table::Payloads, &payload_key(id, seq, n), bytes)?;
+                self.tx.write_encoded(&at.payload(n), bytes)?;
             }
-            self.tx.put(Table::History, &k, &copy)?;
+            self.tx.write_encoded(&at, Txn::encode(&copy))?;
         }
         let keep = self.cfg.history.max_entries;
         if seq >= keep {
-            let old = seq - keep;
-            if self.tx.delete(Table::History, &key(&[id, &num(old)]))? {
-                self.delete_payloads(&entry_prefix(id, old))?;
+            let old = HistoryAt::new(id, seq - keep);
+            if self.tx.erase(&old)? {
+                self.tx.clear_of::<PayloadOf>(&old.payloads())?;
             }
         }
         Ok(())
     }
 
-    /// Deletes the history and payloads of instance `id` (retention).
+    /// Deletes the history and payloads of instance `id` (retention). Neither table keeps
+    /// bloom filters, so the keys one scan finds are removed without looking them up again.
     pub fn forget_history(&mut self, id: &str) -> Result<()> {
-        let prefix = format!("{id}{SEP}");
-        // the keys a scan just found: removed without looking again (neither table keeps
-        // bloom filters, so each look would search every level)
-        for k in self.tx.keys(Table::History, &prefix)? {
-            self.tx.remove(Table::History, &k);
-        }
-        self.delete_payloads(&prefix)
-    }
-
-    fn delete_payloads(&mut self, prefix: &str) -> Result<()> {
-        for k in self.tx.keys(Table::Payloads, prefix)? {
-            self.tx.remove(Table::Payloads, &k);
-        }
+        let prefix = HistoryAt::of(id);
+        self.tx.clear_of::<HistoryAt>(&prefix)?;
+        self.tx.clear_of::<PayloadOf>(&prefix)?;
         Ok(())
     }
 }
@@ -216,8 +197,9 @@ pub fn expand(
     entry: &mut Value,
     refs: &[PayloadRef],
 ) -> Result<()> {
+    let at = HistoryAt::new(id, seq);
     for (n, r) in refs.iter().enumerate() {
-        let full: Option<Value> = tx.get_in(scope, Table::Payloads, &payload_key(id, seq, n))?;
+        let full = tx.read_in(scope, &at.payload(n))?;
         if let (Some(full), Some(slot)) = (full, entry.pointer_mut(&r.pointer)) {
             *slot = full;
         }

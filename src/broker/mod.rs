@@ -45,7 +45,8 @@
 //! - [`schedule`]: cron starts, exactly once, with catch-up.
 //! - [`window`]: interval windows and `directInvoke`.
 //! - [`history`]: instance history entries, their payloads kept beside them, and the cap on
-//!   entries per instance.
+//!   entries per instance; [`history_entries`]: their typed keys (an entry by instance and
+//!   number, a payload by its entry and number).
 //! - [`retention`]: forgetting finished instances after `retention`.
 //! - [`records`]: what the store's tables hold; [`produced`]: the outbox's Kafka records,
 //!   encoded once when they enter it; [`entries`]: the typed entries of the
@@ -79,6 +80,7 @@ pub mod gauges;
 mod handoff;
 pub mod held;
 pub mod history;
+pub mod history_entries;
 pub mod hot;
 pub mod index;
 mod inflight;

@@ -4,10 +4,11 @@
 
 use super::{ApiError, AppState};
 use crate::broker::compound::VersionOf;
-use crate::broker::records::{HistoryEntry, InstanceRecord};
+use crate::broker::history_entries::HistoryAt;
+use crate::broker::records::InstanceRecord;
 use crate::definition::Body;
 use crate::graph::{Graph, Marks};
-use crate::store::{Scope, Snapshot, Table, SEP};
+use crate::store::{Scope, Snapshot};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -90,7 +91,7 @@ pub fn instance_graph(
         ..Marks::default()
     };
     let id = &rec.instance.id;
-    for (_, h) in tx.prefix_in::<HistoryEntry>(scope, Table::History, &format!("{id}{SEP}"))? {
+    for (_, h) in tx.scan_in::<HistoryAt>(scope, &HistoryAt::of(id))? {
         marks.visited.extend(h.entered);
         marks.visited.extend(h.state);
     }

@@ -6,9 +6,10 @@ use super::forward::{forwarded, unavailable, Route};
 use super::{ApiError, AppState};
 use crate::broker::entries::{InstanceOf, TimerIdOf};
 use crate::broker::history;
+use crate::broker::history_entries::HistoryAt;
 use crate::broker::records::{HistoryEntry, InstanceRecord, ScheduleState};
 use crate::cluster::partition::PartitionId;
-use crate::store::{key, num, split_at, Scope, Snapshot, Table, SEP};
+use crate::store::{key, split_at, Scope, Snapshot, Table};
 use axum::extract::{OriginalUri, Path, Query, State};
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -148,8 +149,8 @@ pub async fn instance(
         return super::definitions::instance_graph(&tx, scope, &rec, q.format.as_deref());
     }
     if let Asked::Entry(_, seq) = asked {
-        let entry: HistoryEntry = tx
-            .get_in(scope, Table::History, &key(&[id, &num(seq)]))?
+        let entry = tx
+            .read_in(scope, &HistoryAt::new(id, seq))?
             .ok_or_else(|| {
                 ApiError(
                     StatusCode::NOT_FOUND,
@@ -173,11 +174,8 @@ pub async fn instance(
         }
     };
     let mut history = Vec::new();
-    for (k, h) in tx.prefix_in::<HistoryEntry>(scope, Table::History, &format!("{id}{SEP}"))? {
-        let seq = k
-            .rsplit_once(SEP)
-            .and_then(|(_, seq)| seq.parse().ok())
-            .unwrap_or_default();
+    for (k, h) in tx.scan_in::<HistoryAt>(scope, &HistoryAt::of(id))? {
+        let seq = HistoryAt::seq_in(&k).unwrap_or_default();
         history.push(entry_view(&tx, scope, id, seq, h, full)?);
     }
     Ok(Json(view(&rec, Some(history))).into_response())

@@ -73,8 +73,8 @@ impl Txn<'_> {
         Txn::decode(E::TABLE, &entry.key(), bytes)
     }
 
-    /// Stores `bytes`, which must be what [`Txn::encode`] made of an `E::Value`, without
-    /// serializing it again (debug builds check that they decode, as [`Txn::put_encoded`]).
+    /// Stores `bytes`, which must be what [`Txn::encode`] made of an `E::Value` (or of a value
+    /// that encodes as one), or its JSON text, without serializing it again (debug builds check that they decode, as [`Txn::put_encoded`]).
     pub fn write_encoded<E: Entry>(&self, entry: &E, bytes: Vec<u8>) -> Result<()> {
         self.put_encoded(E::TABLE, &entry.key(), bytes)
     }
@@ -96,6 +96,16 @@ impl Txn<'_> {
         self.prefix(E::TABLE, prefix)
     }
 
+    /// Removes every entry of kind `E` under `prefix`: the keys one scan finds, each removed
+    /// without looking it up again ([`Txn::remove`]); returns how many there were.
+    pub fn clear_of<E: Entry>(&self, prefix: &str) -> Result<usize> {
+        let keys = self.keys(E::TABLE, prefix)?;
+        for k in &keys {
+            self.remove(E::TABLE, k);
+        }
+        Ok(keys.len())
+    }
+
     /// Adds `by` to a counter entry (absent counts as 0); returns the new value.
     pub fn add<E: Entry<Value = i64>>(&self, entry: &E, by: i64) -> Result<i64> {
         let n = self.read(entry)?.unwrap_or(0) + by;
@@ -108,6 +118,12 @@ impl Snapshot<'_> {
     /// The value of `entry` in `scope`.
     pub fn read_in<E: Entry>(&self, scope: Scope, entry: &E) -> Result<Option<E::Value>> {
         self.get_in(scope, E::TABLE, &entry.key())
+    }
+
+    /// Every entry of kind `E` in `scope` whose key starts with `prefix`, in key order, as
+    /// (key without the scope's prefix, value).
+    pub fn scan_in<E: Entry>(&self, scope: Scope, prefix: &str) -> Result<Vec<(String, E::Value)>> {
+        self.prefix_in(scope, E::TABLE, prefix)
     }
 }
 
