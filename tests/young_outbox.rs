@@ -120,7 +120,7 @@ impl Node {
         let acked = keys
             .iter()
             .map(|k| Acked {
-                key: k.clone(),
+                key: *k,
                 topic: "flowbroker.lifecycle".into(),
                 label: "flowbroker.instance.started".into(),
                 delivery: Delivery::Delivered,

@@ -25,8 +25,8 @@ pub type Result<T> = crate::store::Result<T>;
 /// What to do once the transaction has committed.
 #[derive(Debug, Default)]
 pub struct Effects {
-    /// Outbox entries to send (key in the outbox table, record).
-    pub outbox: Vec<(String, OutRecord)>,
+    /// Outbox entries to send (sequence number in the outbox table, record).
+    pub outbox: Vec<(u64, OutRecord)>,
     /// Function calls to make.
     pub calls: Vec<Call>,
     /// Metrics to count.

@@ -10,10 +10,10 @@ use super::lifecycle::{self, Lifecycle};
 use super::produced::Produced;
 use super::records::{Buffered, InstanceRecord, OutRecord, TimerEntry};
 use super::timed::{BufferExpiry, Timer};
-use super::Stat;
+use super::{OutboxKey, Stat};
 use crate::cluster::work::Work;
 use crate::engine::{Event, Status};
-use crate::store::{num, At, Table};
+use crate::store::{At, Table};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -148,9 +148,9 @@ impl Batch<'_, '_> {
     }
 
     pub(super) fn put_outbox(&mut self, seq: u64, rec: OutRecord) -> Result<()> {
-        let k = num(seq);
-        self.tx.put_bytes(Table::Outbox, &k, rec.encode())?;
-        self.fx.outbox.push((k, rec));
+        self.tx
+            .put_bytes(Table::Outbox, &OutboxKey::stored(seq), rec.encode())?;
+        self.fx.outbox.push((seq, rec));
         Ok(())
     }
 

@@ -16,7 +16,7 @@ use crate::cluster::work::ReadFrom;
 use crate::cluster::{Log, LogError};
 use crate::engine::ErrorInfo;
 use crate::store::Entry as _;
-use crate::store::{Scope, Table, SEP};
+use crate::store::{Scope, StoreError, Table, SEP};
 use std::collections::BTreeMap;
 
 impl Core {
@@ -104,10 +104,17 @@ impl Core {
             }
         }
         let work_offset = tx.read(&WorkOffset)?.unwrap_or(0);
-        let outbox: Vec<(String, OutRecord)> = tx
+        let outbox: Vec<(u64, OutRecord)> = tx
             .prefix_raw(Table::Outbox, "")?
             .into_iter()
-            .map(|(k, v)| OutRecord::decode(&self.cfg.kafka, &k, &v).map(|r| (k, r)))
+            .map(|(k, v)| {
+                let seq = OutboxKey::parse(&k).ok_or_else(|| StoreError::Unreadable {
+                    table: Table::Outbox.name(),
+                    key: k.clone(),
+                    why: "not an outbox sequence number (20 digits)".into(),
+                })?;
+                OutRecord::decode(&self.cfg.kafka, &k, &v).map(|r| (seq, r))
+            })
             .collect::<Result<_, _>>()?;
         let calls: Vec<(String, Call)> = tx.prefix(Table::Calls, "")?;
         let ready = if swf {
@@ -131,7 +138,7 @@ impl Core {
         }
         let outbox: Vec<(OutboxKey, OutRecord)> = outbox
             .into_iter()
-            .map(|(key, rec)| (OutboxKey { partition: p, key }, rec))
+            .map(|(seq, rec)| (OutboxKey { partition: p, seq }, rec))
             .filter(|(k, _)| !self.inflight.sending(k))
             .collect();
         let calls: Vec<Call> = calls

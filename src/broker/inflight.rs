@@ -35,7 +35,7 @@ pub struct InFlight {
 impl InFlight {
     /// Records handed to the producer; false for one already in flight.
     pub fn send(&mut self, k: &OutboxKey) -> bool {
-        self.sent.insert(k.clone())
+        self.sent.insert(*k)
     }
 
     /// The producer is done with it (acknowledged, dead-lettered or dropped); false when it
@@ -78,7 +78,7 @@ mod tests {
         let mut f = InFlight::default();
         let k = OutboxKey {
             partition: PartitionId(3),
-            key: "a".into(),
+            seq: 7,
         };
         assert!(f.send(&k));
         assert!(!f.send(&k), "sent twice");

@@ -344,7 +344,7 @@ impl Core {
             let out: Vec<_> = fx
                 .outbox
                 .into_iter()
-                .map(|(key, rec)| (OutboxKey { partition: p, key }, rec))
+                .map(|(seq, rec)| (OutboxKey { partition: p, seq }, rec))
                 .collect();
             self.send_out(out, checked);
         }

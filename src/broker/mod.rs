@@ -211,11 +211,28 @@ pub enum Delivery {
     Dropped,
 }
 
-/// An outbox entry: the state partition whose outbox holds it, and its key there.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// An outbox entry: the state partition whose outbox holds it, and its sequence number there
+/// (the partition's `outbox.seq` counter when it entered, never reused).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct OutboxKey {
     pub partition: crate::cluster::partition::PartitionId,
-    pub key: String,
+    pub seq: u64,
+}
+
+impl OutboxKey {
+    /// The key of entry `seq` in its partition's `outbox` table: the number, zero-padded, so
+    /// that the table's key order is the order entries entered it.
+    pub fn stored(seq: u64) -> String {
+        crate::store::num(seq)
+    }
+
+    /// The sequence number of an `outbox` table key; `None` for a key [`OutboxKey::stored`]
+    /// did not make.
+    pub fn parse(key: &str) -> Option<u64> {
+        (key.len() == 20 && key.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| key.parse().ok())
+            .flatten()
+    }
 }
 
 /// A consumed Kafka record, decoded off the core's thread.
@@ -342,6 +359,23 @@ impl Cmd {
             Cmd::Work { records, .. } => records.len(),
             Cmd::Acked(a) => a.len(),
             _ => 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OutboxKey;
+
+    #[test]
+    fn outbox_keys_are_zero_padded_numbers_in_entry_order_and_read_back() {
+        assert_eq!(OutboxKey::stored(42), "00000000000000000042");
+        assert!(OutboxKey::stored(9) < OutboxKey::stored(10));
+        for seq in [0, 1, 42, u64::MAX] {
+            assert_eq!(OutboxKey::parse(&OutboxKey::stored(seq)), Some(seq));
+        }
+        for other in ["42", "", "0000000000000000004x", "+0000000000000000042"] {
+            assert_eq!(OutboxKey::parse(other), None, "{other:?}");
         }
     }
 }

@@ -44,7 +44,7 @@ pub(super) enum PartInput {
     },
     /// Outbox entries to forget (Kafka acknowledged them, or they were delivered in process),
     /// with the topic and type to count (`None`: not counted; `Core::take_acked` decides).
-    Acked(String, Option<(String, String)>),
+    Acked(u64, Option<(String, String)>),
     /// Plan the cron schedule of a workflow (after a deploy).
     Plan(String),
 }
@@ -135,7 +135,7 @@ impl Processor<'_> {
                 }
                 PartInput::Message { work, ack } => {
                     b.apply_work(work)?;
-                    acks.push((ack.partition, PartInput::Acked(ack.key, None)));
+                    acks.push((ack.partition, PartInput::Acked(ack.seq, None)));
                 }
                 PartInput::CallDone { call, outcome } => {
                     // A result for a call no longer in flight (applied before a restart, or
@@ -156,10 +156,10 @@ impl Processor<'_> {
                         b.drain()?;
                     }
                 }
-                PartInput::Acked(k, counted) => {
+                PartInput::Acked(seq, counted) => {
                     // removed unread: an entry gone already leaves a tombstone that changes
                     // nothing (what is counted: docs/broker.md "Shutdown and restarts")
-                    tx.remove(Table::Outbox, &k);
+                    tx.remove(Table::Outbox, &OutboxKey::stored(seq));
                     produced.extend(counted);
                 }
                 PartInput::Plan(workflow) => b.plan_schedule(&workflow, true)?,

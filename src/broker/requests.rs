@@ -152,7 +152,7 @@ impl Core {
                     None
                 }
             };
-            sinks.push(a.key.partition, PartInput::Acked(a.key.key, counted));
+            sinks.push(a.key.partition, PartInput::Acked(a.key.seq, counted));
         }
     }
 

@@ -520,10 +520,10 @@ mod tests {
     fn acknowledgements_count_under_the_records_topic() {
         let key = OutboxKey {
             partition: crate::cluster::partition::PartitionId(1),
-            key: "o".into(),
+            seq: 1,
         };
         let p = |partition, work| Pending {
-            key: key.clone(),
+            key,
             label: "x".into(),
             partition,
             work,
