@@ -57,7 +57,13 @@
 //!   counters each partition keeps; [`positions`]: how far each source of a partition's inputs was applied (the
 //!   `offsets` table's two kinds of entry, typed as `store::Entry`s).
 //! - [`shared`]: what the HTTP side reads without asking the core (owned partitions, the
-//!   directory of owners, deployed workflows).
+//!   directory of owners, deployed workflows); [`board`]: the SWF task board (tasks ready per
+//!   task list, long polls waiting); `swf_tasks`: the tasks ready in a partition, read when it
+//!   is taken over; `swf_events`: SWF executions started and signalled by CloudEvent.
+//! - `inflight`: what was handed to the producer and the invoker and not heard back about;
+//!   `young`: outbox entries kept out of the store until they are acknowledged or old;
+//!   `stats`: what a round counts, added to the metrics once its batch committed; `spans`:
+//!   the spans an applied step finishes.
 
 pub mod active;
 mod addressed;
