@@ -7,9 +7,8 @@
 //! (`store::key`, `store::num`).
 
 use super::records::{Buffered, Join, StoredVersion};
-use crate::store::{key, push_num, Entry, Table, SEP};
+use crate::store::{key, owned_key_entry, prefix_of, push_num, SEP};
 use crate::time::stamp::Stamp;
-use std::borrow::Cow;
 
 /// An entry kind keyed by the parts it names, joined with `store::key` in that order once,
 /// when it is made (`Name::new(part, ..)`), however often it is then read and written:
@@ -34,14 +33,7 @@ macro_rules! by_parts {
             }
         }
 
-        impl Entry for $name {
-            const TABLE: Table = Table::$table;
-            type Value = $value;
-
-            fn key(&self) -> Cow<'_, str> {
-                Cow::Borrowed(&self.key)
-            }
-        }
+        owned_key_entry!($name, $table, $value);
     };
 }
 
@@ -142,10 +134,7 @@ impl BufferedAt {
 
     /// The prefix of every event buffered for `instance`.
     pub fn instance_prefix(instance: &str) -> String {
-        let mut k = String::with_capacity(instance.len() + 21);
-        k.push_str(instance);
-        k.push(SEP);
-        k
+        prefix_of(instance)
     }
 
     /// The prefix of every event held for the key `active` names.
@@ -171,19 +160,12 @@ impl BufferedAt {
     }
 }
 
-impl Entry for BufferedAt {
-    const TABLE: Table = Table::Buffer;
-    type Value = Buffered;
-
-    fn key(&self) -> Cow<'_, str> {
-        Cow::Borrowed(&self.key)
-    }
-}
+owned_key_entry!(BufferedAt, Buffer, Buffered);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::num;
+    use crate::store::{num, Entry, Table};
 
     #[test]
     fn keys_are_the_parts_joined_as_stores_hold_them() {

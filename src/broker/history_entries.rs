@@ -5,9 +5,8 @@
 //! have always held (`store::key`, `store::num`).
 
 use super::records::HistoryEntry;
-use crate::store::{push_num, Entry, Table, SEP};
+use crate::store::{owned_key_entry, prefix_of, push_num, SEP};
 use serde_json::Value;
-use std::borrow::Cow;
 
 /// Entry `seq` of an instance's history. Read as a [`HistoryEntry`]; written encoded
 /// ([`crate::store::Txn::write_encoded`]) from the borrowed `HistoryEntryOf` a batch holds, or
@@ -26,10 +25,7 @@ impl HistoryAt {
 
     /// The prefix of every entry of `instance`'s history (and of its payloads' keys).
     pub fn of(instance: &str) -> String {
-        let mut k = String::with_capacity(instance.len() + 21);
-        k.push_str(instance);
-        k.push(SEP);
-        k
+        prefix_of(instance)
     }
 
     /// The number of the entry whose key (as a scan under [`HistoryAt::of`] gives it back) is
@@ -40,10 +36,7 @@ impl HistoryAt {
 
     /// The prefix of this entry's payloads.
     pub fn payloads(&self) -> String {
-        let mut k = String::with_capacity(self.key.len() + 21);
-        k.push_str(&self.key);
-        k.push(SEP);
-        k
+        prefix_of(&self.key)
     }
 
     /// Payload `n` of this entry.
@@ -54,14 +47,7 @@ impl HistoryAt {
     }
 }
 
-impl Entry for HistoryAt {
-    const TABLE: Table = Table::History;
-    type Value = HistoryEntry;
-
-    fn key(&self) -> Cow<'_, str> {
-        Cow::Borrowed(&self.key)
-    }
-}
+owned_key_entry!(HistoryAt, History, HistoryEntry);
 
 /// A payload of a history entry kept beside it: the JSON value whose place the entry holds a
 /// summary in. Written as JSON text, which the store's readers decode as they do its own
@@ -71,19 +57,12 @@ pub struct PayloadOf {
     key: String,
 }
 
-impl Entry for PayloadOf {
-    const TABLE: Table = Table::Payloads;
-    type Value = Value;
-
-    fn key(&self) -> Cow<'_, str> {
-        Cow::Borrowed(&self.key)
-    }
-}
+owned_key_entry!(PayloadOf, Payloads, Value);
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{key, num};
+    use crate::store::{key, num, Entry, Table};
 
     #[test]
     fn entries_and_payloads_are_keyed_as_stores_hold_them() {

@@ -235,9 +235,10 @@ impl OutboxKey {
     /// The sequence number of an `outbox` table key; `None` for a key [`OutboxKey::stored`]
     /// did not make.
     pub fn parse(key: &str) -> Option<u64> {
-        (key.len() == 20 && key.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| key.parse().ok())
-            .flatten()
+        match key.len() == 20 && key.bytes().all(|b| b.is_ascii_digit()) {
+            true => key.parse().ok(),
+            false => None,
+        }
     }
 }
 

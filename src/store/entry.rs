@@ -33,6 +33,22 @@ pub trait Entry {
     }
 }
 
+/// `impl Entry` for a kind that holds its whole key in a `key: String` field, built once when
+/// the entry is made: `owned_key_entry!(Name, Table, Value)`.
+macro_rules! owned_key_entry {
+    ($name:ident, $table:ident, $value:ty) => {
+        impl $crate::store::Entry for $name {
+            const TABLE: $crate::store::Table = $crate::store::Table::$table;
+            type Value = $value;
+
+            fn key(&self) -> ::std::borrow::Cow<'_, str> {
+                ::std::borrow::Cow::Borrowed(&self.key)
+            }
+        }
+    };
+}
+pub(crate) use owned_key_entry;
+
 impl Txn<'_> {
     /// The value of `entry` (this transaction's, then the rounds in flight, then the store).
     pub fn read<E: Entry>(&self, entry: &E) -> Result<Option<E::Value>> {
@@ -97,13 +113,12 @@ impl Txn<'_> {
     }
 
     /// Removes every entry of kind `E` under `prefix`: the keys one scan finds, each removed
-    /// without looking it up again ([`Txn::remove`]); returns how many there were.
-    pub fn clear_of<E: Entry>(&self, prefix: &str) -> Result<usize> {
-        let keys = self.keys(E::TABLE, prefix)?;
-        for k in &keys {
-            self.remove(E::TABLE, k);
+    /// without looking it up again ([`Txn::remove`]).
+    pub fn clear_of<E: Entry>(&self, prefix: &str) -> Result<()> {
+        for k in self.keys(E::TABLE, prefix)? {
+            self.remove(E::TABLE, &k);
         }
-        Ok(keys.len())
+        Ok(())
     }
 
     /// Adds `by` to a counter entry (absent counts as 0); returns the new value.

@@ -31,6 +31,7 @@ mod txn;
 use codec::encode;
 pub use codec::CodecError;
 pub use compact::{spawn as spawn_compactor, Garbage, Merged, MIN_TOMBSTONES};
+pub(crate) use entry::owned_key_entry;
 pub use entry::Entry;
 pub use export::Export;
 pub use pending::Pending;
@@ -39,7 +40,7 @@ pub use stats::{StoreStats, TableStats};
 pub use timed::{At, Timed};
 pub use txn::Txn;
 
-pub use tables::{at, key, num, push_num, split_at, Table, SEP};
+pub use tables::{at, key, num, prefix_of, push_num, split_at, Table, SEP};
 
 use fjall::{Keyspace, PartitionHandle, PersistMode};
 use serde::de::DeserializeOwned;

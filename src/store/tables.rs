@@ -157,6 +157,15 @@ pub fn key(parts: &[&str]) -> String {
     k
 }
 
+/// `key` followed by [`SEP`]: the prefix of every key that starts with `key`'s parts, with
+/// room for a [`num`] after it.
+pub fn prefix_of(key: &str) -> String {
+    let mut k = String::with_capacity(key.len() + 21);
+    k.push_str(key);
+    k.push(SEP);
+    k
+}
+
 /// A number as a key part that sorts numerically: 20 digits, zero-padded (every `u64` fits).
 pub fn num(n: u64) -> String {
     let mut k = String::with_capacity(20);
