@@ -6,7 +6,8 @@
 //!   of its own, both loaded first). In rounds, the two sides alternated: after each round as
 //!   many instances of new keys are opened, so as many wait in the next, and no key is used
 //!   twice. The figure is the ratio of the median rates. Over all rounds together (the
-//!   opens and the compactions that ran meanwhile included), each side's broker CPU and
+//!   opens and the compactions that ran meanwhile included), each side's broker CPU (and
+//!   its split by thread: the core, the processors, fjall's compactor and flusher, ...) and
 //!   bytes written per continuation, the bytes committed to each table of its store, and
 //!   each table's memtable flushes;
 //! - memory: the broker's RSS and its data directory per waiting instance;
@@ -182,6 +183,8 @@ struct Phase {
     flushes: Vec<(String, f64)>,
     /// point lookups that reached each table (the store's memtables and files)
     lookups: Vec<(String, f64)>,
+    /// the broker's CPU seconds by thread name (live threads only)
+    threads: Vec<(String, f64)>,
 }
 
 /// `now - before`, table by table.
@@ -217,6 +220,7 @@ impl Phase {
             committed: support::by_table(&m, "flowbroker_store_written_bytes_total"),
             flushes: support::by_table(&m, "flowbroker_store_flushes_total"),
             lookups: support::by_table(&m, "flowbroker_store_lookups_total"),
+            threads: b.cpu_by_thread(),
         }
     }
 
@@ -232,17 +236,22 @@ impl Phase {
             committed: minus(&self.committed, &before.committed),
             flushes: minus(&self.flushes, &before.flushes),
             lookups: minus(&self.lookups, &before.lookups),
+            threads: minus(&self.threads, &before.threads),
         }
     }
 
     /// Over whole rounds (continuations and the opens after them), per continuation: the
-    /// broker's CPU (compactions included, whenever they ran) and what it wrote; and each
-    /// table's memtable flushes over them all.
+    /// broker's CPU (compactions included, whenever they ran), by thread, and what it wrote;
+    /// and each table's memtable flushes over them all.
     fn per_continuation(&self, continuations: u64) -> String {
         let n = continuations.max(1) as f64;
+        let live: f64 = self.threads.iter().map(|(_, s)| s).sum();
+        let mut threads = self.threads.clone();
+        threads.push(("(ended threads)".into(), self.cpu_secs - live));
         format!(
-            "broker CPU {:.0} us and {:.1} KiB written per continuation, tansu CPU {:.0} us; committed to the store per continuation: {}; memtable flushes: {}; store lookups per continuation: {}",
+            "broker CPU {:.0} us ({}) and {:.1} KiB written per continuation, tansu CPU {:.0} us; committed to the store per continuation: {}; memtable flushes: {}; store lookups per continuation: {}",
             self.cpu_secs * 1e6 / n,
+            listed(&threads, |t, s| format!("{t} {:.0}", s * 1e6 / n)),
             self.written / 1024.0 / n,
             self.kafka_cpu_secs * 1e6 / n,
             listed(&self.committed, |t, b| format!("{t} {:.0} B", b / n)),

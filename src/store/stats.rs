@@ -182,6 +182,38 @@ mod tests {
     }
 
     #[test]
+    fn a_key_seen_absent_is_not_looked_up_again_by_the_same_transaction() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let lookups = |t: Table| store.stats().table(t).lookups;
+        let tx = store.scoped(crate::store::Scope::Partition(1));
+        assert_eq!(tx.get::<i32>(Table::Active, "a").unwrap(), None);
+        assert!(!tx.contains(Table::Active, "a").unwrap());
+        assert_eq!(tx.get::<i32>(Table::Active, "a").unwrap(), None);
+        assert_eq!(lookups(Table::Active), 1, "the first read asks the store");
+        // written and removed again: the transaction's own writes answer, then the absence
+        tx.put(Table::Active, "a", &7).unwrap();
+        assert_eq!(tx.get::<i32>(Table::Active, "a").unwrap(), Some(7));
+        tx.remove(Table::Active, "a");
+        assert_eq!(tx.get::<i32>(Table::Active, "a").unwrap(), None);
+        assert!(!tx.contains(Table::Active, "a").unwrap());
+        assert_eq!(lookups(Table::Active), 1);
+        assert!(!tx.contains(Table::Active, "b").unwrap());
+        assert_eq!(lookups(Table::Active), 2, "another key asks");
+        tx.commit().unwrap();
+        // a new transaction asks again
+        let tx = store.scoped(crate::store::Scope::Partition(1));
+        assert_eq!(tx.get::<i32>(Table::Active, "a").unwrap(), None);
+        assert_eq!(lookups(Table::Active), 3);
+        drop(tx);
+        // a node-wide transaction asks every time: other writers change its keys
+        let node = store.write().unwrap();
+        assert_eq!(node.get::<i32>(Table::Active, "n").unwrap(), None);
+        assert_eq!(node.get::<i32>(Table::Active, "n").unwrap(), None);
+        assert_eq!(lookups(Table::Active), 5);
+    }
+
+    #[test]
     fn tables_only_scanned_keep_no_filters() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();

@@ -183,6 +183,9 @@ impl<'s> Txn<'s> {
         if let Some(v) = self.overlay.borrow().get(&table).and_then(|t| t.get(&full)) {
             return Ok(v.as_deref().map(f));
         }
+        if self.was_absent(table, &full) {
+            return Ok(None);
+        }
         if table == Table::Meta && !self.prefix.is_empty() {
             if let Some(v) = self.meta_read.borrow().get(&full) {
                 return Ok(v.as_deref().map(f));
@@ -244,13 +247,21 @@ impl<'s> Txn<'s> {
         }
     }
 
+    /// Whether `full` was found below neither the overlay nor the store by an earlier read
+    /// ([`Txn::saw_absent`]): still so, and a read of it answers without asking the store
+    /// again (an instance's `active` entry, looked up by the event that starts it and again
+    /// by the index change that writes it).
+    fn was_absent(&self, table: Table, full: &str) -> bool {
+        (self.absent.borrow().get(&table)).is_some_and(|keys| keys.contains(full))
+    }
+
     /// Forgets this transaction's write of `full`: when the key was seen absent below, by
     /// dropping the write (nothing below to hide), else by writing a tombstone.
     fn unwrite(&self, table: Table, full: String) {
+        let absent = self.was_absent(table, &full);
         let mut overlay = self.overlay.borrow_mut();
         let t = overlay.entry(table).or_default();
-        let seen = self.absent.borrow();
-        if seen.get(&table).is_some_and(|keys| keys.contains(&full)) {
+        if absent {
             t.remove(&full);
         } else {
             t.insert(full, None);
@@ -327,6 +338,7 @@ impl<'s> Txn<'s> {
             (self.overlay.borrow().get(&table)).and_then(|t| t.get(full).map(Option::is_some));
         Ok(match mine {
             Some(there) => there,
+            None if self.was_absent(table, full) => false,
             None => match self.base.and_then(|b| b.get(table, full)) {
                 Some(v) => v.is_some(),
                 None if self.resident(table, full).is_some() => true,

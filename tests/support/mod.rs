@@ -523,15 +523,50 @@ fn proc_number_of(pid: u32, file: &str, field: &str) -> Option<u64> {
 /// CPU time process `pid` has used so far (user and system, all threads), in seconds.
 pub fn cpu_secs_of(pid: u32) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(stat_ticks(&stat)?.1 / clock_ticks()?)
+}
+
+/// The name and the user and system CPU ticks in a `/proc/.../stat` line.
+fn stat_ticks(stat: &str) -> Option<(&str, f64)> {
     // `pid (comm) state ...`: utime and stime are fields 14 and 15, 11 and 12 after state
-    let rest: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
-    let ticks: f64 = rest.get(11)?.parse::<f64>().ok()? + rest.get(12)?.parse::<f64>().ok()?;
-    let hz = std::process::Command::new("getconf")
+    let (head, tail) = stat.rsplit_once(')')?;
+    let name = head.split_once('(')?.1;
+    let rest: Vec<&str> = tail.split_whitespace().collect();
+    let ticks = rest.get(11)?.parse::<f64>().ok()? + rest.get(12)?.parse::<f64>().ok()?;
+    Some((name, ticks))
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`), the unit of `/proc`'s CPU times.
+fn clock_ticks() -> Option<f64> {
+    std::process::Command::new("getconf")
         .arg("CLK_TCK")
         .output()
         .ok()
-        .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse::<f64>().ok())?;
-    Some(ticks / hz)
+        .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse::<f64>().ok())
+}
+
+/// CPU seconds (user and system) the live threads of process `pid` have used so far, by
+/// thread name with a trailing number dropped (`flowbroker-proc`, `compactor`,
+/// `rdk:broker`), so that a pool's threads count together. A thread that has ended is in
+/// [`cpu_secs_of`]'s total and in none of these.
+pub fn cpu_by_thread_of(pid: u32) -> Vec<(String, f64)> {
+    let Some(hz) = clock_ticks() else {
+        return Vec::new();
+    };
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    let mut by: std::collections::BTreeMap<String, f64> = Default::default();
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue; // ended since the listing
+        };
+        if let Some((name, ticks)) = stat_ticks(&stat) {
+            let group = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
+            *by.entry(group.to_string()).or_default() += ticks / hz;
+        }
+    }
+    by.into_iter().collect()
 }
 
 /// A record the broker produced, decoded as far as possible.
@@ -1128,6 +1163,13 @@ impl Broker {
     /// CPU time the process has used so far (user and system, all threads), in seconds.
     pub fn cpu_secs(&self) -> Option<f64> {
         cpu_secs_of(self.child.as_ref()?.id())
+    }
+
+    /// [`cpu_by_thread_of`] the process.
+    pub fn cpu_by_thread(&self) -> Vec<(String, f64)> {
+        self.child
+            .as_ref()
+            .map_or_else(Vec::new, |c| cpu_by_thread_of(c.id()))
     }
 
     /// Bytes the process has written so far (`wchar` in `/proc/PID/io`: every write call,
