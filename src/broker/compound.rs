@@ -7,7 +7,7 @@
 //! (`store::key`, `store::num`).
 
 use super::records::{Buffered, Join, StoredVersion};
-use crate::store::{key, owned_key_entry, prefix_of, push_num, SEP};
+use crate::store::{key, numbered, owned_key_entry, prefix_of, SEP};
 use crate::time::stamp::Stamp;
 
 /// An entry kind keyed by the parts it names, joined with `store::key` in that order once,
@@ -73,9 +73,7 @@ by_parts!(
 impl WaitsOf {
     /// The prefix of every entry that waits under `wait_key` for `workflow`'s event `event`.
     pub fn prefix(workflow: &str, event: &str, wait_key: &str) -> String {
-        let mut k = key(&[workflow, event, wait_key]);
-        k.push(SEP);
-        k
+        prefix_of(&key(&[workflow, event, wait_key]))
     }
 }
 
@@ -115,16 +113,16 @@ pub struct BufferedAt {
 impl BufferedAt {
     /// The `seq`th event buffered for `instance`.
     pub fn for_instance(instance: &str, seq: u64) -> Self {
-        let mut key = BufferedAt::instance_prefix(instance);
-        push_num(&mut key, seq);
-        BufferedAt { key }
+        BufferedAt {
+            key: numbered(BufferedAt::instance_prefix(instance), seq),
+        }
     }
 
     /// The `seq`th event held for the key `active` names.
     pub fn held(active: &ActiveOf, seq: u64) -> Self {
-        let mut key = BufferedAt::held_prefix(active);
-        push_num(&mut key, seq);
-        BufferedAt { key }
+        BufferedAt {
+            key: numbered(BufferedAt::held_prefix(active), seq),
+        }
     }
 
     /// An entry's key as the table or its expiry index gave it back.

@@ -5,7 +5,7 @@
 //! have always held (`store::key`, `store::num`).
 
 use super::records::HistoryEntry;
-use crate::store::{owned_key_entry, prefix_of, push_num, SEP};
+use crate::store::{numbered, owned_key_entry, prefix_of, SEP};
 use serde_json::Value;
 
 /// Entry `seq` of an instance's history. Read as a [`HistoryEntry`]; written encoded
@@ -18,9 +18,9 @@ pub struct HistoryAt {
 
 impl HistoryAt {
     pub fn new(instance: &str, seq: u64) -> Self {
-        let mut key = HistoryAt::of(instance);
-        push_num(&mut key, seq);
-        HistoryAt { key }
+        HistoryAt {
+            key: numbered(HistoryAt::of(instance), seq),
+        }
     }
 
     /// The prefix of every entry of `instance`'s history (and of its payloads' keys).
@@ -41,9 +41,9 @@ impl HistoryAt {
 
     /// Payload `n` of this entry.
     pub fn payload(&self, n: usize) -> PayloadOf {
-        let mut key = self.payloads();
-        push_num(&mut key, n as u64);
-        PayloadOf { key }
+        PayloadOf {
+            key: numbered(self.payloads(), n as u64),
+        }
     }
 }
 

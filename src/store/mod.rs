@@ -40,7 +40,7 @@ pub use stats::{StoreStats, TableStats};
 pub use timed::{At, Timed};
 pub use txn::Txn;
 
-pub use tables::{at, key, num, prefix_of, push_num, split_at, Table, SEP};
+pub use tables::{at, key, num, numbered, prefix_of, split_at, Table, SEP};
 
 use fjall::{Keyspace, PartitionHandle, PersistMode};
 use serde::de::DeserializeOwned;

@@ -173,9 +173,16 @@ pub fn num(n: u64) -> String {
     k
 }
 
+/// `prefix` (a [`prefix_of`] or any key part) with [`num`]`(n)` after it: the key of the
+/// `n`th entry under it, built in the prefix's own string.
+pub fn numbered(mut prefix: String, n: u64) -> String {
+    push_num(&mut prefix, n);
+    prefix
+}
+
 /// Appends [`num`]`(n)` to `k` (store keys are built on every input: no formatting
 /// machinery, no intermediate string).
-pub fn push_num(k: &mut String, mut n: u64) {
+fn push_num(k: &mut String, mut n: u64) {
     let mut digits = [b'0'; 20];
     for d in digits.iter_mut().rev() {
         *d = b'0' + (n % 10) as u8;
