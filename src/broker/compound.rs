@@ -73,7 +73,9 @@ by_parts!(
 impl WaitsOf {
     /// The prefix of every entry that waits under `wait_key` for `workflow`'s event `event`.
     pub fn prefix(workflow: &str, event: &str, wait_key: &str) -> String {
-        prefix_of(&key(&[workflow, event, wait_key]))
+        // an empty last part: the three and a `SEP` after them, in one string (every event
+        // looks its waiting instances up so)
+        key(&[workflow, event, wait_key, ""])
     }
 }
 
@@ -184,6 +186,10 @@ mod tests {
         assert_eq!(<SupersededOf as Entry>::TABLE, Table::Superseded);
         let w = WaitsOf::new("w", "e", "k1", "p1-i");
         assert_eq!(w.key(), format!("w{SEP}e{SEP}k1{SEP}p1-i"));
+        assert_eq!(
+            WaitsOf::prefix("w", "e", "k1"),
+            format!("w{SEP}e{SEP}k1{SEP}")
+        );
         assert!(w.key().starts_with(&WaitsOf::prefix("w", "e", "k1")));
         assert!(!WaitsOf::new("w", "e", "k10", "p1-i")
             .key()
