@@ -183,8 +183,8 @@ struct Phase {
     flushes: Vec<(String, f64)>,
     /// point lookups that reached each table (the store's memtables and files)
     lookups: Vec<(String, f64)>,
-    /// the broker's CPU seconds by thread name (live threads only)
-    threads: Vec<(String, f64)>,
+    /// the broker's live threads and their CPU seconds
+    threads: Vec<support::ThreadCpu>,
 }
 
 /// `now - before`, table by table.
@@ -236,7 +236,17 @@ impl Phase {
             committed: minus(&self.committed, &before.committed),
             flushes: minus(&self.flushes, &before.flushes),
             lookups: minus(&self.lookups, &before.lookups),
-            threads: minus(&self.threads, &before.threads),
+            threads: self
+                .threads
+                .iter()
+                .map(|t| {
+                    let was = before.threads.iter().find(|b| b.tid == t.tid);
+                    support::ThreadCpu {
+                        secs: t.secs - was.map_or(0.0, |b| b.secs),
+                        ..t.clone()
+                    }
+                })
+                .collect(),
         }
     }
 
@@ -245,8 +255,15 @@ impl Phase {
     /// and each table's memtable flushes over them all.
     fn per_continuation(&self, continuations: u64) -> String {
         let n = continuations.max(1) as f64;
-        let live: f64 = self.threads.iter().map(|(_, s)| s).sum();
-        let mut threads = self.threads.clone();
+        // by thread name; what threads that ended meanwhile used is the rest of the total
+        let mut threads: Vec<(String, f64)> = Vec::new();
+        for t in &self.threads {
+            match threads.iter_mut().find(|(g, _)| *g == t.group) {
+                Some((_, secs)) => *secs += t.secs,
+                None => threads.push((t.group.clone(), t.secs)),
+            }
+        }
+        let live: f64 = threads.iter().map(|(_, s)| s).sum();
         threads.push(("(ended threads)".into(), self.cpu_secs - live));
         format!(
             "broker CPU {:.0} us ({}) and {:.1} KiB written per continuation, tansu CPU {:.0} us; committed to the store per continuation: {}; memtable flushes: {}; store lookups per continuation: {}",

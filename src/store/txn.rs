@@ -26,10 +26,15 @@ pub struct Txn<'s> {
     meta_read: RefCell<HashMap<String, Option<Vec<u8>>>>,
     /// Full keys this transaction found in neither the rounds in flight nor the store, in a
     /// partition's scope (what is below cannot change while it lives, as for `meta_read`):
-    /// a key put and then removed by the transaction leaves no tombstone, as there is
-    /// nothing below for one to hide (an instance that starts and ends in one batch removes
-    /// its `active` entry so).
+    /// a later read of one is answered from here, below the transaction's own writes,
+    /// without asking the store again; and a key put and then removed by the transaction
+    /// leaves no tombstone, as there is nothing below for one to hide (an instance that
+    /// starts and ends in one batch removes its `active` entry so).
     absent: RefCell<HashMap<Table, HashSet<String>>>,
+    /// Full keys [`Txn::contains`] found in the store, in a partition's scope: a later look
+    /// answers from here, below the transaction's own writes (each start looks whether its
+    /// partition keeps the version it runs on).
+    present: RefCell<HashMap<Table, HashSet<String>>>,
     /// Bytes written so far (keys and values, overwrites counted again): a bound for batches.
     written: std::cell::Cell<usize>,
 }
@@ -113,6 +118,7 @@ impl<'s> Txn<'s> {
             overlay: RefCell::new(BTreeMap::new()),
             meta_read: RefCell::default(),
             absent: RefCell::default(),
+            present: RefCell::default(),
             written: std::cell::Cell::new(0),
         }
     }
@@ -255,6 +261,20 @@ impl<'s> Txn<'s> {
         (self.absent.borrow().get(&table)).is_some_and(|keys| keys.contains(full))
     }
 
+    /// Remembers that [`Txn::has`] found `full` in the store (partition scopes only, as
+    /// [`Txn::saw_absent`]).
+    fn saw_present(&self, table: Table, full: &str) {
+        if !self.prefix.is_empty() {
+            let mut present = self.present.borrow_mut();
+            present.entry(table).or_default().insert(full.to_string());
+        }
+    }
+
+    /// Whether [`Txn::has`] found `full` in the store (still so below the overlay).
+    fn was_present(&self, table: Table, full: &str) -> bool {
+        (self.present.borrow().get(&table)).is_some_and(|keys| keys.contains(full))
+    }
+
     /// Forgets this transaction's write of `full`: when the key was seen absent below, by
     /// dropping the write (nothing below to hide), else by writing a tombstone.
     fn unwrite(&self, table: Table, full: String) {
@@ -339,13 +359,15 @@ impl<'s> Txn<'s> {
         Ok(match mine {
             Some(there) => there,
             None if self.was_absent(table, full) => false,
+            None if self.was_present(table, full) => true,
             None => match self.base.and_then(|b| b.get(table, full)) {
                 Some(v) => v.is_some(),
                 None if self.resident(table, full).is_some() => true,
                 None => {
                     let there = self.store.lookup(table).contains_key(full.as_bytes())?;
-                    if !there {
-                        self.saw_absent(table, full.to_string());
+                    match there {
+                        true => self.saw_present(table, full),
+                        false => self.saw_absent(table, full.to_string()),
                     }
                     there
                 }
@@ -491,7 +513,8 @@ impl<'s> Txn<'s> {
     }
 
     pub fn is_unchanged(&self) -> bool {
-        self.overlay.borrow().is_empty()
+        // (a key put and then removed unseen below leaves its table's map empty)
+        self.overlay.borrow().values().all(BTreeMap::is_empty)
     }
 
     /// Commits and fsyncs: when this returns, the batch survives a crash.
@@ -604,6 +627,21 @@ mod tests {
         part.put(Table::Meta, "n", &2).unwrap();
         part.commit().unwrap();
         assert_eq!(node.get::<i64>(Table::Meta, &full).unwrap(), Some(2));
+    }
+
+    #[test]
+    fn a_transaction_whose_writes_cancel_out_is_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("store")).unwrap();
+        let tx = store.scoped(Scope::Partition(1));
+        assert!(tx.is_unchanged());
+        assert_eq!(tx.get::<String>(Table::Active, "a").unwrap(), None);
+        tx.put(Table::Active, "a", &"i1").unwrap();
+        assert!(!tx.is_unchanged());
+        tx.remove(Table::Active, "a");
+        assert!(tx.is_unchanged(), "nothing to write: no commit, no sync");
+        tx.remove(Table::Active, "unread");
+        assert!(!tx.is_unchanged(), "a tombstone for a key not looked up");
     }
 
     #[test]

@@ -545,28 +545,44 @@ fn clock_ticks() -> Option<f64> {
         .and_then(|o| String::from_utf8(o.stdout).ok()?.trim().parse::<f64>().ok())
 }
 
-/// CPU seconds (user and system) the live threads of process `pid` have used so far, by
-/// thread name with a trailing number dropped (`flowbroker-proc`, `compactor`,
-/// `rdk:broker`), so that a pool's threads count together. A thread that has ended is in
-/// [`cpu_secs_of`]'s total and in none of these.
-pub fn cpu_by_thread_of(pid: u32) -> Vec<(String, f64)> {
+/// One live thread of a process and the CPU seconds (user and system) it has used so far.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadCpu {
+    pub tid: u32,
+    /// Its name with a trailing number dropped (`flowbroker-proc`, `compactor`,
+    /// `rdk:broker`), so that a pool's threads count together.
+    pub group: String,
+    pub secs: f64,
+}
+
+/// The live threads of process `pid` and their CPU so far. Compare two readings thread by
+/// thread ([`ThreadCpu::tid`]): a thread that ended between them is in neither difference
+/// but in [`cpu_secs_of`]'s.
+pub fn cpu_by_thread_of(pid: u32) -> Vec<ThreadCpu> {
     let Some(hz) = clock_ticks() else {
         return Vec::new();
     };
     let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
         return Vec::new();
     };
-    let mut by: std::collections::BTreeMap<String, f64> = Default::default();
+    let mut threads = Vec::new();
     for task in tasks.flatten() {
+        let Some(tid) = task.file_name().to_str().and_then(|t| t.parse().ok()) else {
+            continue;
+        };
         let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
             continue; // ended since the listing
         };
         if let Some((name, ticks)) = stat_ticks(&stat) {
             let group = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '-');
-            *by.entry(group.to_string()).or_default() += ticks / hz;
+            threads.push(ThreadCpu {
+                tid,
+                group: group.to_string(),
+                secs: ticks / hz,
+            });
         }
     }
-    by.into_iter().collect()
+    threads
 }
 
 /// A record the broker produced, decoded as far as possible.
@@ -1166,7 +1182,7 @@ impl Broker {
     }
 
     /// [`cpu_by_thread_of`] the process.
-    pub fn cpu_by_thread(&self) -> Vec<(String, f64)> {
+    pub fn cpu_by_thread(&self) -> Vec<ThreadCpu> {
         self.child
             .as_ref()
             .map_or_else(Vec::new, |c| cpu_by_thread_of(c.id()))
