@@ -5,7 +5,7 @@
 use super::{
     decode, encode, num, prefix_end, Pending, Result, Store, StoreError, Table, Write, SEP,
 };
-use foldhash::{HashMap, HashSet};
+use foldhash::HashMap;
 use serde::{de::DeserializeOwned, Serialize};
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -24,17 +24,16 @@ pub struct Txn<'s> {
     /// it lives (one writer per partition). A node-wide transaction keeps none: other
     /// partitions' writers change keys in its scope.
     meta_read: RefCell<HashMap<String, Option<Vec<u8>>>>,
-    /// Full keys this transaction found in neither the rounds in flight nor the store, in a
-    /// partition's scope (what is below cannot change while it lives, as for `meta_read`):
-    /// a later read of one is answered from here, below the transaction's own writes,
-    /// without asking the store again; and a key put and then removed by the transaction
-    /// leaves no tombstone, as there is nothing below for one to hide (an instance that
-    /// starts and ends in one batch removes its `active` entry so).
-    absent: RefCell<HashMap<Table, HashSet<String>>>,
-    /// Full keys [`Txn::contains`] found in the store, in a partition's scope: a later look
-    /// answers from here, below the transaction's own writes (each start looks whether its
-    /// partition keeps the version it runs on).
-    present: RefCell<HashMap<Table, HashSet<String>>>,
+    /// What this transaction found below itself (the rounds in flight and the store) by
+    /// full key: `false`, in neither; `true`, in the store (from [`Txn::contains`]). Kept in a
+    /// partition's scope only (what is below cannot change while it lives, as for
+    /// `meta_read`). A later read or look answers from here, below the transaction's own
+    /// writes, without asking the store again (an instance's `active` entry, looked up by
+    /// the event that starts it and by the index change that writes it; the version row
+    /// each start looks at); and a key found in neither, put and then removed, leaves no
+    /// tombstone, as there is nothing below for one to hide (an instance that starts and
+    /// ends in one batch removes its `active` entry so).
+    below: RefCell<HashMap<Table, HashMap<String, bool>>>,
     /// Bytes written so far (keys and values, overwrites counted again): a bound for batches.
     written: std::cell::Cell<usize>,
 }
@@ -117,8 +116,7 @@ impl<'s> Txn<'s> {
             prefix,
             overlay: RefCell::new(BTreeMap::new()),
             meta_read: RefCell::default(),
-            absent: RefCell::default(),
-            present: RefCell::default(),
+            below: RefCell::default(),
             written: std::cell::Cell::new(0),
         }
     }
@@ -189,7 +187,7 @@ impl<'s> Txn<'s> {
         if let Some(v) = self.overlay.borrow().get(&table).and_then(|t| t.get(&full)) {
             return Ok(v.as_deref().map(f));
         }
-        if self.was_absent(table, &full) {
+        if self.found_below(table, &full) == Some(false) {
             return Ok(None);
         }
         if table == Table::Meta && !self.prefix.is_empty() {
@@ -209,7 +207,7 @@ impl<'s> Txn<'s> {
         }
         let v = self.store.lookup(table).get(full.as_bytes())?;
         if v.is_none() {
-            self.saw_absent(table, full);
+            self.saw(table, full, false);
         }
         Ok(v.map(|b| f(&b)))
     }
@@ -241,44 +239,24 @@ impl<'s> Txn<'s> {
         }
     }
 
-    /// Remembers that `full` is below neither the overlay nor the store (partition scopes
-    /// only, see [`Txn::absent`]).
-    fn saw_absent(&self, table: Table, full: String) {
+    /// Remembers whether `full` is in the store below the overlay (`there`), in a
+    /// partition's scope ([`Txn::below`]).
+    fn saw(&self, table: Table, full: String, there: bool) {
         if !self.prefix.is_empty() {
-            self.absent
-                .borrow_mut()
-                .entry(table)
-                .or_default()
-                .insert(full);
+            let mut below = self.below.borrow_mut();
+            below.entry(table).or_default().insert(full, there);
         }
     }
 
-    /// Whether `full` was found below neither the overlay nor the store by an earlier read
-    /// ([`Txn::saw_absent`]): still so, and a read of it answers without asking the store
-    /// again (an instance's `active` entry, looked up by the event that starts it and again
-    /// by the index change that writes it).
-    fn was_absent(&self, table: Table, full: &str) -> bool {
-        (self.absent.borrow().get(&table)).is_some_and(|keys| keys.contains(full))
-    }
-
-    /// Remembers that [`Txn::has`] found `full` in the store (partition scopes only, as
-    /// [`Txn::saw_absent`]).
-    fn saw_present(&self, table: Table, full: &str) {
-        if !self.prefix.is_empty() {
-            let mut present = self.present.borrow_mut();
-            present.entry(table).or_default().insert(full.to_string());
-        }
-    }
-
-    /// Whether [`Txn::has`] found `full` in the store (still so below the overlay).
-    fn was_present(&self, table: Table, full: &str) -> bool {
-        (self.present.borrow().get(&table)).is_some_and(|keys| keys.contains(full))
+    /// What an earlier read or look found of `full` below the overlay ([`Txn::saw`]).
+    fn found_below(&self, table: Table, full: &str) -> Option<bool> {
+        (self.below.borrow().get(&table)).and_then(|keys| keys.get(full).copied())
     }
 
     /// Forgets this transaction's write of `full`: when the key was seen absent below, by
     /// dropping the write (nothing below to hide), else by writing a tombstone.
     fn unwrite(&self, table: Table, full: String) {
-        let absent = self.was_absent(table, &full);
+        let absent = self.found_below(table, &full) == Some(false);
         let mut overlay = self.overlay.borrow_mut();
         let t = overlay.entry(table).or_default();
         if absent {
@@ -358,19 +336,17 @@ impl<'s> Txn<'s> {
             (self.overlay.borrow().get(&table)).and_then(|t| t.get(full).map(Option::is_some));
         Ok(match mine {
             Some(there) => there,
-            None if self.was_absent(table, full) => false,
-            None if self.was_present(table, full) => true,
             None => match self.base.and_then(|b| b.get(table, full)) {
                 Some(v) => v.is_some(),
                 None if self.resident(table, full).is_some() => true,
-                None => {
-                    let there = self.store.lookup(table).contains_key(full.as_bytes())?;
-                    match there {
-                        true => self.saw_present(table, full),
-                        false => self.saw_absent(table, full.to_string()),
+                None => match self.found_below(table, full) {
+                    Some(there) => there,
+                    None => {
+                        let there = self.store.lookup(table).contains_key(full.as_bytes())?;
+                        self.saw(table, full.to_string(), there);
+                        there
                     }
-                    there
-                }
+                },
             },
         })
     }
